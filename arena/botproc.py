@@ -1,0 +1,423 @@
+"""One running bot program, behind a request/reply interface that never raises
+for anything the bot does.
+
+A :class:`BotProcess` owns the child process and three Trio tasks: a writer
+(messages go out in order, and a bot that stops reading cannot block the
+referee), a stdout reader (line framing, the 64 KiB cap, JSON decoding) and a
+stderr drain (into a :class:`~arena.capped.CappedBuffer`, so a chatty bot never
+blocks on a full pipe). Whatever the bot does, :meth:`BotProcess.request`
+returns a :class:`Reply` that carries either the valid message or a fault
+(timeout, malformed, crashed); the referee judges legality.
+
+Logging: every line sent is logged at DEBUG as ``<<`` and every line received
+as ``>>``, prefixed with the entrant and pid (logger ``arena.botproc``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+
+from arena import protocol
+from arena.capped import CappedBuffer
+from arena.faults import FaultKind
+
+log = logging.getLogger(__name__)
+
+#: Unread bytes queued for a bot that stopped reading before it counts as crashed.
+MAX_OUTGOING_BYTES: Final = 4 * 1024 * 1024
+#: Decoded lines buffered between the reader and the referee; past this the
+#: reader stops reading and the bot blocks on its own output.
+EVENT_BUFFER: Final = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The outcome of one request.
+
+    Attributes:
+        message: the bot's valid reply (schema-checked), or ``None`` on a fault.
+        fault: ``None``, or the fault (timeout, malformed or crashed).
+        detail: for a fault, what happened.
+        elapsed: seconds from sending the request to the reply or the fault.
+        request_id: the id of the request.
+    """
+
+    message: dict[str, Any] | None
+    fault: FaultKind | None
+    detail: str
+    elapsed: float
+    request_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchSpec:
+    """How to start one bot process.
+
+    Attributes:
+        argv: the program and its arguments (never run through a shell).
+        cwd: its working directory.
+        env: its whole environment (nothing else is inherited).
+        preexec: called in the child before exec (resource limits), or ``None``.
+        user: uid to run as, or ``None`` to keep the arena's.
+        group: gid to run as, or ``None``.
+        label: how log lines and faults name it (the entrant's name).
+        tmpdir: the process's private temporary folder (its HOME and TMPDIR),
+            removed by :meth:`BotProcess.close`, or ``None``.
+    """
+
+    argv: tuple[str, ...]
+    cwd: Path
+    env: dict[str, str]
+    label: str
+    preexec: Callable[[], None] | None = None
+    user: int | None = None
+    group: int | None = None
+    tmpdir: Path | None = None
+
+
+@dataclass(slots=True)
+class _Line:
+    obj: dict[str, Any] | None = None
+    bad: str | None = None  # malformed line detail
+    eof: str | None = None  # the bot is gone (detail)
+
+
+@dataclass
+class _Stats:
+    requests: int = 0
+    slowest: float = 0.0
+    transcript: list[dict[str, Any]] | None = field(default=None)
+
+
+class BotProcess:
+    """A started bot program. Create with :meth:`start`; end with :meth:`close`.
+
+    The process runs in its own session and process group (``setsid``), so
+    :meth:`close` can signal every process the bot started that stayed in the
+    group.
+    """
+
+    def __init__(self, spec: LaunchSpec, process: trio.Process, pidfd: int) -> None:
+        self.spec = spec
+        self.process = process
+        self.pid: int = process.pid
+        self._pidfd = pidfd
+        self._next_id = 0
+        self._send_q, self._send_rx = trio.open_memory_channel[bytes](math.inf)
+        self._outgoing = 0
+        self._events_tx, self._events = trio.open_memory_channel[_Line](EVENT_BUFFER)
+        self.stderr = CappedBuffer()
+        self.dead: str | None = None  # why the bot can no longer be used
+        self.exited = trio.Event()
+        self.games_played: set[str] = set()  # deal keys of games played (never two from one deal)
+        self.self_name: str | None = None
+        self.stats = _Stats()
+        self._cancel = trio.CancelScope()
+
+    def __repr__(self) -> str:
+        return f"<BotProcess {self.spec.label!r} pid={self.pid}>"
+
+    # -- start ------------------------------------------------------------
+
+    @classmethod
+    async def start(cls, spec: LaunchSpec, nursery: trio.Nursery) -> BotProcess:
+        """Start the program and its I/O tasks in ``nursery``.
+
+        Raises:
+            OSError: the program could not be started (missing, not
+                executable, bad working directory). The caller records it as
+                the fault ``crashed``.
+        """
+        process = await trio.lowlevel.open_process(
+            list(spec.argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=spec.cwd,
+            env=spec.env,
+            start_new_session=True,
+            preexec_fn=spec.preexec,
+            user=spec.user,
+            group=spec.group,
+            extra_groups=[] if spec.group is not None else None,
+            close_fds=True,
+        )
+        pidfd = os.pidfd_open(process.pid)
+        bot = cls(spec, process, pidfd)
+        nursery.start_soon(bot._run_io)
+        return bot
+
+    async def _run_io(self) -> None:
+        with self._cancel:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._write_loop)
+                nursery.start_soon(self._read_loop)
+                nursery.start_soon(self._stderr_loop)
+                nursery.start_soon(self._exit_watch)
+
+    async def _exit_watch(self) -> None:
+        await trio.lowlevel.wait_readable(self._pidfd)
+        self.exited.set()
+        self._mark_dead(f"exited ({self.exit_status()})")
+        # Let the reader deliver what the bot wrote before it exited.
+        with trio.move_on_after(0.05):
+            await trio.sleep_forever()
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await self._events_tx.send(_Line(eof=self.dead))
+
+    def exit_status(self) -> str:
+        """How the process ended, read without reaping it (``"running"`` if alive)."""
+        try:
+            info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            rc = self.process.returncode
+            return "running" if rc is None else _describe_returncode(rc)
+        if info is None:
+            return "running"
+        if info.si_code == os.CLD_EXITED:
+            return f"exit code {info.si_status}"
+        return _describe_returncode(-info.si_status)
+
+    def _mark_dead(self, reason: str) -> None:
+        if self.dead is None:
+            self.dead = reason
+
+    async def _write_loop(self) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        try:
+            async for data in self._send_rx:
+                await stdin.send_all(data)
+                self._outgoing -= len(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._mark_dead("closed its input")
+        finally:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                await stdin.aclose()
+
+    async def _read_loop(self) -> None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        buf = bytearray()
+        discarding = False  # inside an over-long line, dropping until its newline
+        cap = protocol.MAX_LINE_BYTES
+        emit = self._events_tx.send
+        try:
+            while True:
+                chunk = await stdout.receive_some(65536)
+                if not chunk:
+                    break
+                start = 0
+                while True:
+                    nl = chunk.find(b"\n", start)
+                    if nl < 0:
+                        if not discarding:
+                            buf += chunk[start:]
+                            if len(buf) > cap:
+                                buf.clear()
+                                discarding = True
+                                await emit(_Line(bad=f"line longer than {cap} bytes"))
+                        break
+                    if discarding:
+                        discarding = False
+                    else:
+                        if buf:
+                            buf += chunk[start:nl]
+                            line = bytes(buf)
+                            buf.clear()
+                        else:
+                            line = chunk[start:nl]
+                        if len(line) > cap:
+                            await emit(_Line(bad=f"line longer than {cap} bytes"))
+                        elif line.strip():
+                            await emit(self._decode(line))
+                    start = nl + 1
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        self._mark_dead("closed its output")
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await emit(_Line(eof=self.dead))
+
+    def _decode(self, line: bytes) -> _Line:
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s pid %d >> %s", self.spec.label, self.pid, line[:500])
+        try:
+            return _Line(obj=protocol.decode_line(line))
+        except protocol.ProtocolError as exc:
+            return _Line(bad=exc.detail)
+
+    async def _stderr_loop(self) -> None:
+        stderr = self.process.stderr
+        assert stderr is not None
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while chunk := await stderr.receive_some(65536):
+                self.stderr.write(chunk)
+
+    # -- talking ----------------------------------------------------------
+
+    def _send(self, message: dict[str, Any]) -> None:
+        data = protocol.encode(message)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s pid %d << %s", self.spec.label, self.pid, data[:500])
+        self._outgoing += len(data)
+        if self._outgoing > MAX_OUTGOING_BYTES:
+            self._mark_dead(f"stopped reading its input ({self._outgoing} bytes unread)")
+            return
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            self._send_q.send_nowait(data)
+
+    def notify(self, message: dict[str, Any]) -> None:
+        """Queue a notification (no ``id``, no answer). Never blocks."""
+        if self.dead is None:
+            self._send(message)
+        if self.stats.transcript is not None:
+            self.stats.transcript.append({"t": trio.current_time(), "sent": message})
+
+    async def request(self, kind: str, fields: dict[str, Any], time_limit: float) -> Reply:
+        """Send a request and wait for its reply or a fault.
+
+        Args:
+            kind: ``"hello"``, ``"pass"`` or ``"play"``.
+            fields: the message fields beside ``type``, ``id`` and ``time_ms``.
+            time_limit: seconds the bot has, from now (sent as ``time_ms``).
+
+        Returns:
+            A :class:`Reply`; a reply that fails the schema, a malformed line,
+            or too many unsolicited lines give ``malformed``; no valid reply in
+            time gives ``timeout``; a dead process gives ``crashed``. Never
+            raises for the bot's behaviour.
+        """
+        self._next_id += 1
+        rid = self._next_id
+        start = trio.current_time()
+        if self.dead is not None:
+            return Reply(None, FaultKind.CRASHED, self.dead, 0.0, rid)
+        # Lines that arrived while no request was pending: stale objects are
+        # dropped; a malformed line is charged to this request (PROTOCOL.md).
+        charged: str | None = None
+        while True:
+            try:
+                event = self._events.receive_nowait()
+            except trio.WouldBlock:
+                break
+            if event.eof is not None:
+                return Reply(None, FaultKind.CRASHED, event.eof, 0.0, rid)
+            if event.bad is not None and charged is None:
+                charged = event.bad
+        message = {"type": kind, "id": rid, **fields, "time_ms": int(time_limit * 1000)}
+        self._send(message)
+        transcript = self.stats.transcript
+        if transcript is not None:
+            transcript.append({"t": start, "sent": message})
+        reply = await self._await_reply(kind, rid, start, start + time_limit, charged)
+        self.stats.requests += 1
+        if reply.message is not None and reply.elapsed > self.stats.slowest:
+            self.stats.slowest = reply.elapsed
+        if transcript is not None:
+            entry: dict[str, Any] = {"t": trio.current_time(), "id": rid}
+            if reply.message is not None:
+                entry["received"] = reply.message
+            else:
+                entry["fault"] = reply.fault.value if reply.fault else None
+                entry["detail"] = reply.detail
+            transcript.append(entry)
+        return reply
+
+    async def _await_reply(
+        self, kind: str, rid: int, start: float, deadline: float, charged: str | None
+    ) -> Reply:
+        if self.dead is not None:
+            return Reply(None, FaultKind.CRASHED, self.dead, 0.0, rid)
+        if charged is not None:
+            return Reply(None, FaultKind.MALFORMED, f"before the request: {charged}", 0.0, rid)
+        unsolicited = 0
+        with trio.move_on_at(deadline):
+            async for event in self._events:
+                if event.obj is not None:
+                    if protocol.request_id_of(event.obj) == rid:
+                        elapsed = trio.current_time() - start
+                        try:
+                            protocol.check_reply(kind, event.obj)
+                        except protocol.ProtocolError as exc:
+                            return Reply(None, FaultKind.MALFORMED, exc.detail, elapsed, rid)
+                        return Reply(event.obj, None, "", elapsed, rid)
+                    unsolicited += 1
+                    if unsolicited > protocol.MAX_UNSOLICITED:
+                        return Reply(
+                            None,
+                            FaultKind.MALFORMED,
+                            f"more than {protocol.MAX_UNSOLICITED} unsolicited lines",
+                            trio.current_time() - start,
+                            rid,
+                        )
+                elif event.bad is not None:
+                    return Reply(
+                        None, FaultKind.MALFORMED, event.bad, trio.current_time() - start, rid
+                    )
+                else:
+                    return Reply(
+                        None,
+                        FaultKind.CRASHED,
+                        event.eof or "gone",
+                        trio.current_time() - start,
+                        rid,
+                    )
+        limit_ms = round((deadline - start) * 1000)
+        return Reply(
+            None, FaultKind.TIMEOUT, f"no reply within {limit_ms} ms", deadline - start, rid
+        )
+
+    # -- the end ----------------------------------------------------------
+
+    async def close(self, grace: float = 0.5) -> None:
+        """End the process: ``bye``, up to ``grace`` seconds to exit, SIGTERM to
+        the process group, ``grace`` more, SIGKILL to the group; then reap.
+
+        The group is always sent SIGKILL before the child is reaped, so no
+        member of it survives (a process that left the group with ``setsid``
+        is the business of :mod:`arena.limits`). Shielded from cancellation:
+        the child is always reaped.
+        """
+        with trio.CancelScope(shield=True):
+            if self.dead is None:
+                self.notify({"type": "bye"})
+            self._send_q.close()
+            with trio.move_on_after(grace):
+                await self.exited.wait()
+            if not self.exited.is_set():
+                self._killpg(signal.SIGTERM)
+                with trio.move_on_after(grace):
+                    await self.exited.wait()
+            self._killpg(signal.SIGKILL)
+            await self.process.wait()
+            self._cancel.cancel()
+            os.close(self._pidfd)
+            self._mark_dead("closed by the referee")
+            if self.spec.tmpdir is not None:
+                shutil.rmtree(self.spec.tmpdir, ignore_errors=True)
+
+    def _killpg(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+
+
+def _describe_returncode(rc: int) -> str:
+    if rc >= 0:
+        return f"exit code {rc}"
+    try:
+        name = signal.Signals(-rc).name
+    except ValueError:
+        name = f"signal {-rc}"
+    return f"killed by {name}"

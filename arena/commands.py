@@ -1,0 +1,283 @@
+"""What the ``run`` and ``report`` commands do, once the arguments are parsed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from arena.cli import EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT, EXIT_USAGE, CliError, draw_seed
+from arena.entrants import Entrant, EntrantError, describe, parse_entrants, sample_entrants
+from arena.launcher import Launcher
+from arena.referee import GameSpec, RefereeSettings
+from arena.report import GAMES_FILE, INDEX_FILE, RESULTS_FILE, RUN_FILE, write_outputs
+from arena.tournament import (
+    Journal,
+    TournamentRunner,
+    TournamentSettings,
+    read_journal,
+    schedule_round_robin,
+    settings_differences,
+    settings_record,
+    tables_of,
+)
+
+#: Rough figures for ``--dry-run``'s estimate, measured with the sample bots
+#: (see the README): hands in a game to 100, and seconds per decision and per
+#: process start when bots answer at once.
+HANDS_PER_GAME_TO_100 = 11.0
+SECONDS_PER_FAST_DECISION = 0.0004
+SECONDS_PER_PROCESS_START = 0.05
+
+
+def _entrants(args: argparse.Namespace) -> list[Entrant]:
+    try:
+        entrants = parse_entrants(args.bots) if args.bots else sample_entrants()
+    except EntrantError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    if len(entrants) < 4:
+        raise CliError(
+            f"a tournament needs at least four entrants, got {len(entrants)} "
+            "(one program may be entered twice as NAME=COMMAND)",
+            EXIT_USAGE,
+        )
+    return entrants
+
+
+def _settings(args: argparse.Namespace, seed: int) -> TournamentSettings:
+    target = args.target_score if args.hands is None else None
+    if target is None and args.hands is None:
+        target = 100
+    return TournamentSettings(
+        seed=seed,
+        rounds=args.rounds,
+        target_score=target,
+        hands=args.hands,
+        jobs=args.jobs,
+        fresh_processes=args.fresh_processes,
+        referee=RefereeSettings(
+            time_limit=args.time_limit,
+            startup_time=args.startup_time,
+            strikes=args.strikes,
+            transcripts=args.transcripts,
+        ),
+    )
+
+
+def estimate(games: Sequence[GameSpec], settings: TournamentSettings) -> dict[str, float]:
+    """A rough time estimate of a schedule, in seconds: ``typical`` (bots
+    answering at once) and ``worst`` (every decision using its whole time)."""
+    if settings.hands is not None:
+        hands = float(settings.hands)
+    else:
+        assert settings.target_score is not None
+        hands = max(1.0, HANDS_PER_GAME_TO_100 * settings.target_score / 100)
+    decisions_per_game = hands * 52 + hands * 0.75 * 4
+    starts = len(games) * 4 / (1 if settings.fresh_processes else settings.rounds)
+    jobs = settings.jobs
+    typical = (
+        len(games) * decisions_per_game * SECONDS_PER_FAST_DECISION
+        + starts * SECONDS_PER_PROCESS_START
+    ) / jobs
+    # Passes run at once: a pass hand waits one time limit, not four.
+    waits_per_game = hands * 52 + hands * 0.75
+    worst = len(games) * waits_per_game * settings.referee.time_limit / jobs
+    return {"games": len(games), "hands_per_game": hands, "typical": typical, "worst": worst}
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _dry_run(
+    entrants: Sequence[Entrant], settings: TournamentSettings, games: Sequence[GameSpec]
+) -> int:
+    tables = tables_of([e.name for e in entrants])
+    print(f"{len(entrants)} entrants, {len(tables)} tables, {settings.rounds} rounds x 4 rotations")
+    for i, table in enumerate(tables[:50]):
+        print(f"  table {i}: {', '.join(table)}")
+    if len(tables) > 50:
+        print(f"  ... and {len(tables) - 50} more tables")
+    est = estimate(games, settings)
+    length = (
+        f"{settings.hands} hands"
+        if settings.hands
+        else f"to {settings.target_score} (about {est['hands_per_game']:.0f} hands)"
+    )
+    print(f"{len(games)} games, each {length}, {settings.jobs} at a time")
+    print(
+        f"estimated time: about {_duration(est['typical'])} if bots answer at once; "
+        f"at most {_duration(est['worst'])} if every decision takes "
+        f"the full {settings.referee.time_limit:g} s"
+    )
+    return EXIT_OK
+
+
+def _holds_tournament(out: Path) -> bool:
+    return any((out / f).exists() for f in (GAMES_FILE, RESULTS_FILE, RUN_FILE))
+
+
+def _prepare_out(args: argparse.Namespace, run_info: dict[str, Any]) -> list[dict[str, Any]]:
+    """Check and prepare the output folder; return the records to resume from."""
+    out: Path = args.out
+    if out.exists() and not out.is_dir():
+        raise CliError(f"--out {out} is a file, not a folder", EXIT_OUTPUT)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.resume:
+        run_path = out / RUN_FILE
+        if not run_path.exists():
+            raise CliError(
+                f"--resume: {out} holds no tournament to resume ({RUN_FILE} is missing)",
+                EXIT_OUTPUT,
+            )
+        old = json.loads(run_path.read_text(encoding="utf-8"))
+        diff = settings_differences(old["settings"], run_info["settings"])
+        if diff:
+            raise CliError(
+                f"--resume: settings differ from the run in {out}: {', '.join(diff)}", EXIT_OUTPUT
+            )
+        try:
+            return read_journal(out / GAMES_FILE)
+        except ValueError as exc:
+            raise CliError(f"--resume: {exc}", EXIT_OUTPUT) from None
+    if _holds_tournament(out):
+        if not args.overwrite:
+            raise CliError(
+                f"{out} already holds a tournament; "
+                "use --overwrite to replace it or --resume to continue it",
+                EXIT_OUTPUT,
+            )
+        for name in (GAMES_FILE, RESULTS_FILE, RUN_FILE, INDEX_FILE):
+            (out / name).unlink(missing_ok=True)
+    (out / RUN_FILE).write_text(json.dumps(run_info, indent=2) + "\n", encoding="utf-8")
+    return []
+
+
+def _stored_seed(args: argparse.Namespace) -> int | None:
+    path = args.out / RUN_FILE
+    if args.resume and path.exists():
+        try:
+            return int(json.loads(path.read_text(encoding="utf-8"))["settings"]["seed"])
+        except (ValueError, KeyError, TypeError):
+            return None
+    return None
+
+
+class _Progress:
+    """Progress on the terminal (tqdm), silent when stderr is not a terminal."""
+
+    def __init__(self, total: int, initial: int, quiet: bool) -> None:
+        self.bar = None
+        if not quiet and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=total, initial=initial, unit="game", desc="games", dynamic_ncols=True
+            )
+
+    def update(self) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``hearts-arena run``: see ``hearts-arena run --help``."""
+    if args.resume and args.overwrite:
+        raise CliError("--resume and --overwrite cannot be used together")
+    entrants = _entrants(args)
+    seed = args.seed if args.seed is not None else _stored_seed(args)
+    drawn = seed is None
+    if seed is None:
+        seed = draw_seed()
+    settings = _settings(args, seed)
+    names = [e.name for e in entrants]
+    games = schedule_round_robin(names, settings)
+    if args.dry_run:
+        if drawn:
+            print(f"seed {seed} (drawn)")
+        return _dry_run(entrants, settings, games)
+    if drawn:
+        print(f"seed {seed} (drawn; give --seed {seed} to repeat this tournament)", file=sys.stderr)
+    settings_json = settings_record(settings, describe(entrants))
+    run_info = {"settings": settings_json, "games_total": len(games)}
+    records = _prepare_out(args, run_info)
+    out: Path = args.out
+    done = {r["game_index"] for r in records}
+    todo = [g for g in games if g.game_index not in done]
+    progress = _Progress(len(games), len(games) - len(todo), args.quiet)
+    journal = Journal(out / GAMES_FILE)
+
+    def on_record(record: dict[str, Any]) -> None:
+        journal.append(record)
+        records.append(record)
+        progress.update()
+
+    runner = TournamentRunner(entrants, settings, Launcher(), on_record)
+    interrupted = False
+    try:
+        trio.run(runner.run, todo)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        progress.close()
+        journal.close()
+    results = write_outputs(out, settings_json, names, records, len(games))
+    _print_standings(results, out)
+    if interrupted:
+        print(
+            f"interrupted: {results['games_played']} of {len(games)} games kept; "
+            f"continue with: hearts-arena run ... --out {out} --resume",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    return EXIT_OK
+
+
+def _print_standings(results: dict[str, Any], out: Path) -> None:
+    rows = results["standings"]
+    width = max([len(r["name"]) for r in rows] + [6])
+    print(
+        f"{'#':>2}  {'entrant':<{width}}  {'mu-3sigma':>9}  {'mu':>6}  {'sigma':>5}  "
+        f"{'games':>5}  {'wins':>4}  {'pts/hand':>8}  faults"
+    )
+    for r in rows:
+        ppH = "-" if r["points_per_hand"] is None else f"{r['points_per_hand']:.2f}"
+        faults = sum(r["faults"].values())
+        print(
+            f"{r['rank']:>2}  {r['name']:<{width}}  {r['conservative']:>9.2f}  {r['mu']:>6.2f}  "
+            f"{r['sigma']:>5.2f}  {r['games']:>5}  {r['wins']:>4}  {ppH:>8}  {faults}"
+        )
+    print(
+        f"{results['games_played']} of {results['games_total']} games; report: {out / INDEX_FILE}"
+    )
+
+
+def report_command(args: argparse.Namespace) -> int:
+    """``hearts-arena report DIR``: rebuild ``results.json`` and the HTML from
+    ``run.json`` and ``games.jsonl`` without replaying a game."""
+    folder: Path = args.folder
+    run_path = folder / RUN_FILE
+    if not run_path.exists():
+        raise CliError(f"{folder} holds no tournament ({RUN_FILE} is missing)", EXIT_OUTPUT)
+    run_info = json.loads(run_path.read_text(encoding="utf-8"))
+    try:
+        records = read_journal(folder / GAMES_FILE)
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_OUTPUT) from None
+    names = [e["name"] for e in run_info["settings"]["entrants"]]
+    results = write_outputs(folder, run_info["settings"], names, records, run_info["games_total"])
+    _print_standings(results, folder)
+    return EXIT_OK

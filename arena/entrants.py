@@ -1,0 +1,191 @@
+"""Entrants: who plays, how their program is started, and in what environment.
+
+An entrant is given on the command line as one of:
+
+* a path to an executable file (its name is the file's stem);
+* a path to a ``.py`` file, run with the same Python as the arena;
+* ``NAME=COMMAND``: the command split as a POSIX shell would split it
+  (``shlex.split``) but never run through a shell. If its first word names an
+  existing ``.py`` file, that file is run with the arena's Python.
+
+A bot runs in the folder of its program file (for ``NAME=COMMAND``, the folder
+the arena was started in), with a fresh private temporary folder as ``HOME``
+and ``TMPDIR`` and a small explicit environment (:func:`bot_environment`).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import tempfile
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from arena.resources import sample_bots_dir
+
+#: Longest entrant name, in characters.
+MAX_NAME_CHARS: Final = 64
+#: The sample bots shipped with the package: entrant name -> file in ``sample_bots/``.
+SAMPLE_BOTS: Final = {
+    "duck": "duck_bot.py",
+    "heuristic": "heuristic_bot.py",
+    "low": "low_bot.py",
+    "random": "random_bot.py",
+}
+
+
+class EntrantError(ValueError):
+    """An entrant that cannot be used (missing file, bad or duplicate name)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entrant:
+    """One player of a tournament.
+
+    Attributes:
+        name: unique name shown in the standings.
+        argv: the command that starts its program.
+        cwd: the folder it runs in.
+        source: how the user gave it (for the settings record).
+    """
+
+    name: str
+    argv: tuple[str, ...]
+    cwd: Path
+    source: str
+
+
+def check_name(name: str) -> str:
+    """Return ``name`` if it is a usable entrant name.
+
+    Raises:
+        EntrantError: empty, longer than 64 characters, leading or trailing
+            space, or holding a control, format (bidirectional override and
+            the like) or unassigned character.
+    """
+    if not name:
+        raise EntrantError("an entrant name is empty")
+    if len(name) > MAX_NAME_CHARS:
+        raise EntrantError(
+            f"entrant name {name[:20]!r}... is longer than {MAX_NAME_CHARS} characters"
+        )
+    if name != name.strip():
+        raise EntrantError(f"entrant name {name!r} starts or ends with a space")
+    for ch in name:
+        cat = unicodedata.category(ch)
+        if cat in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+            raise EntrantError(
+                f"entrant name {name!r} holds a control or bidirectional character U+{ord(ch):04X}"
+            )
+    return name
+
+
+def _python_file(path: Path) -> bool:
+    return path.suffix == ".py" and path.is_file()
+
+
+def parse_entrant(text: str, *, base: Path | None = None) -> Entrant:
+    """Parse one entrant given on the command line (see the module docstring).
+
+    Args:
+        text: ``path``, ``path.py`` or ``NAME=COMMAND``.
+        base: the folder relative paths are resolved in (default: the
+            current folder).
+
+    Raises:
+        EntrantError: a missing or non-executable file, a folder, a bad name
+            or an empty command; the message is one line.
+    """
+    base = base or Path.cwd()
+    name, sep, command = text.partition("=")
+    if sep and name and "/" not in name and not Path(base, text).exists():
+        check_name(name)
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            raise EntrantError(f"entrant {name!r}: cannot split its command: {exc}") from None
+        if not argv:
+            raise EntrantError(f"entrant {name!r} has an empty command")
+        first = Path(base, argv[0])
+        if _python_file(first):
+            argv = [sys.executable, str(first.resolve()), *argv[1:]]
+        return Entrant(name, tuple(argv), base.resolve(), text)
+    path = Path(base, text)
+    if not path.exists():
+        raise EntrantError(f"bot file not found: {text}")
+    if path.is_dir():
+        raise EntrantError(f"bot {text} is a folder; give the program file inside it")
+    path = path.resolve()
+    name = check_name(path.stem)
+    if path.suffix == ".py":
+        return Entrant(name, (sys.executable, str(path)), path.parent, text)
+    if not os.access(path, os.X_OK):
+        raise EntrantError(f"bot {text} is not executable (chmod +x it, or give NAME=COMMAND)")
+    return Entrant(name, (str(path),), path.parent, text)
+
+
+def sample_entrants() -> list[Entrant]:
+    """The four sample bots shipped inside the package."""
+    folder = sample_bots_dir()
+    return [
+        Entrant(name, (sys.executable, str(folder / file)), folder, f"sample:{name}")
+        for name, file in sorted(SAMPLE_BOTS.items())
+    ]
+
+
+def parse_entrants(texts: Iterable[str], *, base: Path | None = None) -> list[Entrant]:
+    """Parse several entrants and check that names are unique.
+
+    Raises:
+        EntrantError: see :func:`parse_entrant`, or two entrants with one name.
+    """
+    entrants = [parse_entrant(t, base=base) for t in texts]
+    seen: dict[str, str] = {}
+    for e in entrants:
+        if e.name in seen:
+            raise EntrantError(
+                f"two entrants are named {e.name!r} ({seen[e.name]} and {e.source}); "
+                "name one with NAME=COMMAND"
+            )
+        seen[e.name] = e.source
+    return entrants
+
+
+def bot_environment(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The whole environment of a bot process: no variable of the arena's leaks in.
+
+    ``PATH`` is the arena's (so ``java`` or ``node`` are found), ``HOME`` and
+    ``TMPDIR`` the private temporary folder, a UTF-8 locale, unbuffered Python
+    output and no bytecode files written into the bot's folder.
+    """
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        "HOME": str(home),
+        "TMPDIR": str(home),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONIOENCODING": "utf-8",
+        "HEARTS_ARENA": "1",
+    }
+    if extra:
+        env.update(extra)
+    return env
+
+
+def private_tmpdir(prefix: str = "hearts-bot-") -> Path:
+    """A fresh private temporary folder (mode 0700) for one bot process."""
+    return Path(tempfile.mkdtemp(prefix=prefix))
+
+
+def describe(entrants: Sequence[Entrant]) -> list[dict[str, str]]:
+    """Entrants as plain data for the settings record."""
+    return [
+        {"name": e.name, "command": shlex.join(e.argv), "cwd": str(e.cwd), "given": e.source}
+        for e in entrants
+    ]

@@ -1,0 +1,169 @@
+"""The wire protocol ``hearts-arena/1``: framing, parsing and schema checks.
+
+Every line a bot sends is judged here before the referee looks at it:
+
+1. :func:`decode_line` turns raw bytes into a JSON object, or raises
+   :class:`ProtocolError` (not UTF-8, not JSON, not an object).
+2. The bot process matches the object to the pending request by ``id``
+   (PROTOCOL.md, "Which line answers a request").
+3. :func:`check_reply` validates the object against the JSON Schema of the
+   pending request's type (``protocol/schema.json``, draft 2020-12).
+
+The validators are built once per message type and chosen by type, so
+nothing on the per-move path re-reads or re-compiles a schema.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from functools import cache
+from typing import Any, Final
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from arena.resources import protocol_dir
+
+PROTOCOL_VERSION: Final = "hearts-arena/1"
+#: Longest line a bot may send, in bytes, newline excluded (PROTOCOL.md).
+MAX_LINE_BYTES: Final = 64 * 1024
+#: Unsolicited lines (objects without the pending ``id``) tolerated per request;
+#: one more makes the reply malformed (PROTOCOL.md, "Which line answers a request").
+MAX_UNSOLICITED: Final = 16
+#: Longest self-reported name shown in reports, in characters.
+MAX_NAME_CHARS: Final = 64
+
+REQUEST_TYPES: Final = ("hello", "pass", "play")
+NOTIFICATION_TYPES: Final = (
+    "game_start",
+    "deal",
+    "passed",
+    "trick",
+    "hand_end",
+    "game_end",
+    "forfeit",
+    "bye",
+)
+
+
+class ProtocolError(ValueError):
+    """A line or message that breaks the protocol (the fault ``malformed``).
+
+    Attributes:
+        detail: one line saying what was wrong, naming the field and the
+            value received where there is one.
+    """
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+@cache
+def schema() -> dict[str, Any]:
+    """The protocol's JSON Schema document (``protocol/schema.json``)."""
+    with (protocol_dir() / "schema.json").open(encoding="utf-8") as f:
+        doc: dict[str, Any] = json.load(f)
+    return doc
+
+
+@cache
+def validator(definition: str) -> Draft202012Validator:
+    """A validator for one ``$defs`` entry of the schema, built once.
+
+    Args:
+        definition: ``"bot_play"``, ``"referee_deal"`` and so on.
+
+    Raises:
+        KeyError: no such definition.
+    """
+    defs = schema()["$defs"]
+    if definition not in defs:
+        raise KeyError(f"no schema definition {definition!r}")
+    return Draft202012Validator({"$defs": defs, "$ref": f"#/$defs/{definition}"})
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = json.dumps(value, ensure_ascii=True) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def decode_line(raw: bytes) -> dict[str, Any]:
+    """Parse one line (without its newline) sent by a bot.
+
+    Returns:
+        The JSON object.
+
+    Raises:
+        ProtocolError: the bytes are not UTF-8, not JSON, or not an object.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(f"line is not UTF-8 (byte {exc.start})") from None
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        raise ProtocolError(
+            f"line is not JSON: {exc.msg} at column {exc.colno}: {_short(text)}"
+        ) from None
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"line is JSON but not an object: {_short(obj)}")
+    return obj
+
+
+def request_id_of(obj: dict[str, Any]) -> int | None:
+    """The integer ``id`` an object carries, or ``None`` (booleans and floats are not ids)."""
+    value = obj.get("id")
+    return value if type(value) is int else None
+
+
+def check_reply(kind: str, obj: dict[str, Any]) -> None:
+    """Validate a bot's reply to a request of type ``kind`` against the schema.
+
+    Raises:
+        ProtocolError: the reply fails the schema (wrong ``type``, a missing
+            or ill-typed field); the detail names the field and the value.
+    """
+    v = validator(f"bot_{kind}")
+    if v.is_valid(obj):
+        return
+    error = best_match(v.iter_errors(obj))
+    where = "/".join(str(p) for p in error.absolute_path) or "(message)"
+    raise ProtocolError(
+        f"reply to {kind!r} fails the schema at {where}: {_short(error.message, 160)}"
+    )
+
+
+def check_referee_message(obj: dict[str, Any]) -> None:
+    """Validate a message the referee sends (used by the tests).
+
+    Raises:
+        ProtocolError: unknown ``type`` or a schema failure.
+    """
+    kind = obj.get("type")
+    if kind not in REQUEST_TYPES and kind not in NOTIFICATION_TYPES:
+        raise ProtocolError(f"unknown message type {_short(kind)}")
+    v = validator(f"referee_{kind}")
+    if not v.is_valid(obj):
+        error = best_match(v.iter_errors(obj))
+        where = "/".join(str(p) for p in error.absolute_path) or "(message)"
+        raise ProtocolError(f"referee {kind!r} fails the schema at {where}: {error.message}")
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One message as a protocol line: compact JSON, UTF-8, ending in ``\\n``."""
+    return json.dumps(message, separators=(",", ":")).encode("ascii") + b"\n"
+
+
+def clean_text(text: str, limit: int = MAX_NAME_CHARS) -> str:
+    """Text from a bot made safe to display: control and format characters
+    (including bidirectional overrides) removed, whitespace collapsed, cut to
+    ``limit`` characters. HTML escaping is still the template's job."""
+    kept = "".join(
+        " " if ch.isspace() else ch
+        for ch in text
+        if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn")
+    )
+    return " ".join(kept.split())[:limit]

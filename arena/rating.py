@@ -1,0 +1,85 @@
+"""TrueSkill ratings from finished games: a thin layer over the ``trueskill`` package.
+
+Each game is a four-player free-for-all: four teams of one, ranked by the
+game's final competition ranks (a shared rank is a draw between those seats).
+Elo and Glicko rate two-player games and cannot rate a four-way result.
+
+A rating is ``mu`` (the estimated skill) and ``sigma`` (its uncertainty); the
+leaderboard sorts by the conservative rating ``mu - 3 * sigma``, a skill the
+entrant exceeds with about 99% confidence (Herbrich, Minka and Graepel,
+"TrueSkill: A Bayesian Skill Rating System", NIPS 2006). The environment is
+``trueskill``'s default: mu 25, sigma 25/3, beta 25/6, tau 25/300, draw
+probability 0.10.
+
+Ratings depend on the order games are applied in, so callers apply them in
+schedule order (``game_index``), never in completion order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import trueskill
+
+
+def environment() -> trueskill.TrueSkill:
+    """The TrueSkill environment used for every tournament (the package defaults)."""
+    return trueskill.TrueSkill()
+
+
+def environment_settings(env: trueskill.TrueSkill) -> dict[str, float]:
+    """The environment's parameters, for the settings record."""
+    return {
+        "mu": env.mu,
+        "sigma": env.sigma,
+        "beta": env.beta,
+        "tau": env.tau,
+        "draw_probability": env.draw_probability,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class RatingPoint:
+    """An entrant's rating after one game (for history charts)."""
+
+    game_index: int
+    mu: float
+    sigma: float
+
+
+class Ladder:
+    """Current TrueSkill ratings of a set of entrants, updated game by game."""
+
+    def __init__(self, names: Iterable[str], env: trueskill.TrueSkill | None = None) -> None:
+        self.env = env or environment()
+        self.ratings: dict[str, trueskill.Rating] = {n: self.env.create_rating() for n in names}
+        self.history: dict[str, list[RatingPoint]] = {n: [] for n in self.ratings}
+
+    def apply(self, game_index: int, seats: Sequence[str], ranks: Sequence[int]) -> None:
+        """Update the four seated entrants from one game's final ranks (1 is best).
+
+        Raises:
+            ValueError: a seat's entrant is unknown or appears twice.
+        """
+        if len(set(seats)) != len(seats):
+            raise ValueError(f"an entrant holds two seats in game {game_index}: {list(seats)}")
+        for name in seats:
+            if name not in self.ratings:
+                raise ValueError(f"unknown entrant {name!r} in game {game_index}")
+        groups = [(self.ratings[name],) for name in seats]
+        rated = self.env.rate(groups, ranks=[r - 1 for r in ranks])
+        for name, (rating,) in zip(seats, rated, strict=True):
+            self.ratings[name] = rating
+            self.history[name].append(RatingPoint(game_index, rating.mu, rating.sigma))
+
+    def conservative(self, name: str) -> float:
+        """``mu - 3 * sigma`` of an entrant."""
+        r = self.ratings[name]
+        return r.mu - 3 * r.sigma
+
+    def snapshot(self, name: str) -> dict[str, Any]:
+        """``mu``, ``sigma`` and ``conservative`` of an entrant, as plain data."""
+        r = self.ratings[name]
+        return {"mu": r.mu, "sigma": r.sigma, "conservative": r.mu - 3 * r.sigma}

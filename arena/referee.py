@@ -1,0 +1,552 @@
+"""The referee: plays one game between four seats, one bot process per seat.
+
+The loop has the shape of OpenSpiel's ``evaluate_bots``: deal, the pass (all
+four requests at once under one shared deadline, R3/R4), then the tricks. Every
+decision has a deadline; a fault makes the referee play the documented default
+move for the seat and the game goes on (PROTOCOL.md, "Faults"). The referee
+returns a plain :class:`GameRecord` and formats nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import trio
+
+from arena import protocol
+from arena.botproc import BotProcess, LaunchSpec, Reply
+from arena.cards import CARD_NAMES, names_of, parse_card
+from arena.faults import Fault, FaultKind
+from arena.rules import (
+    MAX_TIEBREAK_HANDS,
+    GameScore,
+    Hand,
+    IllegalMoveError,
+    Phase,
+    deal_hands,
+    default_pass,
+    default_play,
+    pass_target,
+)
+
+#: Consecutive timeouts after which a seat is played by the default moves for
+#: the rest of the game (0 turns strikes off).
+DEFAULT_STRIKES: Final = 3
+
+
+@dataclass(frozen=True, slots=True)
+class RefereeSettings:
+    """Per-tournament settings of the referee. Times are in seconds.
+
+    Attributes:
+        time_limit: time per decision (``pass`` and ``play``), default 1.0 s.
+        startup_time: time for the ``hello`` handshake, default 10 s.
+        strikes: consecutive timeouts before a seat is struck out (0: never).
+        grace: seconds a process gets after ``bye`` (and after SIGTERM).
+        max_tiebreak_hands: cap on tie-break hands (R13).
+        transcripts: keep each seat's message transcript in the record.
+        transcript_cap: most transcript entries kept per seat and game.
+    """
+
+    time_limit: float = 1.0
+    startup_time: float = 10.0
+    strikes: int = DEFAULT_STRIKES
+    grace: float = 0.5
+    max_tiebreak_hands: int = MAX_TIEBREAK_HANDS
+    transcripts: bool = False
+    transcript_cap: int = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class GameSpec:
+    """One game of a schedule.
+
+    Attributes:
+        game_index: position in the schedule (ratings are applied in this order).
+        game_id: a readable unique id such as ``"r1-t0-k2"``.
+        round: 1-based round; all games of a round use the same deals.
+        table: index of the table (the group of four entrants).
+        rotation: the seat rotation (0..3) of the table.
+        seats: the entrant's name at each seat 0..3.
+        deal_key: the deal of every hand is ``deal_hands(f"{deal_key}:{h}")``;
+            a process never plays two games with the same ``deal_key``.
+        bot_seeds: the ``seed`` each seat's bot gets in ``game_start``.
+        target_score: play to this total (R13), or ``None`` with ``hands``.
+        hands: play exactly this many hands, or ``None``.
+    """
+
+    game_index: int
+    game_id: str
+    round: int
+    table: int
+    rotation: int
+    seats: tuple[str, str, str, str]
+    deal_key: str
+    bot_seeds: tuple[int, int, int, int]
+    target_score: int | None
+    hands: int | None
+
+
+def derive_seed(*parts: object) -> int:
+    """A 63-bit integer seed from SHA-256 of the parts joined by ``:``."""
+    text = ":".join(str(p) for p in parts)
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") >> 1
+
+
+@dataclass
+class SeatSetup:
+    """A seat as the referee receives it: its entrant, its process (or ``None``
+    when it could not be started or failed the handshake) and that fault."""
+
+    entrant: str
+    bot: BotProcess | None
+    startup_fault: Fault | None = None
+
+
+@dataclass
+class _Seat:
+    seat: int
+    entrant: str
+    bot: BotProcess | None
+    auto: bool = False  # played by default moves to the end of the game
+    crashed: bool = False
+    strikes: int = 0
+    requests: int = 0
+    reply_time: float = 0.0
+    slowest: float = 0.0
+
+
+@dataclass
+class GameRecord:
+    """Everything about a finished game: enough to replay it and to rebuild
+    every report without replaying. :meth:`to_json` gives the ``games.jsonl`` line."""
+
+    spec: GameSpec
+    hands: list[dict[str, Any]] = field(default_factory=list)
+    scores: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    ranks: list[int] = field(default_factory=lambda: [1, 1, 1, 1])
+    faults: list[Fault] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=lambda: ["", "", "", ""])
+    bot_names: list[str | None] = field(default_factory=lambda: [None, None, None, None])
+    timing: list[dict[str, float]] = field(default_factory=list)
+    transcripts: list[list[dict[str, Any]]] | None = None
+    struck_out: list[int] = field(default_factory=list)
+    started_at: float = 0.0
+    duration: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as plain JSON data (one ``games.jsonl`` line)."""
+        s = self.spec
+        out: dict[str, Any] = {
+            "game_index": s.game_index,
+            "game_id": s.game_id,
+            "round": s.round,
+            "table": s.table,
+            "rotation": s.rotation,
+            "seats": list(s.seats),
+            "entrants": sorted(s.seats),
+            "deal_key": s.deal_key,
+            "deal_seeds": [h["deal_seed"] for h in self.hands],
+            "bot_seeds": list(s.bot_seeds),
+            "target_score": s.target_score,
+            "hands_limit": s.hands,
+            "hands": self.hands,
+            "scores": self.scores,
+            "ranks": self.ranks,
+            "faults": [f.to_json() for f in self.faults],
+            "struck_out": self.struck_out,
+            "stderr": self.stderr,
+            "bot_names": self.bot_names,
+            "timing": self.timing,
+            "started_at": self.started_at,
+            "duration_s": round(self.duration, 4),
+        }
+        if self.transcripts is not None:
+            out["transcripts"] = self.transcripts
+        return out
+
+
+async def handshake(bot: BotProcess, seat: int, startup_time: float) -> Fault | None:
+    """Run the ``hello`` handshake; returns the fault, or ``None`` if it passed.
+
+    Sets ``bot.self_name`` to the cleaned self-reported name.
+    """
+    reply = await bot.request("hello", {"protocol": protocol.PROTOCOL_VERSION}, startup_time)
+    if reply.message is None:
+        assert reply.fault is not None
+        return Fault(
+            seat,
+            bot.spec.label,
+            reply.fault.value,
+            f"handshake: {reply.detail}",
+            None,
+            None,
+            "hello",
+            reply.request_id,
+        )
+    bot.self_name = protocol.clean_text(str(reply.message.get("name", "")))
+    return None
+
+
+async def start_bot(
+    launch: LaunchSpec, seat: int, startup_time: float, nursery: trio.Nursery
+) -> tuple[BotProcess | None, Fault | None]:
+    """Start a bot process and shake hands with it.
+
+    Returns:
+        ``(bot, None)`` on success; ``(None, fault)`` if it could not be
+        started (``crashed``), or ``(bot, fault)`` if it failed the handshake
+        (the caller plays its seat by the default moves and closes the bot).
+    """
+    try:
+        bot = await BotProcess.start(launch, nursery)
+    except OSError as exc:
+        detail = f"could not start {launch.argv[0]!r}: {exc.strerror or exc}"
+        return None, Fault(
+            seat, launch.label, FaultKind.CRASHED.value, detail, None, None, "hello", None
+        )
+    return bot, await handshake(bot, seat, startup_time)
+
+
+class Referee:
+    """Plays one game (:meth:`play`). Create one per game."""
+
+    def __init__(
+        self, spec: GameSpec, seats: Sequence[SeatSetup], settings: RefereeSettings
+    ) -> None:
+        if len(seats) != 4:
+            raise ValueError("a game has four seats (R1)")
+        self.spec = spec
+        self.settings = settings
+        self.record = GameRecord(spec)
+        self.seats = [_Seat(i, s.entrant, s.bot, auto=s.bot is None) for i, s in enumerate(seats)]
+        for s, setup in zip(self.seats, seats, strict=True):
+            if setup.startup_fault is not None:
+                self.record.faults.append(setup.startup_fault)
+                s.auto = True
+                s.crashed = setup.startup_fault.reason == FaultKind.CRASHED.value
+        self.score = GameScore(spec.target_score, spec.hands, settings.max_tiebreak_hands)
+        self.hand: Hand | None = None
+
+    # -- messaging helpers --------------------------------------------------
+
+    def _notify_all(self, build: Any) -> None:
+        for s in self.seats:
+            if s.bot is not None and not s.auto:
+                s.bot.notify(build(s.seat))
+
+    def _fault(self, s: _Seat, reason: str, detail: str, request: str, rid: int | None) -> None:
+        hand = self.hand
+        trick = hand.trick_number if hand is not None and hand.phase is Phase.PLAY else None
+        self.record.faults.append(
+            Fault(
+                s.seat,
+                s.entrant,
+                reason,
+                detail,
+                hand.hand_number if hand is not None else None,
+                trick,
+                request,
+                rid,
+            )
+        )
+
+    def _judge(self, s: _Seat, reply: Reply, kind: str) -> None:
+        """Record a faulted reply and decide whether the seat goes on auto."""
+        assert reply.fault is not None
+        if reply.fault is FaultKind.CRASHED:
+            s.auto = True
+            if not s.crashed:
+                s.crashed = True
+                self._fault(s, "crashed", reply.detail, kind, reply.request_id)
+            return
+        detail = reply.detail
+        if reply.fault is FaultKind.TIMEOUT:
+            s.strikes += 1
+            if self.settings.strikes and s.strikes >= self.settings.strikes:
+                s.auto = True
+                self.record.struck_out.append(s.seat)
+                detail += (
+                    f"; struck out after {s.strikes} consecutive timeouts:"
+                    " default moves for the rest of the game"
+                )
+        self._fault(s, reply.fault.value, detail, kind, reply.request_id)
+
+    def _count(self, s: _Seat, reply: Reply) -> None:
+        s.requests += 1
+        s.reply_time += reply.elapsed
+        s.slowest = max(s.slowest, reply.elapsed)
+
+    # -- the game -----------------------------------------------------------
+
+    async def play(self) -> GameRecord:
+        """Play the game to its end and return the record. Never raises for
+        anything a bot does; cancellation propagates (the game is then lost)."""
+        spec = self.spec
+        self.record.started_at = time.time()
+        t0 = trio.current_time()
+        for s in self.seats:
+            if s.bot is not None:
+                if s.bot.stats.transcript is not None:
+                    s.bot.stats.transcript = []
+                s.bot.stderr.take()  # start this game's stderr afresh
+        if self.settings.transcripts:
+            for s in self.seats:
+                if s.bot is not None:
+                    s.bot.stats.transcript = []
+        self._notify_all(
+            lambda seat: {
+                "type": "game_start",
+                "game_id": spec.game_id,
+                "seat": seat,
+                "players": list(spec.seats),
+                "target_score": spec.target_score,
+                "hands": spec.hands,
+                "seed": spec.bot_seeds[seat],
+            }
+        )
+        hand_number = 0
+        while not self.score.is_over():
+            hand_number += 1
+            await self._play_hand(hand_number)
+        self.record.scores = list(self.score.scores)
+        self.record.ranks = self.score.ranks()
+        ranks = self.record.ranks
+        self._notify_all(
+            lambda seat: {
+                "type": "game_end",
+                "game_id": spec.game_id,
+                "scores": list(self.score.scores),
+                "ranks": ranks,
+            }
+        )
+        self._finish(t0)
+        return self.record
+
+    def _finish(self, t0: float) -> None:
+        rec = self.record
+        rec.duration = trio.current_time() - t0
+        transcripts: list[list[dict[str, Any]]] = []
+        for s in self.seats:
+            rec.timing.append(
+                {
+                    "requests": s.requests,
+                    "mean_ms": round(1000 * s.reply_time / s.requests, 3) if s.requests else 0.0,
+                    "max_ms": round(1000 * s.slowest, 3),
+                }
+            )
+            if s.bot is not None:
+                rec.stderr[s.seat] = s.bot.stderr.take()
+                rec.bot_names[s.seat] = s.bot.self_name
+                t = s.bot.stats.transcript
+                transcripts.append(_relative(t[: self.settings.transcript_cap], t0) if t else [])
+                if t is not None:
+                    s.bot.stats.transcript = None
+            else:
+                transcripts.append([])
+        if self.settings.transcripts:
+            rec.transcripts = transcripts
+
+    async def _play_hand(self, hand_number: int) -> None:
+        deal_seed = f"{self.spec.deal_key}:{hand_number}"
+        dealt = deal_hands(deal_seed)
+        hand = self.hand = Hand.new(hand_number, dealt)
+        scores_before = list(self.score.scores)
+        direction = hand.direction.value
+        self._notify_all(
+            lambda seat: {
+                "type": "deal",
+                "hand_number": hand_number,
+                "hand": names_of(dealt[seat]),
+                "pass_direction": direction,
+                "scores": scores_before,
+            }
+        )
+        if hand.phase is Phase.PASS:
+            await self._pass(hand)
+        tricks: list[dict[str, Any]] = []
+        while not hand.is_over():
+            s = self.seats[hand.turn]
+            card = await self._decide_play(s, hand, scores_before)
+            trick = hand.play(card)
+            if trick is not None:
+                tj = trick.to_json()
+                tricks.append(
+                    {
+                        "leader": trick.leader,
+                        "cards": [CARD_NAMES[c] for c in trick.cards],
+                        "winner": trick.winner,
+                        "points": trick.points,
+                    }
+                )
+                msg = {
+                    "type": "trick",
+                    "hand_number": hand_number,
+                    "trick_number": len(tricks),
+                    **tj,
+                }
+                self._notify_all(lambda seat, msg=msg: msg)
+        points, moon = hand.points()
+        self.score.add_hand(points)
+        scores_after = list(self.score.scores)
+        self._notify_all(
+            lambda seat: {
+                "type": "hand_end",
+                "hand_number": hand_number,
+                "points": points,
+                "moon": moon,
+                "scores": scores_after,
+            }
+        )
+        self.record.hands.append(
+            {
+                "hand_number": hand_number,
+                "deal_seed": deal_seed,
+                "direction": direction,
+                "dealt": [names_of(m) for m in dealt],
+                "passes": [names_of(m) for m in hand.passes] if hand.passes is not None else None,
+                "tricks": tricks,
+                "raw_points": list(hand.taken_points),
+                "points": points,
+                "moon": moon,
+                "scores": scores_after,
+            }
+        )
+
+    async def _pass(self, hand: Hand) -> None:
+        chosen: list[int] = [0, 0, 0, 0]
+        deadline = trio.current_time() + self.settings.time_limit
+        direction = hand.direction
+
+        async def one(s: _Seat) -> None:
+            mask = default_pass(hand.hands[s.seat])
+            if s.bot is not None and not s.auto:
+                fields = {
+                    "hand_number": hand.hand_number,
+                    "direction": direction.value,
+                    "to": pass_target(s.seat, direction),
+                    "hand": names_of(hand.hands[s.seat]),
+                }
+                reply = await s.bot.request("pass", fields, deadline - trio.current_time())
+                self._count(s, reply)
+                if reply.message is not None:
+                    cards = reply.message["cards"]
+                    try:
+                        given = 0
+                        for name in cards:
+                            given |= 1 << parse_card(name)
+                        if len(cards) != 3:
+                            raise IllegalMoveError(
+                                s.seat,
+                                "R3",
+                                f"a pass is three distinct cards, got {len(cards)} cards",
+                            )
+                        hand.check_pass(s.seat, given)
+                    except IllegalMoveError as exc:
+                        self._fault(
+                            s,
+                            "illegal",
+                            f"pass {' '.join(map(str, cards))}: {exc}",
+                            "pass",
+                            reply.request_id,
+                        )
+                        self._forfeit(s, reply.request_id, "illegal", str(exc), passed=mask)
+                    else:
+                        mask = given
+                        s.strikes = 0
+                else:
+                    self._judge(s, reply, "pass")
+                    if reply.fault is not FaultKind.CRASHED and s.bot is not None:
+                        self._forfeit(
+                            s,
+                            reply.request_id,
+                            reply.fault.value if reply.fault else "",
+                            reply.detail,
+                            passed=mask,
+                        )
+            chosen[s.seat] = mask
+
+        async with trio.open_nursery() as nursery:
+            for s in self.seats:
+                nursery.start_soon(one, s)
+        # R4: nothing is revealed until all four passes are final.
+        hand.apply_passes(chosen)
+        for s in self.seats:
+            if s.bot is not None and not s.auto:
+                received = hand.received_by(s.seat)
+                s.bot.notify(
+                    {
+                        "type": "passed",
+                        "hand_number": hand.hand_number,
+                        "from": (s.seat - direction.offset) % 4,
+                        "received": names_of(received),
+                        "hand": names_of(hand.hands[s.seat]),
+                    }
+                )
+
+    async def _decide_play(self, s: _Seat, hand: Hand, scores: list[int]) -> int:
+        legal = hand.legal_mask()
+        if s.bot is None or s.auto:
+            return default_play(legal)
+        view = hand.view(s.seat)
+        view["game_id"] = self.spec.game_id
+        view["scores"] = scores
+        reply = await s.bot.request("play", view, self.settings.time_limit)
+        self._count(s, reply)
+        fallback = default_play(legal)
+        if reply.message is not None:
+            name = reply.message["card"]
+            card = parse_card(name)
+            if legal >> card & 1:
+                s.strikes = 0
+                return card
+            try:
+                hand.check_play(s.seat, card)
+                detail = f"{name} is not legal"  # pragma: no cover - legal says otherwise
+            except IllegalMoveError as exc:
+                detail = f"played {name}: {exc}; legal: {' '.join(names_of(legal))}"
+            self._fault(s, "illegal", detail, "play", reply.request_id)
+            self._forfeit(s, reply.request_id, "illegal", detail, played=fallback)
+            return fallback
+        self._judge(s, reply, "play")
+        if reply.fault is not FaultKind.CRASHED:
+            assert reply.fault is not None
+            self._forfeit(s, reply.request_id, reply.fault.value, reply.detail, played=fallback)
+        return fallback
+
+    def _forfeit(
+        self,
+        s: _Seat,
+        rid: int,
+        reason: str,
+        detail: str,
+        *,
+        played: int | None = None,
+        passed: int | None = None,
+    ) -> None:
+        if s.bot is None:
+            return
+        msg: dict[str, Any] = {
+            "type": "forfeit",
+            "request_id": rid,
+            "reason": reason,
+            "detail": detail,
+        }
+        if played is not None:
+            msg["played"] = CARD_NAMES[played]
+        if passed is not None:
+            msg["passed"] = names_of(passed)
+        s.bot.notify(msg)
+
+
+def _relative(entries: list[dict[str, Any]], t0: float) -> list[dict[str, Any]]:
+    out = []
+    for e in entries:
+        e = dict(e)
+        e["t"] = round(e["t"] - t0, 4)
+        out.append(e)
+    return out

@@ -1,0 +1,594 @@
+"""The rules of Hearts as the arena referees them (RULES.md R1-R14).
+
+Pure: no I/O, no clock, no randomness of its own (a deal is an input, made from
+a seed string by :func:`deal_hands`). Cards are integers 0..51 and card sets
+are bit masks (see :mod:`arena.cards`), which keeps legal-move generation free
+of allocation for bots that simulate many hands.
+
+Two levels:
+
+* :class:`Hand` plays one hand: the simultaneous pass (R3, R4), then thirteen
+  tricks (R5-R10), then the hand's points (R11, R12).
+* :class:`GameScore` adds hands' points to running totals and decides when a
+  game ends and the final ranks (R13), or stops after a fixed number of hands.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Final
+
+from arena.cards import (
+    CARD_NAMES,
+    CARD_POINTS,
+    FULL_DECK,
+    HEART_MASK,
+    HEARTS,
+    QS_BIT,
+    SUIT_MASKS,
+    TWO_CLUBS_BIT,
+    cards_of,
+    lowest,
+    names_of,
+)
+
+#: Tie-break hands played after the target is reached before a shared lowest
+#: total is accepted as a shared rank (an arena setting beside R13).
+MAX_TIEBREAK_HANDS: Final = 50
+
+
+class IllegalMoveError(ValueError):
+    """A move the rules forbid.
+
+    Attributes:
+        seat: the seat that tried the move (0..3).
+        rule: the id of the rule it breaks, such as ``"R6"``.
+    """
+
+    def __init__(self, seat: int, rule: str, message: str) -> None:
+        super().__init__(f"seat {seat}: {message} ({rule})")
+        self.seat = seat
+        self.rule = rule
+
+
+class PassDirection(Enum):
+    """Where a hand's pass goes (R3). ``value`` is the protocol's word."""
+
+    LEFT = "left"
+    RIGHT = "right"
+    ACROSS = "across"
+    HOLD = "hold"
+
+    @property
+    def offset(self) -> int:
+        """Seat offset of the receiver: left +1, right +3, across +2, hold 0."""
+        return _OFFSETS[self]
+
+
+_OFFSETS: Final = {
+    PassDirection.LEFT: 1,
+    PassDirection.RIGHT: 3,
+    PassDirection.ACROSS: 2,
+    PassDirection.HOLD: 0,
+}
+_CYCLE: Final = (PassDirection.HOLD, PassDirection.LEFT, PassDirection.RIGHT, PassDirection.ACROSS)
+
+
+def pass_direction(hand_number: int) -> PassDirection:
+    """Pass direction of 1-based ``hand_number`` (R3): left, right, across, hold, left, ...
+
+    Raises:
+        ValueError: ``hand_number`` is below 1.
+    """
+    if hand_number < 1:
+        raise ValueError(f"hand numbers start at 1, got {hand_number}")
+    return _CYCLE[hand_number % 4]
+
+
+def pass_target(seat: int, direction: PassDirection) -> int | None:
+    """Seat that receives ``seat``'s pass (R3), or ``None`` on a hold hand."""
+    if direction is PassDirection.HOLD:
+        return None
+    return (seat + direction.offset) % 4
+
+
+def pass_source(seat: int, direction: PassDirection) -> int | None:
+    """Seat whose pass ``seat`` receives (R3), or ``None`` on a hold hand."""
+    if direction is PassDirection.HOLD:
+        return None
+    return (seat - direction.offset) % 4
+
+
+def deal_hands(seed_text: str) -> tuple[int, int, int, int]:
+    """Deal 13 cards to each seat from a seed string (R2).
+
+    The sorted deck (protocol order) is shuffled by ``random.Random`` seeded
+    with the SHA-256 digest of ``seed_text`` (never Python's ``hash()``, which
+    varies between runs); seat ``s`` gets cards ``13*s .. 13*s+12`` of the
+    shuffled deck. Returns the four hands as card masks.
+    """
+    digest = hashlib.sha256(seed_text.encode("utf-8")).digest()
+    deck = list(range(52))
+    random.Random(int.from_bytes(digest, "big")).shuffle(deck)
+    hands = [0, 0, 0, 0]
+    for i, card in enumerate(deck):
+        hands[i // 13] |= 1 << card
+    return hands[0], hands[1], hands[2], hands[3]
+
+
+def default_play(legal: int) -> int:
+    """The referee's default play (PROTOCOL.md): the first card of ``legal`` in sort order."""
+    return lowest(legal)
+
+
+def default_pass(hand: int) -> int:
+    """The referee's default pass (PROTOCOL.md), as a mask of three cards.
+
+    The three highest cards of ``hand`` by rank, ties broken by suit in the
+    order H, S, D, C. Raises ``ValueError`` if ``hand`` has fewer than 3 cards.
+    """
+    # Suit indices are C=0, D=1, S=2, H=3, so the tie order H, S, D, C is
+    # simply the higher suit index first.
+    ordered = sorted(cards_of(hand), key=lambda c: (c % 13, c // 13), reverse=True)
+    if len(ordered) < 3:
+        raise ValueError("a pass needs three cards in hand")
+    return (1 << ordered[0]) | (1 << ordered[1]) | (1 << ordered[2])
+
+
+def hand_points_after_moon(taken: Sequence[int]) -> tuple[list[int], int | None]:
+    """Apply the moon rule (R12) to raw hand points.
+
+    Args:
+        taken: the four seats' raw points for the hand (R11, adding to 26).
+
+    Returns:
+        ``(points, moon)``: if one seat took all 26 it scores 0 and the others
+        26 each, and ``moon`` is that seat; otherwise the points unchanged and
+        ``moon`` is ``None``.
+    """
+    for seat, pts in enumerate(taken):
+        if pts == 26:
+            return [0 if s == seat else 26 for s in range(4)], seat
+    return list(taken), None
+
+
+@dataclass(frozen=True, slots=True)
+class TrickRecord:
+    """A completed trick.
+
+    Attributes:
+        leader: the seat that led it.
+        cards: the four cards in play order from the leader.
+        winner: the seat that took it (R10).
+        points: its penalty points (R11).
+    """
+
+    leader: int
+    cards: tuple[int, int, int, int]
+    winner: int
+    points: int
+
+    def seat_of(self, index: int) -> int:
+        """Seat that played ``cards[index]``."""
+        return (self.leader + index) % 4
+
+    def to_json(self) -> dict[str, Any]:
+        """The protocol's form: ``{"leader", "cards": [{"seat", "card"}], "winner", "points"}``."""
+        return {
+            "leader": self.leader,
+            "cards": [
+                {"seat": (self.leader + i) % 4, "card": CARD_NAMES[c]}
+                for i, c in enumerate(self.cards)
+            ],
+            "winner": self.winner,
+            "points": self.points,
+        }
+
+
+class Phase(Enum):
+    """Where a :class:`Hand` is: waiting for the four passes, in play, or over."""
+
+    PASS = "pass"
+    PLAY = "play"
+    OVER = "over"
+
+
+class Hand:
+    """One hand of Hearts: the pass, thirteen tricks and the hand's points.
+
+    Construct with :meth:`new` from four dealt card masks. On a pass hand the
+    phase starts at :attr:`Phase.PASS` and :meth:`apply_passes` takes all four
+    passes at once (R4); on a hold hand play starts at once. Then
+    :meth:`play` takes one card at a time from :attr:`turn`.
+
+    Attributes are public for speed (bots simulate with this class) but should
+    be treated as read-only; change the state only through the methods.
+    """
+
+    __slots__ = (
+        "dealt",
+        "direction",
+        "hand_number",
+        "hands",
+        "hearts_broken",
+        "leader",
+        "led_suit",
+        "passes",
+        "phase",
+        "played",
+        "taken",
+        "taken_points",
+        "trick",
+        "trick_number",
+        "tricks",
+        "turn",
+    )
+
+    hand_number: int
+    direction: PassDirection
+    dealt: tuple[int, int, int, int]
+    hands: list[int]
+    passes: tuple[int, int, int, int] | None
+    phase: Phase
+    trick_number: int
+    leader: int
+    turn: int
+    trick: list[int]
+    led_suit: int
+    hearts_broken: bool
+    played: int
+    taken: list[int]
+    taken_points: list[int]
+    tricks: list[TrickRecord]
+
+    @classmethod
+    def new(cls, hand_number: int, dealt: Sequence[int]) -> Hand:
+        """Start hand ``hand_number`` (1-based) from four dealt card masks.
+
+        Raises:
+            ValueError: the masks are not four disjoint 13-card hands covering
+                the deck (R2), or ``hand_number`` < 1.
+        """
+        if len(dealt) != 4:
+            raise ValueError("a deal has four hands (R1)")
+        union = 0
+        for i, mask in enumerate(dealt):
+            if mask.bit_count() != 13:
+                raise ValueError(f"seat {i} is dealt {mask.bit_count()} cards, not 13 (R2)")
+            if union & mask:
+                raise ValueError("a card is dealt twice (R2)")
+            union |= mask
+        if union != FULL_DECK:
+            raise ValueError("the deal does not cover the deck (R2)")
+        self = cls.__new__(cls)
+        self.hand_number = hand_number
+        self.direction = pass_direction(hand_number)
+        self.dealt = (dealt[0], dealt[1], dealt[2], dealt[3])
+        self.hands = list(dealt)
+        self.passes = None
+        self.trick_number = 1
+        self.trick = []
+        self.led_suit = -1
+        self.hearts_broken = False
+        self.played = 0
+        self.taken = [0, 0, 0, 0]
+        self.taken_points = [0, 0, 0, 0]
+        self.tricks = []
+        if self.direction is PassDirection.HOLD:
+            self._start_play()
+        else:
+            self.phase = Phase.PASS
+            self.leader = self.turn = -1
+        return self
+
+    def copy(self) -> Hand:
+        """An independent copy, cheap enough for simulations."""
+        other = Hand.__new__(Hand)
+        for name in Hand.__slots__:
+            setattr(other, name, getattr(self, name))
+        other.hands = self.hands.copy()
+        other.trick = self.trick.copy()
+        other.taken = self.taken.copy()
+        other.taken_points = self.taken_points.copy()
+        other.tricks = self.tricks.copy()
+        return other
+
+    def _start_play(self) -> None:
+        self.phase = Phase.PLAY
+        # R5: the holder of the two of clubs leads the first trick.
+        for seat in range(4):
+            if self.hands[seat] & TWO_CLUBS_BIT:
+                self.leader = self.turn = seat
+                return
+        raise AssertionError("nobody holds the two of clubs")  # excluded by new()
+
+    # -- the pass ---------------------------------------------------------
+
+    def check_pass(self, seat: int, cards: int) -> None:
+        """Check one seat's pass (R3) without applying it.
+
+        Raises:
+            IllegalMoveError: not exactly three cards, or a card not held.
+        """
+        if self.phase is not Phase.PASS:
+            raise IllegalMoveError(seat, "R3", "no pass is due now")
+        if cards.bit_count() != 3:
+            raise IllegalMoveError(
+                seat, "R3", f"a pass is three distinct cards, got {cards.bit_count()}"
+            )
+        if cards & ~self.hands[seat]:
+            raise IllegalMoveError(
+                seat,
+                "R3",
+                f"passes cards it does not hold: {' '.join(names_of(cards & ~self.hands[seat]))}",
+            )
+
+    def apply_passes(self, passes: Sequence[int]) -> None:
+        """Exchange the four seats' passes at once (R3, R4) and start play (R5).
+
+        Args:
+            passes: four masks of three cards each, by seat.
+
+        Raises:
+            IllegalMoveError: a pass is not three distinct cards of that seat's
+                dealt hand; the hand is unchanged.
+        """
+        if len(passes) != 4:
+            raise ValueError("four passes are needed (R4)")
+        for seat in range(4):
+            self.check_pass(seat, passes[seat])
+        offset = self.direction.offset
+        hands = self.hands
+        new = [hands[s] & ~passes[s] for s in range(4)]
+        for seat in range(4):
+            new[(seat + offset) % 4] |= passes[seat]
+        self.hands = new
+        self.passes = (passes[0], passes[1], passes[2], passes[3])
+        self._start_play()
+
+    def passed_by(self, seat: int) -> int:
+        """Mask of the cards ``seat`` passed (0 before the pass or on a hold hand)."""
+        return self.passes[seat] if self.passes is not None else 0
+
+    def received_by(self, seat: int) -> int:
+        """Mask of the cards ``seat`` received (0 before the pass or on a hold hand)."""
+        source = pass_source(seat, self.direction)
+        if self.passes is None or source is None:
+            return 0
+        return self.passes[source]
+
+    # -- play -------------------------------------------------------------
+
+    def legal_mask(self) -> int:
+        """Mask of the cards :attr:`turn` may play now (R5-R9). Empty if not in play."""
+        if self.phase is not Phase.PLAY:
+            return 0
+        hand = self.hands[self.turn]
+        if not self.trick:
+            if self.trick_number == 1:
+                return TWO_CLUBS_BIT  # R5: the two of clubs opens.
+            if not self.hearts_broken:
+                non_hearts = hand & ~HEART_MASK
+                if non_hearts:
+                    return non_hearts  # R9: no heart lead before hearts are broken.
+            return hand
+        follow = hand & SUIT_MASKS[self.led_suit]
+        if follow:
+            return follow  # R6: follow suit.
+        if self.trick_number == 1:
+            safe = hand & ~HEART_MASK & ~QS_BIT
+            if safe:
+                return safe  # R7: no heart, no queen of spades on trick 1.
+            hearts = hand & HEART_MASK
+            if hearts:
+                return hearts  # R7 exception: only hearts and the queen left.
+        return hand
+
+    def legal_cards(self) -> list[int]:
+        """The cards :attr:`turn` may play now, in protocol sort order."""
+        return cards_of(self.legal_mask())
+
+    def check_play(self, seat: int, card: int) -> None:
+        """Check that ``seat`` may play ``card`` now.
+
+        Raises:
+            IllegalMoveError: not this seat's turn, the card is not held, or a
+                rule forbids it (the message names R5-R9).
+        """
+        if self.phase is not Phase.PLAY:
+            raise IllegalMoveError(seat, "R5", "no play is due now")
+        if seat != self.turn:
+            raise IllegalMoveError(seat, "R5", f"it is seat {self.turn}'s turn")
+        bit = 1 << card
+        if not self.hands[seat] & bit:
+            raise IllegalMoveError(seat, "R6", f"does not hold {CARD_NAMES[card]}")
+        if not self.legal_mask() & bit:
+            raise IllegalMoveError(
+                seat, self._broken_rule(card), f"may not play {CARD_NAMES[card]}"
+            )
+
+    def _broken_rule(self, card: int) -> str:
+        if not self.trick:
+            return "R5" if self.trick_number == 1 else "R9"
+        if self.hands[self.turn] & SUIT_MASKS[self.led_suit]:
+            return "R6"
+        return "R7"
+
+    def play(self, card: int) -> TrickRecord | None:
+        """Play ``card`` for :attr:`turn`; returns the trick if this card completed it.
+
+        Raises:
+            IllegalMoveError: see :meth:`check_play`; the hand is unchanged.
+        """
+        if not (self.phase is Phase.PLAY and self.legal_mask() >> card & 1):
+            self.check_play(self.turn, card)
+        return self.play_unchecked(card)
+
+    def play_unchecked(self, card: int) -> TrickRecord | None:
+        """Play a card already known to be legal (for simulations). See :meth:`play`."""
+        bit = 1 << card
+        self.hands[self.turn] ^= bit
+        self.played |= bit
+        suit = card // 13
+        if not self.trick:
+            self.led_suit = suit
+        elif suit == HEARTS and self.led_suit != HEARTS:
+            self.hearts_broken = True  # R8: a heart discarded breaks hearts.
+        self.trick.append(card)
+        if len(self.trick) < 4:
+            self.turn = (self.turn + 1) % 4
+            return None
+        return self._end_trick()
+
+    def _end_trick(self) -> TrickRecord:
+        cards = self.trick
+        led = self.led_suit
+        best = 0
+        for i in range(1, 4):
+            c = cards[i]
+            if c // 13 == led and c > cards[best]:
+                best = i  # R10: the highest card of the led suit wins.
+        winner = (self.leader + best) % 4
+        points = (
+            CARD_POINTS[cards[0]]
+            + CARD_POINTS[cards[1]]
+            + CARD_POINTS[cards[2]]
+            + CARD_POINTS[cards[3]]
+        )
+        record = TrickRecord(self.leader, (cards[0], cards[1], cards[2], cards[3]), winner, points)
+        self.tricks.append(record)
+        self.taken[winner] |= (1 << cards[0]) | (1 << cards[1]) | (1 << cards[2]) | (1 << cards[3])
+        self.taken_points[winner] += points
+        self.trick = []
+        self.led_suit = -1
+        self.leader = self.turn = winner
+        if self.trick_number == 13:
+            self.phase = Phase.OVER
+        else:
+            self.trick_number += 1
+        return record
+
+    def is_over(self) -> bool:
+        """True once the thirteenth trick is complete."""
+        return self.phase is Phase.OVER
+
+    def points(self) -> tuple[list[int], int | None]:
+        """The hand's points after the moon rule (R11, R12) and the moon seat or ``None``.
+
+        Raises:
+            ValueError: the hand is not over.
+        """
+        if self.phase is not Phase.OVER:
+            raise ValueError("the hand is not over")
+        return hand_points_after_moon(self.taken_points)
+
+    def trick_seats(self) -> list[int]:
+        """Seats that played the current trick's cards, in play order."""
+        return [(self.leader + i) % 4 for i in range(len(self.trick))]
+
+    def view(self, seat: int) -> dict[str, Any]:
+        """What ``seat`` may see of the hand now, in the protocol's field names.
+
+        The keys are those of the ``play`` request that the hand knows:
+        ``seat``, ``hand_number``, ``trick_number``, ``leader``, ``trick``,
+        ``tricks``, ``hand``, ``legal`` (empty unless it is ``seat``'s turn),
+        ``hearts_broken``, ``passed``, ``received``, ``hand_points``. It
+        never holds another seat's unplayed cards except the three ``seat``
+        passed (PROTOCOL.md, "What a seat may see").
+        """
+        passed = received = None
+        target = pass_target(seat, self.direction)
+        if self.passes is not None and target is not None:
+            passed = {"to": target, "cards": names_of(self.passes[seat])}
+            source = pass_source(seat, self.direction)
+            received = {"from": source, "cards": names_of(self.received_by(seat))}
+        leader = self.leader
+        return {
+            "seat": seat,
+            "hand_number": self.hand_number,
+            "trick_number": self.trick_number,
+            "leader": leader,
+            "trick": [
+                {"seat": (leader + i) % 4, "card": CARD_NAMES[c]} for i, c in enumerate(self.trick)
+            ],
+            "tricks": [t.to_json() for t in self.tricks],
+            "hand": names_of(self.hands[seat]),
+            "legal": names_of(self.legal_mask()) if seat == self.turn else [],
+            "hearts_broken": self.hearts_broken,
+            "passed": passed,
+            "received": received,
+            "hand_points": list(self.taken_points),
+        }
+
+
+def competition_ranks(scores: Sequence[int]) -> list[int]:
+    """Competition ranks of totals, lowest first: ``[5, 5, 9, 12] -> [1, 1, 3, 4]``."""
+    return [1 + sum(1 for other in scores if other < mine) for mine in scores]
+
+
+class GameScore:
+    """Running totals of a game and when it ends (R13).
+
+    Args:
+        target_score: end after the hand where a total reaches this, lowest
+            total winning; a shared lowest total plays further hands, at most
+            ``max_tiebreak_hands`` of them, after which the rank is shared.
+        hands: instead of a target, play exactly this many hands (no
+            tie-break hands).
+
+    Raises:
+        ValueError: neither or both of ``target_score`` and ``hands`` given,
+            or a value below 1.
+    """
+
+    def __init__(
+        self,
+        target_score: int | None = 100,
+        hands: int | None = None,
+        max_tiebreak_hands: int = MAX_TIEBREAK_HANDS,
+    ) -> None:
+        if (target_score is None) == (hands is None):
+            raise ValueError("give exactly one of target_score and hands")
+        if (target_score is not None and target_score < 1) or (hands is not None and hands < 1):
+            raise ValueError("target_score and hands must be at least 1")
+        self.target_score = target_score
+        self.hands = hands
+        self.max_tiebreak_hands = max_tiebreak_hands
+        self.scores = [0, 0, 0, 0]
+        self.hands_played = 0
+        self.tiebreak_hands = 0
+        self._over = False
+
+    def add_hand(self, points: Sequence[int]) -> None:
+        """Add one hand's points (after the moon rule) to the totals.
+
+        Raises:
+            ValueError: the game is already over.
+        """
+        if self._over:
+            raise ValueError("the game is over")
+        for seat in range(4):
+            self.scores[seat] += points[seat]
+        self.hands_played += 1
+        if self.hands is not None:
+            self._over = self.hands_played >= self.hands
+            return
+        assert self.target_score is not None
+        if max(self.scores) >= self.target_score:
+            low = min(self.scores)
+            if self.scores.count(low) == 1 or self.tiebreak_hands >= self.max_tiebreak_hands:
+                self._over = True
+            else:
+                self.tiebreak_hands += 1
+
+    def is_over(self) -> bool:
+        """True when no further hand is to be played."""
+        return self._over
+
+    def ranks(self) -> list[int]:
+        """Competition ranks of the totals (1, 1, 3, 4), lowest total first."""
+        return competition_ranks(self.scores)

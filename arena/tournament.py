@@ -1,0 +1,332 @@
+"""Tournaments: the schedule (pure) and the runner that plays it (Trio).
+
+Fairness of the round-robin schedule (:func:`schedule_round_robin`):
+
+* every group of four entrants (a *table*) plays, each round, in four seat
+  rotations: rotation ``k`` seats the table's entrant ``i`` (names sorted) at
+  seat ``(i + k) % 4``;
+* every game of round ``r`` uses the same deals: hand ``h`` is dealt from
+  ``"{seed}:{r}:{h}"`` (R2), so over the four rotations each entrant holds
+  each seat's cards once per round (duplicate deals).
+
+The runner plays *chains*: the games of one table and rotation across the
+rounds. A chain keeps its four bot processes from game to game (their deals
+differ from round to round), restarting a process only after it crashed or
+failed its handshake; ``--jobs`` chains run at once, each with one game in
+flight. Results are recorded as each game ends and rated later in schedule
+order, so the standings do not depend on ``--jobs``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+
+from arena.botproc import BotProcess
+from arena.entrants import Entrant
+from arena.launcher import Launcher
+from arena.referee import GameSpec, Referee, RefereeSettings, SeatSetup, derive_seed, start_bot
+
+FORMAT_VERSION: Final = 1
+
+
+@dataclass(frozen=True)
+class TournamentSettings:
+    """Settings of one tournament. Times are in seconds.
+
+    Attributes:
+        seed: the seed every random choice derives from.
+        rounds: rounds of the round-robin (each plays every table in four rotations).
+        target_score: play each game to this total (R13), or ``None``.
+        hands: play exactly this many hands per game instead, or ``None``.
+        jobs: games in flight at once.
+        fresh_processes: start new bot processes for every game instead of
+            reusing them along a chain.
+        referee: the referee's settings (time limits, strikes, grace).
+    """
+
+    seed: int
+    rounds: int = 2
+    target_score: int | None = 100
+    hands: int | None = None
+    jobs: int = 1
+    fresh_processes: bool = False
+    referee: RefereeSettings = field(default_factory=RefereeSettings)
+
+    def __post_init__(self) -> None:
+        if self.rounds < 1:
+            raise ValueError("rounds must be at least 1")
+        if self.jobs < 1:
+            raise ValueError("jobs must be at least 1")
+        if (self.target_score is None) == (self.hands is None):
+            raise ValueError("give exactly one of target_score and hands")
+
+    def to_json(self) -> dict[str, Any]:
+        """The settings under their command-line flag names (times in seconds)."""
+        ref = self.referee
+        return {
+            "seed": self.seed,
+            "format": "round-robin",
+            "rounds": self.rounds,
+            "target_score": self.target_score,
+            "hands": self.hands,
+            "time_limit": ref.time_limit,
+            "startup_time": ref.startup_time,
+            "strikes": ref.strikes,
+            "grace": ref.grace,
+            "max_tiebreak_hands": ref.max_tiebreak_hands,
+            "transcripts": ref.transcripts,
+            "jobs": self.jobs,
+            "fresh_processes": self.fresh_processes,
+        }
+
+
+#: Settings that may differ between a run and its resumption.
+RESUMABLE_DIFFERENCES: Final = frozenset({"jobs"})
+
+
+def tables_of(names: Sequence[str]) -> list[tuple[str, str, str, str]]:
+    """Every group of four entrants, each group and the list in sorted order."""
+    return [t for t in itertools.combinations(sorted(names), 4)]  # type: ignore[misc]
+
+
+def schedule_round_robin(names: Sequence[str], settings: TournamentSettings) -> list[GameSpec]:
+    """The games of a round-robin, in schedule order (round, table, rotation).
+
+    Pure: the same names and settings always give the same list. See the
+    module docstring for its fairness properties.
+
+    Raises:
+        ValueError: fewer than four entrants, or duplicate names.
+    """
+    if len(set(names)) != len(names):
+        raise ValueError("entrant names must be unique")
+    if len(names) < 4:
+        raise ValueError(f"a tournament needs at least four entrants, got {len(names)}")
+    games: list[GameSpec] = []
+    tables = tables_of(names)
+    for rnd in range(1, settings.rounds + 1):
+        for t, table in enumerate(tables):
+            for k in range(4):
+                seats = ["", "", "", ""]
+                for i, name in enumerate(table):
+                    seats[(i + k) % 4] = name
+                index = len(games)
+                games.append(
+                    GameSpec(
+                        game_index=index,
+                        game_id=f"r{rnd}-t{t}-k{k}",
+                        round=rnd,
+                        table=t,
+                        rotation=k,
+                        seats=(seats[0], seats[1], seats[2], seats[3]),
+                        deal_key=f"{settings.seed}:{rnd}",
+                        bot_seeds=(
+                            derive_seed(settings.seed, "bot", index, 0),
+                            derive_seed(settings.seed, "bot", index, 1),
+                            derive_seed(settings.seed, "bot", index, 2),
+                            derive_seed(settings.seed, "bot", index, 3),
+                        ),
+                        target_score=settings.target_score,
+                        hands=settings.hands,
+                    )
+                )
+    return games
+
+
+def chains_of(games: Iterable[GameSpec]) -> list[list[GameSpec]]:
+    """Group games into chains that one set of processes can play in turn:
+    same table and rotation (so the same entrant at each seat), different
+    rounds. Chains are ordered by their first game."""
+    chains: dict[tuple[int, int], list[GameSpec]] = {}
+    for g in sorted(games, key=lambda g: g.game_index):
+        chains.setdefault((g.table, g.rotation), []).append(g)
+    return sorted(chains.values(), key=lambda c: c[0].game_index)
+
+
+# -- the journal -------------------------------------------------------------
+
+
+class Journal:
+    """``games.jsonl``: one line per finished game, appended, flushed and
+    synced to disk as each game ends, so a crash of the arena loses only the
+    games in progress."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = path.open("a", encoding="utf-8")
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Write one record as a line and make it durable."""
+        self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        """Close the file."""
+        self._file.close()
+
+
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    """The records of a ``games.jsonl``; a truncated last line (from a killed
+    arena) is ignored. A missing file gives no records.
+
+    Raises:
+        ValueError: a line other than the last is not a JSON object.
+    """
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").split("\n")
+    records = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            if i >= len(lines) - 2:  # the last line, cut short by a kill
+                break
+            raise ValueError(f"{path}: line {i + 1} is not JSON") from None
+        if not isinstance(rec, dict) or "game_index" not in rec:
+            raise ValueError(f"{path}: line {i + 1} is not a game record")
+        records.append(rec)
+    return records
+
+
+# -- running ------------------------------------------------------------------
+
+
+@dataclass
+class RunState:
+    """What the runner has done so far (read by progress displays)."""
+
+    total: int
+    done: int = 0
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+
+class TournamentRunner:
+    """Plays a list of games with bot processes, ``settings.jobs`` at a time.
+
+    Args:
+        entrants: every entrant, by name.
+        settings: the tournament settings.
+        launcher: makes launch specs for bot processes.
+        on_record: called with each finished game's JSON record, in
+            completion order (the journal and progress display hang here).
+    """
+
+    def __init__(
+        self,
+        entrants: Sequence[Entrant],
+        settings: TournamentSettings,
+        launcher: Launcher,
+        on_record: Callable[[dict[str, Any]], None],
+    ) -> None:
+        self.entrants = {e.name: e for e in entrants}
+        self.settings = settings
+        self.launcher = launcher
+        self.on_record = on_record
+
+    async def run(self, games: Sequence[GameSpec]) -> None:
+        """Play ``games`` (any subset of a schedule). Returns when all are done.
+
+        Cancellation (Ctrl-C) closes every bot process before propagating;
+        games finished before it were already handed to ``on_record``.
+        """
+        limiter = trio.CapacityLimiter(self.settings.jobs)
+        async with trio.open_nursery() as nursery:
+            for chain in chains_of(games):
+                nursery.start_soon(self._run_chain, chain, limiter)
+
+    async def _run_chain(self, chain: list[GameSpec], limiter: trio.CapacityLimiter) -> None:
+        async with limiter, trio.open_nursery() as nursery:
+            procs: list[BotProcess | None] = [None, None, None, None]
+            try:
+                for game in chain:
+                    setups = await self._seat_processes(game, procs, nursery)
+                    record = await Referee(game, setups, self.settings.referee).play()
+                    for seat in range(4):
+                        bot = procs[seat]
+                        if bot is None:
+                            continue
+                        bot.games_played.add(game.deal_key)
+                        if bot.dead is not None or self.settings.fresh_processes:
+                            procs[seat] = None
+                            await bot.close(self.settings.referee.grace)
+                    self.on_record(record.to_json())
+            finally:
+                with trio.CancelScope(shield=True):
+                    async with trio.open_nursery() as closer:
+                        for bot in procs:
+                            if bot is not None:
+                                closer.start_soon(bot.close, self.settings.referee.grace)
+
+    async def _seat_processes(
+        self, game: GameSpec, procs: list[BotProcess | None], nursery: trio.Nursery
+    ) -> list[SeatSetup]:
+        """Reuse each seat's process if it may play this game, else start (and
+        shake hands with) a new one; all starts of a game run concurrently."""
+        setups: list[SeatSetup] = [SeatSetup(name, None) for name in game.seats]
+        referee = self.settings.referee
+
+        async def fresh(seat: int) -> None:
+            old = procs[seat]
+            if old is not None:
+                procs[seat] = None
+                await old.close(referee.grace)
+            entrant = self.entrants[game.seats[seat]]
+            spec = self.launcher.spec(entrant)
+            bot, fault = await start_bot(spec, seat, referee.startup_time, nursery)
+            if bot is None and spec.tmpdir is not None:
+                import shutil
+
+                shutil.rmtree(spec.tmpdir, ignore_errors=True)
+            if fault is not None:
+                setups[seat].startup_fault = fault
+                if bot is not None:
+                    await bot.close(referee.grace)
+                return
+            procs[seat] = bot
+            setups[seat].bot = bot
+
+        async with trio.open_nursery() as starter:
+            for seat in range(4):
+                bot = procs[seat]
+                if bot is not None and bot.dead is None and game.deal_key not in bot.games_played:
+                    setups[seat].bot = bot
+                else:
+                    starter.start_soon(fresh, seat)
+        return setups
+
+
+def settings_record(
+    settings: TournamentSettings,
+    entrants: list[dict[str, str]],
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``settings`` object stored in ``run.json`` and ``results.json``."""
+    out = settings.to_json()
+    out["entrants"] = entrants
+    if extra:
+        out.update(extra)
+    return out
+
+
+def settings_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Names of settings that differ between two settings records, ignoring
+    those a resumed run may change (``jobs``)."""
+    keys = (set(old) | set(new)) - RESUMABLE_DIFFERENCES
+    return sorted(k for k in keys if old.get(k) != new.get(k))
+
+
+def referee_settings_json(ref: RefereeSettings) -> dict[str, Any]:
+    """The referee settings as plain data."""
+    return asdict(ref)
