@@ -125,6 +125,8 @@ class BotProcess:
         self.self_name: str | None = None
         self.stats = _Stats()
         self._cancel = trio.CancelScope()
+        self._io_nursery: trio.Nursery | None = None
+        self._reader_done = trio.Event()
 
     def __repr__(self) -> str:
         return f"<BotProcess {self.spec.label!r} pid={self.pid}>"
@@ -162,6 +164,7 @@ class BotProcess:
     async def _run_io(self) -> None:
         with self._cancel:
             async with trio.open_nursery() as nursery:
+                self._io_nursery = nursery
                 nursery.start_soon(self._write_loop)
                 nursery.start_soon(self._read_loop)
                 nursery.start_soon(self._stderr_loop)
@@ -170,12 +173,10 @@ class BotProcess:
     async def _exit_watch(self) -> None:
         await trio.lowlevel.wait_readable(self._pidfd)
         self.exited.set()
-        self._mark_dead(f"exited ({self.exit_status()})")
         # Let the reader deliver what the bot wrote before it exited.
         with trio.move_on_after(0.05):
-            await trio.sleep_forever()
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            await self._events_tx.send(_Line(eof=self.dead))
+            await self._reader_done.wait()
+        self._gone(f"exited ({self.exit_status()})")
 
     def exit_status(self) -> str:
         """How the process ended, read without reaping it (``"running"`` if alive)."""
@@ -190,9 +191,16 @@ class BotProcess:
             return f"exit code {info.si_status}"
         return _describe_returncode(-info.si_status)
 
-    def _mark_dead(self, reason: str) -> None:
+    def _gone(self, reason: str) -> None:
+        """The bot can no longer answer: remember why and wake a pending request."""
         if self.dead is None:
             self.dead = reason
+            if self._io_nursery is not None:
+                self._io_nursery.start_soon(self._send_eof, reason)
+
+    async def _send_eof(self, reason: str) -> None:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await self._events_tx.send(_Line(eof=reason))
 
     async def _write_loop(self) -> None:
         stdin = self.process.stdin
@@ -202,7 +210,7 @@ class BotProcess:
                 await stdin.send_all(data)
                 self._outgoing -= len(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self._mark_dead("closed its input")
+            self._gone("closed its input")
         finally:
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 await stdin.aclose()
@@ -246,9 +254,13 @@ class BotProcess:
                     start = nl + 1
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
-        self._mark_dead("closed its output")
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            await emit(_Line(eof=self.dead))
+        self._reader_done.set()
+        with trio.move_on_after(0.2):
+            await self.exited.wait()
+        if self.exited.is_set():
+            self._gone(f"exited ({self.exit_status()})")
+        else:
+            self._gone("closed its output while still running")
 
     def _decode(self, line: bytes) -> _Line:
         if log.isEnabledFor(logging.DEBUG):
@@ -273,7 +285,7 @@ class BotProcess:
             log.debug("%s pid %d << %s", self.spec.label, self.pid, data[:500])
         self._outgoing += len(data)
         if self._outgoing > MAX_OUTGOING_BYTES:
-            self._mark_dead(f"stopped reading its input ({self._outgoing} bytes unread)")
+            self._gone(f"stopped reading its input ({self._outgoing} bytes unread)")
             return
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             self._send_q.send_nowait(data)
@@ -404,7 +416,8 @@ class BotProcess:
             await self.process.wait()
             self._cancel.cancel()
             os.close(self._pidfd)
-            self._mark_dead("closed by the referee")
+            if self.dead is None:
+                self.dead = "closed by the referee"
             if self.spec.tmpdir is not None:
                 shutil.rmtree(self.spec.tmpdir, ignore_errors=True)
 

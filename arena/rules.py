@@ -120,6 +120,27 @@ def deal_hands(seed_text: str) -> tuple[int, int, int, int]:
     return hands[0], hands[1], hands[2], hands[3]
 
 
+def pass_mask(seat: int, cards: Sequence[int]) -> int:
+    """Mask of a pass given as a list of cards, checking that they are three distinct cards (R3).
+
+    Whether the seat holds them is :meth:`Hand.check_pass`'s business.
+
+    Raises:
+        IllegalMoveError: not three cards, or a card given twice (rule ``"R3"``).
+    """
+    m = 0
+    for card in cards:
+        bit = 1 << card
+        if m & bit:
+            raise IllegalMoveError(
+                seat, "R3", f"a pass is three distinct cards, {CARD_NAMES[card]} is given twice"
+            )
+        m |= bit
+    if len(cards) != 3:
+        raise IllegalMoveError(seat, "R3", f"a pass is three distinct cards, got {len(cards)}")
+    return m
+
+
 def default_play(legal: int) -> int:
     """The referee's default play (PROTOCOL.md): the first card of ``legal`` in sort order."""
     return lowest(legal)
@@ -320,11 +341,11 @@ class Hand:
             raise IllegalMoveError(
                 seat, "R3", f"a pass is three distinct cards, got {cards.bit_count()}"
             )
-        if cards & ~self.hands[seat]:
+        # R4: a pass comes from the dealt hand; received cards cannot be passed on.
+        not_held = cards & ~self.dealt[seat]
+        if not_held:
             raise IllegalMoveError(
-                seat,
-                "R3",
-                f"passes cards it does not hold: {' '.join(names_of(cards & ~self.hands[seat]))}",
+                seat, "R3", f"passes cards it does not hold: {' '.join(names_of(not_held))}"
             )
 
     def apply_passes(self, passes: Sequence[int]) -> None:

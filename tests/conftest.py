@@ -1,0 +1,63 @@
+"""Shared helpers for the tests: bot entrant strings, running the CLI, finding stray processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from arena.cli import main
+
+TESTS = Path(__file__).resolve().parent
+BOTS = TESTS / "bots"
+ROOT = TESTS.parent
+SHARED = ROOT.parent / "shared"
+
+
+def bot(file: str, name: str | None = None) -> str:
+    """Entrant text for a test bot in tests/bots (``NAME=path.py``)."""
+    return f"{name or file}={BOTS / (file + '.py')}"
+
+
+def run_arena(args: list[str]) -> int:
+    """Run the CLI in this process; returns the exit code."""
+    return main(args)
+
+
+def load_outputs(out: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``results.json`` and the ``games.jsonl`` records of an output folder."""
+    results = json.loads((out / "results.json").read_text())
+    records = [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines() if line]
+    return results, records
+
+
+def processes_matching(marker: str) -> list[tuple[int, str]]:
+    """Live processes (not zombies) whose command line contains ``marker``."""
+    found = []
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmd and state != b"Z":
+            found.append((int(entry), cmd))
+    return found
+
+
+def standings_by_name(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {row["name"]: row for row in results["standings"]}
+
+
+@pytest.fixture
+def python() -> str:
+    return sys.executable

@@ -1,0 +1,126 @@
+"""The command line: exit codes, one-line errors, the output folder, dry runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import BOTS, ROOT, bot, load_outputs, run_arena
+
+from arena.cli import EXIT_OUTPUT, EXIT_USAGE
+
+FOUR = [bot("first_legal", n) for n in "abcd"]
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ")
+    assert "\n" not in err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (FOUR[:3], "at least four entrants, got 3"),
+        ([*FOUR[:3], "missing_bot.py"], "bot file not found: missing_bot.py"),
+        ([*FOUR, "--rounds", "0"], "--rounds: must be at least 1"),
+        ([*FOUR, "--time-limit", "-1"], "--time-limit: must be a positive number"),
+        ([*FOUR, "--time-limit", "nan"], "--time-limit: must be a positive number"),
+        ([*FOUR, "--bogus"], "unrecognized arguments: --bogus"),
+        ([*FOUR, "--hands", "2", "--target-score", "50"], "not allowed with argument"),
+        ([*FOUR[:3], bot("first_legal", "a")], "two entrants are named 'a'"),
+        ([*FOUR[:3], f"e\u202eevil={BOTS / 'first_legal.py'}"], "bidirectional character U+202E"),
+        ([*FOUR[:3], f"e\x1bvil={BOTS / 'first_legal.py'}"], "control or bidirectional character U+001B"),
+        ([*FOUR[:3], str(BOTS)], "is a folder"),
+        ([*FOUR[:3], str(BOTS / "botlib.py").replace(".py", "")], "bot file not found"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(
+    args: list[str], fragment: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_arena(["run", *args, "--out", str(tmp_path / "o")]) == EXIT_USAGE
+    assert fragment in one_line_error(capsys)
+    assert not (tmp_path / "o" / "games.jsonl").exists()
+
+
+def test_not_executable_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prog = tmp_path / "prog"
+    prog.write_text("#!/bin/sh\n")
+    prog.chmod(0o644)
+    assert run_arena(["run", *FOUR[:3], str(prog), "--out", str(tmp_path / "o")]) == EXIT_USAGE
+    assert "is not executable" in one_line_error(capsys)
+
+
+def test_output_folder_is_not_overwritten_unless_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "o"
+    base = ["run", *FOUR, "--hands", "1", "--rounds", "1", "--seed", "4", "--out", str(out), "--quiet"]
+    assert run_arena(base) == 0
+    capsys.readouterr()
+    first = (out / "games.jsonl").read_text()
+    assert run_arena(base) == EXIT_OUTPUT
+    assert "already holds a tournament" in one_line_error(capsys)
+    assert (out / "games.jsonl").read_text() == first
+    assert run_arena([*base, "--overwrite"]) == 0
+    results, records = load_outputs(out)
+    assert len(records) == 4 and results["complete"] is True
+
+
+def test_drawn_seed_is_printed_and_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "o"
+    assert run_arena(["run", *FOUR, "--hands", "1", "--rounds", "1", "--out", str(out), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    results, _ = load_outputs(out)
+    assert f"seed {results['seed']} (drawn; give --seed {results['seed']}" in err
+    assert results["settings"]["seed"] == results["seed"]
+
+
+def test_dry_run_prints_tables_games_and_estimate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    five = [*FOUR, bot("first_legal", "e")]
+    code = run_arena(["run", *five, "--rounds", "3", "--seed", "1", "--dry-run", "--out", str(tmp_path / "o")])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "5 entrants, 5 tables, 3 rounds x 4 rotations" in out
+    assert "table 0: a, b, c, d" in out
+    assert "table 4: b, c, d, e" in out
+    assert "60 games, each to 100" in out
+    assert "estimated time: about" in out
+    assert not (tmp_path / "o").exists()
+
+
+def test_settings_are_recorded_with_flag_names_in_seconds(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    args = ["run", *FOUR, "--hands", "1", "--rounds", "1", "--seed", "8", "--time-limit", "0.5"]
+    assert run_arena([*args, "--startup-time", "3", "--out", str(out), "--quiet"]) == 0
+    settings = json.loads((out / "results.json").read_text())["settings"]
+    assert settings["time_limit"] == 0.5
+    assert settings["startup_time"] == 3.0
+    assert settings["hands"] == 1 and settings["target_score"] is None
+    assert settings["rounds"] == 1 and settings["seed"] == 8
+    assert [e["name"] for e in settings["entrants"]] == list("abcd")
+
+
+def test_cli_end_to_end_in_a_subprocess(tmp_path: Path) -> None:
+    """``python -m arena run`` with test bots, from another folder: writes every output."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "arena", "run", *FOUR, "--hands", "1", "--rounds", "1", "--seed", "2"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    results, records = load_outputs(tmp_path / "reports")
+    assert (tmp_path / "reports" / "index.html").exists()
+    assert [row["games"] for row in results["standings"]] == [4, 4, 4, 4]
+    assert "report: reports/index.html" in proc.stdout

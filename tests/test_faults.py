@@ -1,0 +1,110 @@
+"""Faults in a real tournament: a bot past its deadline, one that crashes, one that
+answers garbage, one that plays illegal cards (PROTOCOL.md, "Faults")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import BOTS, bot, load_outputs, processes_matching, run_arena, standings_by_name
+
+
+def test_faults_are_counted_against_the_right_entrant(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code = run_arena(
+        [
+            "run",
+            bot("sleeper"),
+            bot("crasher"),
+            bot("garbage"),
+            bot("first_legal"),
+            "--hands",
+            "1",
+            "--rounds",
+            "1",
+            "--time-limit",
+            "0.3",
+            "--jobs",
+            "2",
+            "--seed",
+            "11",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    results, records = load_outputs(out)
+    assert len(records) == 4
+    rows = standings_by_name(results)
+    # One fault of each kind per game, for the entrant that misbehaved.
+    assert rows["sleeper"]["faults"] == {"timeout": 4, "malformed": 0, "illegal": 0, "crashed": 0}
+    assert rows["crasher"]["faults"] == {"timeout": 0, "malformed": 0, "illegal": 0, "crashed": 4}
+    assert rows["garbage"]["faults"] == {"timeout": 0, "malformed": 4, "illegal": 0, "crashed": 0}
+    assert rows["first_legal"]["faults"] == {
+        "timeout": 0,
+        "malformed": 0,
+        "illegal": 0,
+        "crashed": 0,
+    }
+    for rec in records:
+        seat_of = {name: seat for seat, name in enumerate(rec["seats"])}
+        by_reason = {f["reason"]: f for f in rec["faults"]}
+        assert set(by_reason) == {"timeout", "crashed", "malformed"}
+        timeout = by_reason["timeout"]
+        assert timeout["seat"] == seat_of["sleeper"]
+        assert timeout["detail"] == "no reply within 300 ms"
+        assert timeout["request"] == "play"
+        assert by_reason["crashed"]["seat"] == seat_of["crasher"]
+        assert by_reason["crashed"]["detail"] == "exited (exit code 3)"
+        assert "not JSON" in by_reason["malformed"]["detail"]
+        assert by_reason["malformed"]["seat"] == seat_of["garbage"]
+        assert "crasher: giving up" in rec["stderr"][seat_of["crasher"]]
+        # The game went on: 13 tricks, the points add up to 26 (or 78 with a moon).
+        (hand,) = rec["hands"]
+        assert len(hand["tricks"]) == 13
+        assert sum(hand["points"]) in (26, 78)
+        assert hand["scores"] == rec["scores"]
+    assert processes_matching(str(BOTS)) == []
+
+
+def test_illegal_moves_get_the_default_move(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code = run_arena(
+        [
+            "run",
+            bot("illegal"),
+            bot("first_legal", "a"),
+            bot("first_legal", "b"),
+            bot("first_legal", "c"),
+            "--hands",
+            "1",
+            "--rounds",
+            "1",
+            "--seed",
+            "5",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    results, records = load_outputs(out)
+    assert standings_by_name(results)["illegal"]["faults"] == {
+        "timeout": 0,
+        "malformed": 0,
+        "illegal": 8,
+        "crashed": 0,
+    }
+    for rec in records:
+        seat = rec["seats"].index("illegal")
+        faults = [f for f in rec["faults"] if f["seat"] == seat]
+        assert [f["request"] for f in faults] == ["pass", "play"]
+        hand = rec["hands"][0]
+        dealt = hand["dealt"][seat]
+        # The default pass: the three highest cards by rank, ties by suit H, S, D, C.
+        order = {s: i for i, s in enumerate("CDSH")}
+        ranks = "23456789TJQKA"
+        expected = sorted(dealt, key=lambda c: (ranks.index(c[0]), order[c[1]]), reverse=True)[:3]
+        assert sorted(hand["passes"][seat]) == sorted(expected)
+        assert "R3" in faults[0]["detail"] and "does not hold" in faults[0]["detail"]
+        assert "legal:" in faults[1]["detail"]
