@@ -120,7 +120,7 @@ def test_cli_end_to_end_in_a_subprocess(tmp_path: Path) -> None:
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    results, records = load_outputs(tmp_path / "reports")
+    results, _ = load_outputs(tmp_path / "reports")
     assert (tmp_path / "reports" / "index.html").exists()
     assert [row["games"] for row in results["standings"]] == [4, 4, 4, 4]
     assert "report: reports/index.html" in proc.stdout

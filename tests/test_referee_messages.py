@@ -37,7 +37,7 @@ def test_messages_validate_and_views_are_private(tmp_path: Path) -> None:
     _, records = load_outputs(out)
     games = {r["game_id"]: r for r in records}
     assert len(games) == 8
-    for name, log in logs.items():
+    for log in logs.values():
         lines = [json.loads(line) for line in log.read_text().splitlines()]
         by_pid: dict[int, list[dict]] = defaultdict(list)
         for entry in lines:
