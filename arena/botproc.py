@@ -32,6 +32,7 @@ import trio
 from arena import protocol
 from arena.capped import CappedBuffer
 from arena.faults import FaultKind
+from arena.isolation import Limits, UidLease, kill_all, process_tree, renew_cpu_limit
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,10 @@ class LaunchSpec:
         label: how log lines and faults name it (the entrant's name).
         tmpdir: the process's private temporary folder (its HOME and TMPDIR),
             removed by :meth:`BotProcess.close`, or ``None``.
+        lease: the uid reserved for this process (released on close), or ``None``.
+        token: ``NAME=value`` in the process's environment, used to find its
+            strays when it has no uid of its own.
+        limits: the resource limits it runs under (for fault details).
     """
 
     argv: tuple[str, ...]
@@ -85,6 +90,9 @@ class LaunchSpec:
     user: int | None = None
     group: int | None = None
     tmpdir: Path | None = None
+    lease: UidLease | None = None
+    token: str | None = None
+    limits: Limits | None = None
 
 
 @dataclass(slots=True)
@@ -188,8 +196,17 @@ class BotProcess:
         if info is None:
             return "running"
         if info.si_code == os.CLD_EXITED:
-            return f"exit code {info.si_status}"
-        return _describe_returncode(-info.si_status)
+            return f"exit code {info.si_status}{self._memory_note()}"
+        return _describe_returncode(-info.si_status, self.spec.limits)
+
+    def _memory_note(self) -> str:
+        limits = self.spec.limits
+        if limits is None or not limits.memory_mb:
+            return ""
+        text = self.stderr.text()
+        if any(sign in text for sign in _OUT_OF_MEMORY_SIGNS):
+            return f"; out of memory: its limit is {limits.memory_mb} MiB of address space"
+        return ""
 
     def _gone(self, reason: str) -> None:
         """The bot can no longer answer: remember why and wake a pending request."""
@@ -297,13 +314,17 @@ class BotProcess:
         if self.stats.transcript is not None:
             self.stats.transcript.append({"t": trio.current_time(), "sent": message})
 
-    async def request(self, kind: str, fields: dict[str, Any], time_limit: float) -> Reply:
+    async def request(
+        self, kind: str, fields: dict[str, Any], time_limit: float, *, deadline: float | None = None
+    ) -> Reply:
         """Send a request and wait for its reply or a fault.
 
         Args:
             kind: ``"hello"``, ``"pass"`` or ``"play"``.
             fields: the message fields beside ``type``, ``id`` and ``time_ms``.
             time_limit: seconds the bot has, from now (sent as ``time_ms``).
+            deadline: the absolute Trio time the reply is due, when several
+                requests share one deadline (the pass); default now + ``time_limit``.
 
         Returns:
             A :class:`Reply`; a reply that fails the schema, a malformed line,
@@ -333,7 +354,8 @@ class BotProcess:
         transcript = self.stats.transcript
         if transcript is not None:
             transcript.append({"t": start, "sent": message})
-        reply = await self._await_reply(kind, rid, start, start + time_limit, charged)
+        due = start + time_limit if deadline is None else deadline
+        reply = await self._await_reply(kind, rid, start, due, time_limit, charged)
         self.stats.requests += 1
         if reply.message is not None and reply.elapsed > self.stats.slowest:
             self.stats.slowest = reply.elapsed
@@ -348,7 +370,7 @@ class BotProcess:
         return reply
 
     async def _await_reply(
-        self, kind: str, rid: int, start: float, deadline: float, charged: str | None
+        self, kind: str, rid: int, start: float, deadline: float, limit: float, charged: str | None
     ) -> Reply:
         if self.dead is not None:
             return Reply(None, FaultKind.CRASHED, self.dead, 0.0, rid)
@@ -386,7 +408,7 @@ class BotProcess:
                         trio.current_time() - start,
                         rid,
                     )
-        limit_ms = round((deadline - start) * 1000)
+        limit_ms = round(limit * 1000)
         return Reply(
             None, FaultKind.TIMEOUT, f"no reply within {limit_ms} ms", deadline - start, rid
         )
@@ -395,12 +417,13 @@ class BotProcess:
 
     async def close(self, grace: float = 0.5) -> None:
         """End the process: ``bye``, up to ``grace`` seconds to exit, SIGTERM to
-        the process group, ``grace`` more, SIGKILL to the group; then reap.
+        the process group, ``grace`` more, SIGKILL to the group; then every
+        process left of the bot's (same uid, or same environment token: a
+        grandchild that left the group with ``setsid``) is killed, and the
+        child is reaped. Its uid and temporary folder are released.
 
-        The group is always sent SIGKILL before the child is reaped, so no
-        member of it survives (a process that left the group with ``setsid``
-        is the business of :mod:`arena.limits`). Shielded from cancellation:
-        the child is always reaped.
+        The group is killed before the child is reaped, so its id cannot be
+        reused meanwhile. Shielded from cancellation: the child is always reaped.
         """
         with trio.CancelScope(shield=True):
             if self.dead is None:
@@ -413,24 +436,61 @@ class BotProcess:
                 with trio.move_on_after(grace):
                     await self.exited.wait()
             self._killpg(signal.SIGKILL)
+            spec = self.spec
+            if spec.lease is not None:
+                await trio.to_thread.run_sync(
+                    lambda: kill_all(uid=spec.lease.uid if spec.lease else None)
+                )
+            elif spec.token is not None:
+                await trio.to_thread.run_sync(lambda: kill_all(env=spec.token))
             await self.process.wait()
             self._cancel.cancel()
             os.close(self._pidfd)
             if self.dead is None:
                 self.dead = "closed by the referee"
-            if self.spec.tmpdir is not None:
-                shutil.rmtree(self.spec.tmpdir, ignore_errors=True)
+            if spec.lease is not None:
+                spec.lease.release()
+            if spec.tmpdir is not None:
+                shutil.rmtree(spec.tmpdir, ignore_errors=True)
+
+    def abandon(self, reason: str) -> None:
+        """Stop using the process now: mark it dead and SIGKILL its group, so a
+        struck-out bot burns no more CPU. :meth:`close` still reaps it."""
+        self._gone(reason)
+        self._killpg(signal.SIGKILL)
+
+    def renew_cpu_limit(self) -> None:
+        """Give the process and its children a fresh CPU allowance for a new game."""
+        limits = self.spec.limits
+        if limits is not None and limits.cpu_seconds and self.dead is None:
+            renew_cpu_limit(process_tree(self.pid), limits.cpu_seconds)
 
     def _killpg(self, sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, sig)
 
 
-def _describe_returncode(rc: int) -> str:
+_OUT_OF_MEMORY_SIGNS: Final = (
+    "MemoryError",
+    "std::bad_alloc",
+    "OutOfMemoryError",
+    "Cannot allocate memory",
+    "out of memory",
+    "Could not reserve enough space",
+)
+
+
+def _describe_returncode(rc: int, limits: Limits | None = None) -> str:
     if rc >= 0:
         return f"exit code {rc}"
     try:
         name = signal.Signals(-rc).name
     except ValueError:
         name = f"signal {-rc}"
-    return f"killed by {name}"
+    note = ""
+    if limits is not None:
+        if -rc == signal.SIGXCPU:
+            note = f": over its CPU limit of {limits.cpu_seconds} s per game"
+        elif -rc == signal.SIGXFSZ:
+            note = f": over its file size limit of {limits.file_size_mb} MiB"
+    return f"killed by {name}{note}"

@@ -270,6 +270,8 @@ class Referee:
             if self.settings.strikes and s.strikes >= self.settings.strikes:
                 s.auto = True
                 self.record.struck_out.append(s.seat)
+                if s.bot is not None:
+                    s.bot.abandon(f"struck out after {s.strikes} consecutive timeouts")
                 detail += (
                     f"; struck out after {s.strikes} consecutive timeouts:"
                     " default moves for the rest of the game"
@@ -293,7 +295,8 @@ class Referee:
             if s.bot is not None:
                 if s.bot.stats.transcript is not None:
                     s.bot.stats.transcript = []
-                s.bot.stderr.take()  # start this game's stderr afresh
+                # stderr written since the last game (or since start-up) counts for this one
+                s.bot.renew_cpu_limit()
         if self.settings.transcripts:
             for s in self.seats:
                 if s.bot is not None:
@@ -431,7 +434,9 @@ class Referee:
                     "to": pass_target(s.seat, direction),
                     "hand": names_of(hand.hands[s.seat]),
                 }
-                reply = await s.bot.request("pass", fields, deadline - trio.current_time())
+                reply = await s.bot.request(
+                    "pass", fields, self.settings.time_limit, deadline=deadline
+                )
                 self._count(s, reply)
                 if reply.message is not None:
                     cards = reply.message["cards"]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +57,25 @@ def processes_matching(marker: str) -> list[tuple[int, str]]:
     return found
 
 
+def bot_user_processes() -> list[int]:
+    """Live processes running as a uid of the arena's bot-user pool."""
+    from arena.isolation import DEFAULT_UID_BASE, UID_POOL_SIZE
+
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue
+        uid = int(fields.get("Uid", "0").split()[0])
+        if DEFAULT_UID_BASE <= uid < DEFAULT_UID_BASE + UID_POOL_SIZE and fields["State"].split()[0] != "Z":
+            found.append(int(entry))
+    return found
+
+
 def standings_by_name(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {row["name"]: row for row in results["standings"]}
 
@@ -61,3 +83,13 @@ def standings_by_name(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
 @pytest.fixture
 def python() -> str:
     return sys.executable
+
+
+@pytest.fixture
+def open_tmp() -> Iterator[Path]:
+    """A temporary folder that the unprivileged bot users can enter and write
+    (pytest's own ``tmp_path`` is private to root)."""
+    path = Path(tempfile.mkdtemp(prefix="arena-test-"))
+    path.chmod(0o777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

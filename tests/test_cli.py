@@ -108,19 +108,19 @@ def test_settings_are_recorded_with_flag_names_in_seconds(tmp_path: Path) -> Non
     assert [e["name"] for e in settings["entrants"]] == list("abcd")
 
 
-def test_cli_end_to_end_in_a_subprocess(tmp_path: Path) -> None:
+def test_cli_end_to_end_in_a_subprocess(open_tmp: Path) -> None:
     """``python -m arena run`` with test bots, from another folder: writes every output."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
         [sys.executable, "-m", "arena", "run", *FOUR, "--hands", "1", "--rounds", "1", "--seed", "2"],
-        cwd=tmp_path,
+        cwd=open_tmp,
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    results, _ = load_outputs(tmp_path / "reports")
-    assert (tmp_path / "reports" / "index.html").exists()
+    results, _ = load_outputs(open_tmp / "reports")
+    assert (open_tmp / "reports" / "index.html").exists()
     assert [row["games"] for row in results["standings"]] == [4, 4, 4, 4]
     assert "report: reports/index.html" in proc.stdout

@@ -12,9 +12,9 @@ from conftest import BOTS, load_outputs, run_arena
 from arena.protocol import check_referee_message
 
 
-def test_messages_validate_and_views_are_private(tmp_path: Path) -> None:
-    logs = {name: tmp_path / f"{name}.jsonl" for name in "abcd"}
-    entrants = [f"{name}=python3 {BOTS / 'recorder.py'} {log}" for name, log in logs.items()]
+def test_messages_validate_and_views_are_private(tmp_path: Path, open_tmp: Path) -> None:
+    logs = {name: open_tmp / f"{name}.jsonl" for name in "abcd"}
+    entrants = [f"{name}={BOTS / 'recorder.py'} {log}" for name, log in logs.items()]
     out = tmp_path / "out"
     code = run_arena(
         [

@@ -1,0 +1,5 @@
+"""Exits at once, before the handshake."""
+
+import sys
+
+sys.exit(7)
