@@ -227,7 +227,12 @@ class BotProcess:
                 await stdin.send_all(data)
                 self._outgoing -= len(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self._gone("closed its input")
+            with trio.move_on_after(0.2):
+                await self.exited.wait()
+            if self.exited.is_set():
+                self._gone(f"exited ({self.exit_status()})")
+            else:
+                self._gone("closed its input while still running")
         finally:
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 await stdin.aclose()

@@ -57,6 +57,16 @@ def processes_matching(marker: str) -> list[tuple[int, str]]:
     return found
 
 
+def run_processes(out: Path) -> list[int]:
+    """Live processes started by the tournament in ``out`` (found by the run id
+    every bot process and its children carry in their environment)."""
+    from arena.isolation import find_processes
+    from arena.launcher import RUN_VARIABLE
+
+    run_id = json.loads((out / "run.json").read_text())["run_id"]
+    return find_processes(env=f"{RUN_VARIABLE}={run_id}")
+
+
 def bot_user_processes() -> list[int]:
     """Live processes running as a uid of the arena's bot-user pool."""
     from arena.isolation import DEFAULT_UID_BASE, UID_POOL_SIZE

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import BOTS, bot, load_outputs, processes_matching, run_arena, standings_by_name
+from conftest import bot, load_outputs, run_arena, run_processes, standings_by_name
 
 
 def test_faults_are_counted_against_the_right_entrant(tmp_path: Path) -> None:
@@ -64,7 +64,7 @@ def test_faults_are_counted_against_the_right_entrant(tmp_path: Path) -> None:
         assert len(hand["tricks"]) == 13
         assert sum(hand["points"]) in (26, 78)
         assert hand["scores"] == rec["scores"]
-    assert processes_matching(str(BOTS)) == []
+    assert run_processes(out) == []
 
 
 def test_illegal_moves_get_the_default_move(tmp_path: Path) -> None:

@@ -14,6 +14,9 @@ from arena.protocol import check_referee_message
 
 def test_messages_validate_and_views_are_private(tmp_path: Path, open_tmp: Path) -> None:
     logs = {name: open_tmp / f"{name}.jsonl" for name in "abcd"}
+    for log in logs.values():  # each bot process may run as its own user
+        log.touch(mode=0o666)
+        log.chmod(0o666)
     entrants = [f"{name}={BOTS / 'recorder.py'} {log}" for name, log in logs.items()]
     out = tmp_path / "out"
     code = run_arena(
@@ -34,7 +37,8 @@ def test_messages_validate_and_views_are_private(tmp_path: Path, open_tmp: Path)
         ]
     )
     assert code == 0
-    _, records = load_outputs(out)
+    results, records = load_outputs(out)
+    assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
     games = {r["game_id"]: r for r in records}
     assert len(games) == 8
     for log in logs.values():

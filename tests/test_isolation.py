@@ -1,0 +1,105 @@
+"""What a bot can and cannot do, with and without --sandbox, and the checks
+made before a tournament starts."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import BOTS, bot, load_outputs, run_arena, run_processes
+
+from arena.cli import EXIT_ENVIRONMENT, EXIT_USAGE
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(16)
+        yield server.getsockname()[1]
+
+
+def probe_reports(out: Path) -> list[dict]:
+    _, records = load_outputs(out)
+    reports = []
+    for rec in records:
+        seat = rec["seats"].index("probe")
+        line = next(x for x in rec["stderr"][seat].splitlines() if x.startswith("PROBE "))
+        reports.append(json.loads(line.removeprefix("PROBE ")))
+    return reports
+
+
+def run_probe(out: Path, port: int, *extra: str) -> int:
+    entrants = [f"probe={BOTS / 'probe.py'} {port}", *(bot("first_legal", n) for n in "abc")]
+    return run_arena(["run", *entrants, "--hands", "1", "--rounds", "1", "--seed", "1",
+                      "--out", str(out), "--quiet", *extra])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="separate bot users need root")
+def test_without_sandbox_bots_run_as_their_own_unprivileged_user(tmp_path: Path, listener: int) -> None:
+    assert run_probe(tmp_path / "out", listener) == 0
+    reports = probe_reports(tmp_path / "out")
+    assert len(reports) == 4
+    for r in reports:
+        assert r["uid"] != 0
+        assert r["home_private"] and r["home_owned"] and r["write_home"]
+        assert r["write_cwd"] is False  # the bot folder belongs to root
+        assert r["connect"] is True  # no network isolation without --sandbox
+        assert r["processes_visible"] > 3
+        assert "HEARTS_ARENA_RUN" in r["env"]
+        assert not {"PYTEST_CURRENT_TEST", "VIRTUAL_ENV"} & set(r["env"])
+    assert len({r["uid"] for r in reports}) >= 1
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+def test_sandbox_has_no_network_no_other_processes_and_read_only_files(tmp_path: Path, listener: int) -> None:
+    assert run_probe(tmp_path / "out", listener, "--sandbox") == 0
+    reports = probe_reports(tmp_path / "out")
+    assert len(reports) == 4
+    for r in reports:
+        assert r["connect"] is False
+        assert r["write_cwd"] is False
+        assert r["write_home"] is True
+        assert r["processes_visible"] <= 3  # its own pid namespace
+    results, _ = load_outputs(tmp_path / "out")
+    assert results["settings"]["isolation"]["sandbox"] is True
+    assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
+    assert run_processes(tmp_path / "out") == []
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+def test_setsid_grandchild_dies_with_the_sandbox(tmp_path: Path) -> None:
+    entrants = [f"g={BOTS / 'hostile_grandchild.py'} setsid", *(bot("first_legal", n) for n in "abc")]
+    code = run_arena(["run", *entrants, "--hands", "1", "--rounds", "1", "--seed", "1", "--sandbox",
+                      "--same-user", "--out", str(tmp_path / "out"), "--quiet"])
+    assert code == 0
+    assert run_processes(tmp_path / "out") == []
+
+
+def test_sandbox_unavailable_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on this PATH
+    code = run_arena(["run", *(bot("first_legal", n) for n in "abcd"), "--sandbox", "--out", str(tmp_path / "o")])
+    assert code == EXIT_ENVIRONMENT
+    err = capsys.readouterr().err
+    assert "--sandbox needs bubblewrap" in err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="separate bot users need root")
+def test_bot_folder_unreadable_by_bot_users_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    private = tmp_path / "private"  # pytest's tmp_path is private to root
+    private.mkdir()
+    shutil.copy(BOTS / "first_legal.py", private / "mine.py")
+    code = run_arena(["run", str(private / "mine.py"), *(bot("first_legal", n) for n in "abc"),
+                      "--out", str(tmp_path / "o")])
+    assert code == EXIT_USAGE
+    err = capsys.readouterr().err.strip()
+    assert "entrant 'mine': an unprivileged user cannot" in err
+    assert "--same-user" in err

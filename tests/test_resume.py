@@ -1,0 +1,97 @@
+"""Results survive the referee itself: kill -9 then --resume gives the standings of
+an uninterrupted run, and Ctrl-C stops cleanly with partial standings."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import BOTS, ROOT, bot, load_outputs, run_arena, run_processes
+
+ENTRANTS = [
+    f"slow={BOTS / 'stubborn.py'} 0.01",
+    bot("random_legal", "r1"),
+    bot("random_legal", "r2"),
+    bot("first_legal", "f"),
+]
+ARGS = ["--hands", "1", "--rounds", "3", "--seed", "99", "--jobs", "2", "--quiet"]
+
+
+def start_arena(out: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "arena", "run", *ENTRANTS, *ARGS, "--out", str(out)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def wait_for_games(out: Path, n: int, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+    journal = out / "games.jsonl"
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if journal.exists() and len(journal.read_text().splitlines()) >= n:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {n} games after {timeout} s")
+
+
+def test_kill_9_then_resume_gives_the_uninterrupted_standings(tmp_path: Path) -> None:
+    reference = tmp_path / "reference"
+    assert run_arena(["run", *ENTRANTS, *ARGS, "--out", str(reference)]) == 0
+    ref_results, ref_records = load_outputs(reference)
+    assert len(ref_records) == 12
+
+    out = tmp_path / "killed"
+    proc = start_arena(out)
+    wait_for_games(out, 3, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    kept = len((out / "games.jsonl").read_text().splitlines())
+    assert 3 <= kept < 12
+    # The bots of the games in progress outlived the arena (they ignore SIGTERM and EOF).
+    time.sleep(0.2)
+    assert run_processes(out) != []
+
+    code = run_arena(["run", *ENTRANTS, *ARGS, "--out", str(out), "--resume"])
+    assert code == 0
+    results, records = load_outputs(out)
+    assert results["complete"] is True
+    assert sorted(r["game_index"] for r in records) == list(range(12))
+    assert results["standings"] == ref_results["standings"]
+    assert run_processes(out) == []
+
+
+def test_resume_refuses_different_settings(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "o"
+    base = ["run", *(bot("first_legal", n) for n in "abcd"), "--hands", "1", "--rounds", "1", "--quiet"]
+    assert run_arena([*base, "--seed", "5", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert run_arena([*base, "--seed", "6", "--out", str(out), "--resume"]) == 3
+    assert "settings differ from the run" in capsys.readouterr().err
+    assert run_arena([*base, "--time-limit", "2", "--out", str(out), "--resume"]) == 3
+    assert "time_limit" in capsys.readouterr().err
+    # --jobs may change; without --seed the stored seed is used.
+    assert run_arena([*base, "--jobs", "1", "--out", str(out), "--resume"]) == 0
+
+
+def test_ctrl_c_stops_cleanly_with_partial_standings(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    proc = start_arena(out)
+    wait_for_games(out, 2, proc)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert "interrupted:" in stderr and "--resume" in stderr
+    results = json.loads((out / "results.json").read_text())
+    records = [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
+    assert results["complete"] is False
+    assert results["games_played"] == len(records) < 12
+    assert sum(row["games"] for row in results["standings"]) == 4 * len(records)
+    assert (out / "index.html").exists()
+    assert run_processes(out) == []
