@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
 import shutil
 import signal
@@ -123,8 +122,13 @@ class BotProcess:
         self.pid: int = process.pid
         self._pidfd = pidfd
         self._next_id = 0
-        self._send_q, self._send_rx = trio.open_memory_channel[bytes](math.inf)
-        self._outgoing = 0
+        stdin = process.stdin
+        assert stdin is not None
+        self._stdin_fd: int = stdin.fileno()  # non-blocking (Trio set it so)
+        self._out = bytearray()  # encoded messages not yet written
+        self._backlog = trio.Event()  # set when the pipe was full
+        self._input_closed = False
+        self._absorbing: int | None = None  # id whose unsolicited burst is being skipped
         self._events_tx, self._events = trio.open_memory_channel[_Line](EVENT_BUFFER)
         self.stderr = CappedBuffer()
         self.dead: str | None = None  # why the bot can no longer be used
@@ -220,22 +224,46 @@ class BotProcess:
             await self._events_tx.send(_Line(eof=reason))
 
     async def _write_loop(self) -> None:
-        stdin = self.process.stdin
-        assert stdin is not None
+        """Write what :meth:`flush` could not write at once, when the pipe has room."""
+        fd = self._stdin_fd
+        while self.dead is None:
+            await self._backlog.wait()
+            self._backlog = trio.Event()
+            while self._out and self.dead is None:
+                try:
+                    await trio.lowlevel.wait_writable(fd)
+                except (trio.ClosedResourceError, OSError):
+                    return
+                self._write_now()
+
+    def _write_now(self) -> None:
         try:
-            async for data in self._send_rx:
-                await stdin.send_all(data)
-                self._outgoing -= len(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            with trio.move_on_after(0.2):
-                await self.exited.wait()
-            if self.exited.is_set():
-                self._gone(f"exited ({self.exit_status()})")
-            else:
-                self._gone("closed its input while still running")
-        finally:
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                await stdin.aclose()
+            n = os.write(self._stdin_fd, self._out)
+        except BlockingIOError:
+            n = 0
+        except OSError:  # EPIPE: the bot closed its input or exited
+            self._out.clear()
+            if self._io_nursery is not None and not self._input_closed:
+                self._input_closed = True
+                self._io_nursery.start_soon(self._note_input_closed)
+            return
+        del self._out[:n]
+
+    async def _note_input_closed(self) -> None:
+        with trio.move_on_after(0.2):
+            await self.exited.wait()
+        if self.exited.is_set():
+            self._gone(f"exited ({self.exit_status()})")
+        else:
+            self._gone("closed its input while still running")
+
+    def flush(self) -> None:
+        """Write queued messages now, as far as the pipe takes them; the rest
+        is written in the background as the bot reads. Never blocks."""
+        if self._out and self._stdin_fd >= 0:
+            self._write_now()
+            if self._out:
+                self._backlog.set()
 
     async def _read_loop(self) -> None:
         stdout = self.process.stdout
@@ -301,21 +329,26 @@ class BotProcess:
 
     # -- talking ----------------------------------------------------------
 
-    def _send(self, message: dict[str, Any]) -> None:
-        data = protocol.encode(message)
+    def _send(self, message: dict[str, Any], data: bytes | None = None) -> None:
+        if data is None:
+            data = protocol.encode(message)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s pid %d << %s", self.spec.label, self.pid, data[:500])
-        self._outgoing += len(data)
-        if self._outgoing > MAX_OUTGOING_BYTES:
-            self._gone(f"stopped reading its input ({self._outgoing} bytes unread)")
+        if len(self._out) + len(data) > MAX_OUTGOING_BYTES:
+            self._gone(f"stopped reading its input ({len(self._out)} bytes unread)")
             return
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            self._send_q.send_nowait(data)
+        self._out += data
 
-    def notify(self, message: dict[str, Any]) -> None:
-        """Queue a notification (no ``id``, no answer). Never blocks."""
+    def notify(self, message: dict[str, Any], data: bytes | None = None) -> None:
+        """Queue a notification (no ``id``, no answer). Never blocks.
+
+        Notifications are written together with the bot's next request (one
+        write instead of several), or at the latest at the next :meth:`flush`.
+        ``data`` is the message already encoded (:func:`protocol.encode`), when
+        the same notification goes to several bots.
+        """
         if self.dead is None:
-            self._send(message)
+            self._send(message, data)
         if self.stats.transcript is not None:
             self.stats.transcript.append({"t": trio.current_time(), "sent": message})
 
@@ -354,8 +387,11 @@ class BotProcess:
                 return Reply(None, FaultKind.CRASHED, event.eof, 0.0, rid)
             if event.bad is not None and charged is None:
                 charged = event.bad
+            elif event.obj is not None and protocol.request_id_of(event.obj) == self._absorbing:
+                self._absorbing = None
         message = {"type": kind, "id": rid, **fields, "time_ms": int(time_limit * 1000)}
         self._send(message)
+        self.flush()
         transcript = self.stats.transcript
         if transcript is not None:
             transcript.append({"t": start, "sent": message})
@@ -385,15 +421,24 @@ class BotProcess:
         with trio.move_on_at(deadline):
             async for event in self._events:
                 if event.obj is not None:
-                    if protocol.request_id_of(event.obj) == rid:
+                    got = protocol.request_id_of(event.obj)
+                    if got == rid:
                         elapsed = trio.current_time() - start
                         try:
                             protocol.check_reply(kind, event.obj)
                         except protocol.ProtocolError as exc:
                             return Reply(None, FaultKind.MALFORMED, exc.detail, elapsed, rid)
                         return Reply(event.obj, None, "", elapsed, rid)
+                    if self._absorbing is not None:
+                        # The rest of a burst that already cost an earlier
+                        # request its reply: not counted again, up to that
+                        # request's own (late) reply.
+                        if got == self._absorbing:
+                            self._absorbing = None
+                        continue
                     unsolicited += 1
                     if unsolicited > protocol.MAX_UNSOLICITED:
+                        self._absorbing = rid
                         return Reply(
                             None,
                             FaultKind.MALFORMED,
@@ -433,7 +478,9 @@ class BotProcess:
         with trio.CancelScope(shield=True):
             if self.dead is None:
                 self.notify({"type": "bye"})
-            self._send_q.close()
+                self.flush()
+            if not self._out:  # all written: close the pipe so the bot also sees end of input
+                await self._close_stdin()
             with trio.move_on_after(grace):
                 await self.exited.wait()
             if not self.exited.is_set():
@@ -450,6 +497,7 @@ class BotProcess:
                 await trio.to_thread.run_sync(lambda: kill_all(env=spec.token))
             await self.process.wait()
             self._cancel.cancel()
+            await self._close_stdin()
             os.close(self._pidfd)
             if self.dead is None:
                 self.dead = "closed by the referee"
@@ -463,6 +511,14 @@ class BotProcess:
         struck-out bot burns no more CPU. :meth:`close` still reaps it."""
         self._gone(reason)
         self._killpg(signal.SIGKILL)
+
+    async def _close_stdin(self) -> None:
+        if self._stdin_fd >= 0:
+            self._stdin_fd = -1
+            stdin = self.process.stdin
+            assert stdin is not None
+            with contextlib.suppress(OSError, trio.ClosedResourceError):
+                await stdin.aclose()
 
     def renew_cpu_limit(self) -> None:
         """Give the process and its children a fresh CPU allowance for a new game."""

@@ -23,6 +23,7 @@ from typing import Any, Final
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
+from arena.cards import CARD_NAMES
 from arena.resources import protocol_dir
 
 PROTOCOL_VERSION: Final = "hearts-arena/1"
@@ -138,6 +139,34 @@ def request_id_of(obj: dict[str, Any]) -> int | None:
     return value if type(value) is int else None
 
 
+_CARD_SET: Final = frozenset(CARD_NAMES)
+
+
+def _plainly_valid(kind: str, obj: dict[str, Any]) -> bool:
+    """A fast sufficient test for the common reply: True only for replies the
+    schema accepts (``tests/test_protocol.py`` checks this with hypothesis);
+    anything else goes to jsonschema, which stays the definition of valid."""
+    rid = obj.get("id")
+    if type(rid) is not int or rid < 0 or obj.get("type") != kind:
+        return False
+    if kind == "play":
+        card = obj.get("card")
+        return type(card) is str and card in _CARD_SET
+    if kind == "pass":
+        cards = obj.get("cards")
+        return (
+            type(cards) is list
+            and len(cards) <= 13
+            and all(type(c) is str and c in _CARD_SET for c in cards)
+        )
+    return False
+
+
+def reply_is_valid(kind: str, obj: dict[str, Any]) -> bool:
+    """Whether a reply to a ``kind`` request passes the schema (fast path first)."""
+    return _plainly_valid(kind, obj) or validator(f"bot_{kind}").is_valid(obj)
+
+
 def check_reply(kind: str, obj: dict[str, Any]) -> None:
     """Validate a bot's reply to a request of type ``kind`` against the schema.
 
@@ -145,6 +174,8 @@ def check_reply(kind: str, obj: dict[str, Any]) -> None:
         ProtocolError: the reply fails the schema (wrong ``type``, a missing
             or ill-typed field); the detail names the field and the value.
     """
+    if _plainly_valid(kind, obj):
+        return
     v = validator(f"bot_{kind}")
     if v.is_valid(obj):
         return

@@ -234,10 +234,12 @@ class Referee:
 
     # -- messaging helpers --------------------------------------------------
 
-    def _notify_all(self, build: Any) -> None:
+    def _notify_all(self, build: Any, *, flush: bool = False) -> None:
         for s in self.seats:
             if s.bot is not None and not s.auto:
                 s.bot.notify(build(s.seat))
+                if flush:
+                    s.bot.flush()
 
     def _fault(self, s: _Seat, reason: str, detail: str, request: str, rid: int | None) -> None:
         hand = self.hand
@@ -325,7 +327,8 @@ class Referee:
                 "game_id": spec.game_id,
                 "scores": list(self.score.scores),
                 "ranks": ranks,
-            }
+            },
+            flush=True,
         )
         self._finish(t0)
         return self.record
@@ -354,9 +357,16 @@ class Referee:
         if self.settings.transcripts:
             rec.transcripts = transcripts
 
-    async def _play_hand(self, hand_number: int) -> None:
+    def deal(self, hand_number: int) -> tuple[str, tuple[int, int, int, int]]:
+        """The seed text and the four dealt card masks of hand ``hand_number``
+        (R2): ``deal_hands(f"{deal_key}:{hand_number}")``. The conformance
+        checker (:mod:`arena.check`) and ``replay`` override it to play
+        constructed or recorded deals through this same referee."""
         deal_seed = f"{self.spec.deal_key}:{hand_number}"
-        dealt = deal_hands(deal_seed)
+        return deal_seed, deal_hands(deal_seed)
+
+    async def _play_hand(self, hand_number: int) -> None:
+        deal_seed, dealt = self.deal(hand_number)
         hand = self.hand = Hand.new(hand_number, dealt)
         scores_before = list(self.score.scores)
         direction = hand.direction.value
@@ -392,7 +402,10 @@ class Referee:
                     "trick_number": len(tricks),
                     **tj,
                 }
-                self._notify_all(lambda seat, msg=msg: msg)
+                data = protocol.encode(msg)
+                for other in self.seats:
+                    if other.bot is not None and not other.auto:
+                        other.bot.notify(msg, data)
         points, moon = hand.points()
         self.score.add_hand(points)
         scores_after = list(self.score.scores)
@@ -403,7 +416,8 @@ class Referee:
                 "points": points,
                 "moon": moon,
                 "scores": scores_after,
-            }
+            },
+            flush=True,
         )
         self.record.hands.append(
             {

@@ -1,0 +1,163 @@
+"""Referee speed, measured side by side with its floor in one run.
+
+Prints four figures (see the README's "Benchmarks" section):
+
+1. The floor: a Trio parent exchanging JSON lines the size of a ``play``
+   request (about 1 KB) with four instant processes of the same Python that
+   parse each line and answer a ``play`` reply, the parent encoding and
+   decoding too: the median round trip per message.
+2. The arena: full games between four instant bots (``instant_bot.py``):
+   decisions per second and the median time per decision, and the ratio to (1).
+3. Games per second for short games (``--hands 1``) with bot processes reused
+   along a table's games versus restarted for every game.
+4. ``--jobs 1`` versus ``--jobs 2`` games per second, and the arena's own peak
+   memory at ``--jobs 8``.
+
+Usage: ``python benchmarks/referee_speed.py [--quick]``. Ratios matter more
+than absolute figures: the machine is shared and noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import trio
+
+from arena.cli import main as arena_main
+from arena.rules import Hand, deal_hands, default_pass
+
+HERE = Path(__file__).resolve().parent
+INSTANT = HERE / "instant_bot.py"
+ECHO = HERE / "echo_bot.py"
+
+
+def play_request() -> dict:
+    """A realistic ``play`` request from the middle of a hand (about 1 KB)."""
+    hand = Hand.new(1, deal_hands("bench:1:1"))
+    hand.apply_passes([default_pass(m) for m in hand.hands])
+    while hand.trick_number < 8:
+        hand.play(hand.legal_cards()[0])
+    view = hand.view(hand.turn)
+    view.update({"type": "play", "id": 1, "game_id": "r1-t0-k0", "scores": [40, 12, 30, 7], "time_ms": 1000})
+    return view
+
+
+async def floor(messages: int) -> list[float]:
+    """Round-trip seconds per message with four echo processes, in turn."""
+    template = play_request()
+    procs = [
+        await trio.lowlevel.open_process(
+            [sys.executable, str(ECHO)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        for _ in range(4)
+    ]
+    buffers = [bytearray() for _ in procs]
+    times = []
+    for i in range(messages):
+        k = i % 4
+        proc = procs[k]
+        t0 = time.perf_counter()
+        template["id"] = i
+        await proc.stdin.send_all(json.dumps(template, separators=(",", ":")).encode() + b"\n")
+        buf = buffers[k]
+        while (nl := buf.find(b"\n")) < 0:
+            buf += await proc.stdout.receive_some(65536)
+        line = bytes(buf[:nl])
+        del buf[: nl + 1]
+        reply = json.loads(line)
+        assert reply["id"] == i
+        times.append(time.perf_counter() - t0)
+    for proc in procs:
+        await proc.stdin.send_all(b'{"type":"bye"}\n')
+        await proc.wait()
+    return times
+
+
+def run_tournament(out: Path, *args: str) -> tuple[float, list[dict]]:
+    """Run the CLI in this process; returns (wall seconds, game records)."""
+    entrants = [f"{n}={INSTANT}" for n in ("a", "b", "c", "d")]
+    t0 = time.perf_counter()
+    code = arena_main(["run", *entrants, "--seed", "1", "--quiet", "--out", str(out), "--overwrite", *args])
+    wall = time.perf_counter() - t0
+    if code != 0:
+        raise SystemExit(f"arena exited with {code}")
+    records = [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
+    return wall, records
+
+
+def peak_memory_mb(out: Path, jobs: int, rounds: int) -> float:
+    """The arena's own peak resident memory (MiB) for a run at ``--jobs``."""
+    entrants = [f"{n}={INSTANT}" for n in ("a", "b", "c", "d", "e", "f")]
+    code = (
+        "import resource, sys\n"
+        "from arena.cli import main\n"
+        "rc = main(sys.argv[1:])\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
+        "sys.exit(rc)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "run", *entrants, "--hands", "1", "--rounds", str(rounds),
+         "--seed", "1", "--quiet", "--jobs", str(jobs), "--out", str(out), "--overwrite"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return float(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer games (a rougher figure)")
+    args = parser.parse_args()
+    scale = 1 if args.quick else 3
+    tmp = Path(tempfile.mkdtemp(prefix="referee-bench-"))
+    tmp.chmod(0o755)
+
+    # 1. The floor.
+    times = trio.run(floor, 2000 * scale)
+    floor_median = statistics.median(times)
+    print(f"1. floor: median round trip {floor_median * 1e6:.0f} us per ~{len(json.dumps(play_request()))}-byte message")
+
+    # 2. The arena: full games of instant bots, one at a time.
+    wall, records = run_tournament(tmp / "arena", "--hands", "4", "--rounds", str(2 * scale), "--jobs", "1")
+    per_decision = []
+    decisions = 0
+    for rec in records:
+        n = sum(t["requests"] for t in rec["timing"])
+        decisions += n
+        per_decision.append(rec["duration_s"] / n)
+    median = statistics.median(per_decision)
+    print(
+        f"2. arena: {decisions / sum(r['duration_s'] for r in records):.0f} decisions/s in games, "
+        f"median {median * 1e6:.0f} us per decision; ratio to the floor {median / floor_median:.2f} (goal <= 1.3)"
+    )
+
+    # 3. Short games, processes reused vs restarted.
+    rounds = str(6 * scale)
+    wall_reuse, recs = run_tournament(tmp / "reuse", "--hands", "1", "--rounds", rounds, "--jobs", "1")
+    wall_fresh, _ = run_tournament(tmp / "fresh", "--hands", "1", "--rounds", rounds, "--jobs", "1", "--fresh-processes")
+    n = len(recs)
+    print(
+        f"3. --hands 1 games: {n / wall_reuse:.1f} games/s with processes reused, "
+        f"{n / wall_fresh:.1f} games/s restarted per game (x{wall_fresh / wall_reuse:.2f})"
+    )
+
+    # 4. Parallel games.
+    wall1, recs = run_tournament(tmp / "jobs1", "--hands", "2", "--rounds", rounds, "--jobs", "1")
+    wall2, _ = run_tournament(tmp / "jobs2", "--hands", "2", "--rounds", rounds, "--jobs", "2")
+    n = len(recs)
+    print(
+        f"4. --jobs 1: {n / wall1:.1f} games/s, --jobs 2: {n / wall2:.1f} games/s "
+        f"(x{wall1 / wall2:.2f}, goal >= 1.7)"
+    )
+    mem = peak_memory_mb(tmp / "mem", 8, 2)
+    print(f"   peak memory of the arena at --jobs 8 (6 entrants, 120 games): {mem:.0f} MiB (goal < 150)")
+
+
+if __name__ == "__main__":
+    main()
