@@ -16,6 +16,7 @@ as ``>>``, prefixed with the entrant and pid (logger ``arena.botproc``).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -353,7 +354,13 @@ class BotProcess:
             self.stats.transcript.append({"t": trio.current_time(), "sent": message})
 
     async def request(
-        self, kind: str, fields: dict[str, Any], time_limit: float, *, deadline: float | None = None
+        self,
+        kind: str,
+        fields: dict[str, Any],
+        time_limit: float,
+        *,
+        deadline: float | None = None,
+        encoded: tuple[str, Any, str] | None = None,
     ) -> Reply:
         """Send a request and wait for its reply or a fault.
 
@@ -363,6 +370,9 @@ class BotProcess:
             time_limit: seconds the bot has, from now (sent as ``time_ms``).
             deadline: the absolute Trio time the reply is due, when several
                 requests share one deadline (the pass); default now + ``time_limit``.
+            encoded: ``(key, value, json_text)``: one more field whose JSON
+                text is already known (the referee keeps a hand's completed
+                tricks encoded instead of encoding them for every request).
 
         Returns:
             A :class:`Reply`; a reply that fails the schema, a malformed line,
@@ -390,7 +400,14 @@ class BotProcess:
             elif event.obj is not None and protocol.request_id_of(event.obj) == self._absorbing:
                 self._absorbing = None
         message = {"type": kind, "id": rid, **fields, "time_ms": int(time_limit * 1000)}
-        self._send(message)
+        if encoded is None:
+            self._send(message)
+        else:
+            key, value, text = encoded
+            data = protocol.encode(message)
+            spliced = b"%s,%s:%s}\n" % (data[:-2], json.dumps(key).encode(), text.encode())
+            self._send(message, spliced)
+            message[key] = value
         self.flush()
         transcript = self.stats.transcript
         if transcript is not None:

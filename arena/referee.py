@@ -10,6 +10,7 @@ returns a plain :class:`GameRecord` and formats nothing.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -48,8 +49,13 @@ class RefereeSettings:
         strikes: consecutive timeouts before a seat is struck out (0: never).
         grace: seconds a process gets after ``bye`` (and after SIGTERM).
         max_tiebreak_hands: cap on tie-break hands (R13).
-        transcripts: keep each seat's message transcript in the record.
-        transcript_cap: most transcript entries kept per seat and game.
+        transcripts: keep each seat's message transcript in the record
+            (``games.jsonl`` field ``transcripts``, see :class:`GameRecord`).
+        transcript_cap: most transcript entries kept per seat and game: the
+            first ``transcript_cap`` are kept and one ``{"t", "truncated": n}``
+            entry says how many were dropped. A hand is about 44 entries
+            (about 23 KB of JSON per seat), so the default 1000 keeps a game
+            of 22 hands, more than a game to 100 usually lasts.
     """
 
     time_limit: float = 1.0
@@ -58,7 +64,7 @@ class RefereeSettings:
     grace: float = 0.5
     max_tiebreak_hands: int = MAX_TIEBREAK_HANDS
     transcripts: bool = False
-    transcript_cap: int = 2000
+    transcript_cap: int = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +129,17 @@ class _Seat:
 @dataclass
 class GameRecord:
     """Everything about a finished game: enough to replay it and to rebuild
-    every report without replaying. :meth:`to_json` gives the ``games.jsonl`` line."""
+    every report without replaying. :meth:`to_json` gives the ``games.jsonl`` line.
+
+    ``transcripts`` (only with ``RefereeSettings.transcripts``): per seat, the
+    messages of this game in order, each entry one of ``{"t", "sent":
+    message}`` (a notification or request written to the bot), ``{"t", "id",
+    "received": message}`` (its valid answer to request ``id``), ``{"t", "id",
+    "fault", "detail"}`` (no valid answer) or ``{"t", "truncated": n}`` (``n``
+    entries over the cap were dropped); ``t`` is seconds since the game
+    started. The handshake and ``bye`` belong to the process, not the game,
+    and are not in it.
+    """
 
     spec: GameSpec
     hands: list[dict[str, Any]] = field(default_factory=list)
@@ -231,6 +247,8 @@ class Referee:
                 s.crashed = setup.startup_fault.reason == FaultKind.CRASHED.value
         self.score = GameScore(spec.target_score, spec.hands, settings.max_tiebreak_hands)
         self.hand: Hand | None = None
+        self._trick_views: list[dict[str, Any]] = []  # this hand's completed tricks
+        self._tricks_text = "[]"  # ... as JSON text
 
     # -- messaging helpers --------------------------------------------------
 
@@ -349,7 +367,7 @@ class Referee:
                 rec.stderr[s.seat] = s.bot.stderr.take()
                 rec.bot_names[s.seat] = s.bot.self_name
                 t = s.bot.stats.transcript
-                transcripts.append(_relative(t[: self.settings.transcript_cap], t0) if t else [])
+                transcripts.append(_relative(_capped(t, self.settings.transcript_cap), t0))
                 if t is not None:
                     s.bot.stats.transcript = None
             else:
@@ -382,12 +400,19 @@ class Referee:
         if hand.phase is Phase.PASS:
             await self._pass(hand)
         tricks: list[dict[str, Any]] = []
+        self._trick_views = []
+        self._tricks_text = "[]"
         while not hand.is_over():
             s = self.seats[hand.turn]
             card = await self._decide_play(s, hand, scores_before)
             trick = hand.play(card)
             if trick is not None:
                 tj = trick.to_json()
+                # Completed tricks go in every later play request: encode each once.
+                sep = "," if self._trick_views else ""
+                text = json.dumps(tj, separators=(",", ":"))
+                self._tricks_text = f"{self._tricks_text[:-1]}{sep}{text}]"
+                self._trick_views.append(tj)
                 tricks.append(
                     {
                         "leader": trick.leader,
@@ -511,10 +536,15 @@ class Referee:
         legal = hand.legal_mask()
         if s.bot is None or s.auto:
             return default_play(legal)
-        view = hand.view(s.seat)
+        view = hand.view(s.seat, include_tricks=False)
         view["game_id"] = self.spec.game_id
         view["scores"] = scores
-        reply = await s.bot.request("play", view, self.settings.time_limit)
+        reply = await s.bot.request(
+            "play",
+            view,
+            self.settings.time_limit,
+            encoded=("tricks", list(self._trick_views), self._tricks_text),
+        )
         self._count(s, reply)
         fallback = default_play(legal)
         if reply.message is not None:
@@ -560,6 +590,15 @@ class Referee:
         if passed is not None:
             msg["passed"] = names_of(passed)
         s.bot.notify(msg)
+
+
+def _capped(entries: list[dict[str, Any]] | None, cap: int) -> list[dict[str, Any]]:
+    """The first ``cap`` entries, and a ``truncated`` entry counting the rest."""
+    if not entries:
+        return []
+    if len(entries) <= cap:
+        return entries
+    return [*entries[:cap], {"t": entries[cap]["t"], "truncated": len(entries) - cap}]
 
 
 def _relative(entries: list[dict[str, Any]], t0: float) -> list[dict[str, Any]]:

@@ -548,7 +548,7 @@ class Hand:
         """Seats that played the current trick's cards, in play order."""
         return [(self.leader + i) % 4 for i in range(len(self.trick))]
 
-    def view(self, seat: int) -> dict[str, Any]:
+    def view(self, seat: int, *, include_tricks: bool = True) -> dict[str, Any]:
         """What ``seat`` may see of the hand now, in the protocol's field names.
 
         The keys are those of the ``play`` request that the hand knows:
@@ -556,7 +556,8 @@ class Hand:
         ``tricks``, ``hand``, ``legal`` (empty unless it is ``seat``'s turn),
         ``hearts_broken``, ``passed``, ``received``, ``hand_points``. It
         never holds another seat's unplayed cards except the three ``seat``
-        passed (PROTOCOL.md, "What a seat may see").
+        passed (PROTOCOL.md, "What a seat may see"). With ``include_tricks``
+        false the ``tricks`` key is left out (the referee keeps them encoded).
         """
         passed = received = None
         target = pass_target(seat, self.direction)
@@ -565,7 +566,7 @@ class Hand:
             source = pass_source(seat, self.direction)
             received = {"from": source, "cards": names_of(self.received_by(seat))}
         leader = self.leader
-        return {
+        view = {
             "seat": seat,
             "hand_number": self.hand_number,
             "trick_number": self.trick_number,
@@ -573,7 +574,7 @@ class Hand:
             "trick": [
                 {"seat": (leader + i) % 4, "card": CARD_NAMES[c]} for i, c in enumerate(self.trick)
             ],
-            "tricks": [t.to_json() for t in self.tricks],
+            "tricks": [t.to_json() for t in self.tricks] if include_tricks else None,
             "hand": names_of(self.hands[seat]),
             "legal": names_of(self.legal_mask()) if seat == self.turn else [],
             "hearts_broken": self.hearts_broken,
@@ -581,6 +582,9 @@ class Hand:
             "received": received,
             "hand_points": list(self.taken_points),
         }
+        if not include_tricks:
+            del view["tricks"]
+        return view
 
 
 def competition_ranks(scores: Sequence[int]) -> list[int]:
