@@ -35,7 +35,8 @@ def compute_standings(
         ``rank``, ``name``, ``mu``, ``sigma``, ``conservative``, ``games``,
         ``wins`` (shared first places count for each), ``mean_rank``,
         ``hands``, ``points``, ``points_per_hand`` (after the moon rule, R12),
-        ``moons`` (moons shot), ``queens`` (queen of spades taken),
+        ``moons`` (moons shot), ``moons_suffered`` (hands in which another
+        seat shot the moon, R12), ``queens`` (queen of spades taken),
         ``self_names`` (names the bot gave itself) and ``faults`` (counts by
         reason, always with the four keys).
     """
@@ -48,6 +49,7 @@ def compute_standings(
             "hands": 0,
             "points": 0,
             "moons": 0,
+            "moons_suffered": 0,
             "queens": 0,
             "self_names": set(),
             "faults": dict.fromkeys(FAULT_KINDS, 0),
@@ -73,6 +75,9 @@ def compute_standings(
                 stats[name]["points"] += hand["points"][seat]
             if hand["moon"] is not None:
                 stats[seats[hand["moon"]]]["moons"] += 1
+                for seat, name in enumerate(seats):
+                    if seat != hand["moon"]:
+                        stats[name]["moons_suffered"] += 1
             for trick in hand["tricks"]:
                 if "QS" in trick["cards"]:
                     stats[seats[trick["winner"]]]["queens"] += 1
@@ -94,6 +99,7 @@ def compute_standings(
                 "points": st["points"],
                 "points_per_hand": st["points"] / hands if hands else None,
                 "moons": st["moons"],
+                "moons_suffered": st["moons_suffered"],
                 "queens": st["queens"],
                 "self_names": sorted(st["self_names"]),
                 "faults": st["faults"],

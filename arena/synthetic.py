@@ -1,0 +1,124 @@
+"""Synthetic tournaments: ``games.jsonl`` records played by the rules engine
+in-process, no bot processes. For benchmarks of the report and for tests.
+
+The schedule is the real one (:func:`arena.tournament.schedule_round_robin`)
+and every record goes through :meth:`arena.referee.GameRecord.to_json`, so
+the lines have the same fields as a real run's. Each entrant gets a *policy*:
+
+* ``"low"`` plays the lowest legal card and passes the default three highest
+  cards (a weak-ish but steady player);
+* ``"random"`` plays and passes uniformly at random among the legal choices.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from arena.cards import CARD_NAMES, cards_of, names_of
+from arena.faults import Fault
+from arena.referee import GameRecord, GameSpec
+from arena.rules import GameScore, Hand, Phase, deal_hands, default_pass, default_play
+from arena.tournament import TournamentSettings, schedule_round_robin
+
+POLICIES = ("low", "random")
+
+
+def _choose_pass(policy: str, hand: int, rng: random.Random) -> int:
+    if policy == "low":
+        return default_pass(hand)
+    mask = 0
+    for card in rng.sample(cards_of(hand), 3):
+        mask |= 1 << card
+    return mask
+
+
+def _choose_play(policy: str, legal: int, rng: random.Random) -> int:
+    if policy == "low":
+        return default_play(legal)
+    return rng.choice(cards_of(legal))
+
+
+def play_game(spec: GameSpec, policies: Mapping[str, str]) -> GameRecord:
+    """Play one game of a schedule with the entrants' policies (seeded by the
+    seats' ``bot_seeds``, so a game is reproducible) and return its record."""
+    rngs = [random.Random(s) for s in spec.bot_seeds]
+    pol = [policies.get(name, "random") for name in spec.seats]
+    record = GameRecord(spec)
+    score = GameScore(spec.target_score, spec.hands)
+    number = 0
+    while not score.is_over():
+        number += 1
+        deal_seed = f"{spec.deal_key}:{number}"
+        dealt = deal_hands(deal_seed)
+        hand = Hand.new(number, dealt)
+        if hand.phase is Phase.PASS:
+            hand.apply_passes([_choose_pass(pol[s], hand.hands[s], rngs[s]) for s in range(4)])
+        tricks: list[dict[str, Any]] = []
+        while not hand.is_over():
+            seat = hand.turn
+            trick = hand.play_unchecked(_choose_play(pol[seat], hand.legal_mask(), rngs[seat]))
+            if trick is not None:
+                tricks.append(
+                    {
+                        "leader": trick.leader,
+                        "cards": [CARD_NAMES[c] for c in trick.cards],
+                        "winner": trick.winner,
+                        "points": trick.points,
+                    }
+                )
+        points, moon = hand.points()
+        score.add_hand(points)
+        record.hands.append(
+            {
+                "hand_number": number,
+                "deal_seed": deal_seed,
+                "direction": hand.direction.value,
+                "dealt": [names_of(m) for m in dealt],
+                "passes": [names_of(m) for m in hand.passes] if hand.passes is not None else None,
+                "tricks": tricks,
+                "raw_points": list(hand.taken_points),
+                "points": points,
+                "moon": moon,
+                "scores": list(score.scores),
+            }
+        )
+    record.scores = list(score.scores)
+    record.ranks = score.ranks()
+    record.bot_names = [f"{pol[s]}-bot" for s in range(4)]
+    record.timing = [{"requests": 0, "mean_ms": 0.0, "max_ms": 0.0} for _ in range(4)]
+    return record
+
+
+def synthesize(
+    names: Sequence[str],
+    settings: TournamentSettings,
+    policies: Mapping[str, str] | None = None,
+    faults: Mapping[str, str] | None = None,
+    stderr: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """The ``games.jsonl`` records of a whole synthetic tournament.
+
+    Args:
+        names: the entrants.
+        settings: schedule and game length (``hands`` or ``target_score``).
+        policies: entrant name -> ``"low"`` or ``"random"`` (default random).
+        faults: entrant name -> a fault detail text; that entrant gets one
+            ``illegal`` fault (on hand 1, trick 1) in each of its games.
+        stderr: entrant name -> text recorded as that seat's stderr in each game.
+
+    Returns:
+        Records in schedule order, as ``GameRecord.to_json`` gives them.
+    """
+    policies = policies or {}
+    out = []
+    for spec in schedule_round_robin(names, settings):
+        record = play_game(spec, policies)
+        for seat, name in enumerate(spec.seats):
+            if faults and name in faults:
+                record.faults.append(Fault(seat, name, "illegal", faults[name], 1, 1, "play", 1))
+            if stderr and name in stderr:
+                record.stderr[seat] = stderr[name]
+        out.append(record.to_json())
+    return out
