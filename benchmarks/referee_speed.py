@@ -124,7 +124,7 @@ def main() -> None:
     print(f"1. floor: median round trip {floor_median * 1e6:.0f} us per ~{len(json.dumps(play_request()))}-byte message")
 
     # 2. The arena: full games of instant bots, one at a time.
-    wall, records = run_tournament(tmp / "arena", "--hands", "4", "--rounds", str(2 * scale), "--jobs", "1")
+    _, records = run_tournament(tmp / "arena", "--hands", "4", "--rounds", str(2 * scale), "--jobs", "1")
     per_decision = []
     decisions = 0
     for rec in records:

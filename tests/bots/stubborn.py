@@ -1,6 +1,7 @@
 """Plays the first legal card after sleeping argv[1] seconds; ignores SIGTERM, and
 stays alive after its input closes (so it outlives an arena killed with SIGKILL)."""
 
+import contextlib
 import signal
 import sys
 import time
@@ -17,9 +18,7 @@ def slow(msg, counts):
     return False
 
 
-try:
+with contextlib.suppress(OSError):  # the arena is gone (broken pipe): linger anyway
     serve("stubborn", slow)
-except OSError:  # the arena is gone (broken pipe): linger anyway
-    pass
 while True:
     time.sleep(60)

@@ -1,0 +1,187 @@
+"""``hearts-arena run --config FILE``: entrants and settings from a TOML file.
+
+The file's top-level keys are the flags of ``run`` with ``_`` or ``-``
+(``time_limit = 0.5``, ``fail-if = ["faults>0"]``, ``format = "gauntlet"``,
+``dry_run = true``); values have the TOML type that fits (numbers, text,
+booleans, a list for a repeatable flag) and are checked as the flag's value
+would be. Entrants are an array of tables::
+
+    [[entrants]]
+    name = "mine"                  # optional with path or sample
+    command = "python3 my_bot.py"  # NAME=COMMAND (needs name)
+    # or: path = "bots/my_bot.py"  # a program or .py file
+    # or: sample = "low"           # a sample bot shipped with the arena
+
+Relative paths (entrant files and commands, ``out``, ``junit``) are taken
+from the file's folder. Flags given on the command line override the file;
+bots given on the command line replace its entrants. Every error names the
+file, the key and the problem (exit code 2). See ``examples/tournament.toml``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Final
+
+from arena.cli import EXIT_USAGE, CliError, build_parser
+
+#: Flags that a config file cannot set.
+_NOT_IN_FILE: Final = frozenset({"bots", "config", "command", "help"})
+_ENTRANT_KEYS: Final = frozenset({"name", "command", "path", "sample"})
+
+
+def _run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices["run"]  # type: ignore[no-any-return]
+    raise AssertionError("the parser has no run command")
+
+
+def _run_actions() -> dict[str, argparse.Action]:
+    run = _run_parser(build_parser())
+    return {a.dest: a for a in run._actions if a.dest not in _NOT_IN_FILE}
+
+
+def given_on_command_line(argv: list[str]) -> set[str]:
+    """The ``run`` flags (by ``dest``) that ``argv`` gives explicitly."""
+    parser = build_parser()
+    for action in _run_parser(parser)._actions:
+        if action.dest != "help":
+            action.default = argparse.SUPPRESS
+    return set(vars(parser.parse_args(argv)))
+
+
+def _exclusive_partners() -> dict[str, set[str]]:
+    run = _run_parser(build_parser())
+    partners: dict[str, set[str]] = {}
+    for group in run._mutually_exclusive_groups:
+        dests = {a.dest for a in group._group_actions}
+        for d in dests:
+            partners[d] = dests - {d}
+    return partners
+
+
+def _convert(action: argparse.Action, value: Any, where: str, base: Path) -> Any:
+    """Check and convert one file value as argparse would the flag's text."""
+    if isinstance(action, argparse._StoreTrueAction | argparse._StoreFalseAction):
+        if not isinstance(value, bool):
+            raise CliError(f"{where}: must be true or false, got {value!r}")
+        return value
+    if isinstance(action, argparse._AppendAction):
+        items = value if isinstance(value, list) else [value]
+        return [_one(action, v, f"{where}[{i}]", base) for i, v in enumerate(items)]
+    return _one(action, value, where, base)
+
+
+def _one(action: argparse.Action, value: Any, where: str, base: Path) -> Any:
+    if isinstance(value, bool | list | dict):
+        raise CliError(f"{where}: must be a number or text, got {value!r}")
+    convert = action.type
+    try:
+        result = convert(str(value)) if callable(convert) else str(value)
+    except (argparse.ArgumentTypeError, ValueError) as exc:
+        raise CliError(f"{where}: {exc}") from None
+    if action.choices is not None and result not in action.choices:
+        choices = ", ".join(map(str, action.choices))
+        raise CliError(f"{where}: must be one of {choices}, got {value!r}")
+    if convert is Path and not result.is_absolute():
+        result = Path(os.path.normpath(base / result))
+    return result
+
+
+def _entrant_text(entry: Any, where: str, base: Path) -> str:
+    from arena.entrants import SAMPLE_BOTS
+    from arena.resources import sample_bots_dir
+
+    if not isinstance(entry, dict):
+        raise CliError(f"{where}: must be a table with command, path or sample")
+    unknown = set(entry) - _ENTRANT_KEYS
+    if unknown:
+        raise CliError(f"{where}: unknown key '{sorted(unknown)[0]}'")
+    kinds = [k for k in ("command", "path", "sample") if k in entry]
+    if len(kinds) != 1:
+        raise CliError(f"{where}: give exactly one of command, path and sample")
+    for key, value in entry.items():
+        if not isinstance(value, str) or not value:
+            raise CliError(f"{where}.{key}: must be non-empty text")
+    name = entry.get("name")
+    if "command" in entry:
+        if name is None:
+            raise CliError(f"{where}: an entrant given by command needs a name")
+        return f"{name}={entry['command']}"
+    if "sample" in entry:
+        sample = entry["sample"]
+        if sample not in SAMPLE_BOTS:
+            raise CliError(f"{where}.sample: one of {', '.join(SAMPLE_BOTS)}, got {sample!r}")
+        path = sample_bots_dir() / SAMPLE_BOTS[sample]
+        return f"{name or sample}={path}"
+    path = Path(entry["path"])
+    path = path if path.is_absolute() else Path(os.path.normpath(base / path))
+    return f"{name}={path}" if name else str(path)
+
+
+def load_config(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """Read a config file: ``(values by flag dest, entrant texts)``.
+
+    Raises:
+        CliError: exit 2: the file cannot be read or is not TOML, an unknown
+            key, a bad value, or two keys of one exclusive pair (``hands``
+            and ``target_score``); the message names the file and the key.
+    """
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CliError(f"--config {path}: {exc.strerror or exc}", EXIT_USAGE) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise CliError(f"{path}: not TOML: {exc}", EXIT_USAGE) from None
+    base = path.resolve().parent
+    actions = _run_actions()
+    values: dict[str, Any] = {}
+    entrants: list[str] = []
+    for key, value in data.items():
+        where = f"{path}: key '{key}'"
+        if key in ("entrants", "entrant"):
+            if not isinstance(value, list):
+                raise CliError(f"{where}: must be an array of tables ([[entrants]])")
+            entrants = [
+                _entrant_text(e, f"{path}: key '{key}[{i}]'", base) for i, e in enumerate(value)
+            ]
+            continue
+        dest = key.replace("-", "_")
+        action = actions.get(dest)
+        if action is None:
+            known = ", ".join(sorted(["entrants", *actions]))
+            raise CliError(f"{where}: unknown key (known: {known})")
+        values[dest] = _convert(action, value, where, base)
+    for dest, others in sorted(_exclusive_partners().items()):
+        clash = others & set(values)
+        if dest in values and clash:
+            raise CliError(f"{path}: keys '{dest}' and '{sorted(clash)[0]}' cannot both be given")
+    return values, entrants
+
+
+def apply_config(args: argparse.Namespace, argv: list[str]) -> None:
+    """Fill ``args`` (parsed ``run`` flags) from ``args.config``, if given:
+    a value from the file is used unless ``argv`` gives that flag (or one
+    exclusive with it); the file's entrants are used unless ``argv`` names
+    bots (they are then resolved from the file's folder).
+
+    Raises:
+        CliError: see :func:`load_config`.
+    """
+    path: Path | None = getattr(args, "config", None)
+    if path is None:
+        return
+    values, entrants = load_config(path)
+    given = given_on_command_line(argv)
+    partners = _exclusive_partners()
+    for dest, value in values.items():
+        if dest in given or partners.get(dest, set()) & given:
+            continue
+        setattr(args, dest, value)
+    if entrants and not args.bots:
+        args.bots = entrants
+        args.bots_base = path.resolve().parent  # NAME=COMMAND runs from the file's folder

@@ -1,0 +1,481 @@
+"""``hearts-arena replay GAME --seat N``: ask a bot one recorded decision again.
+
+The recorded game (a ``games.jsonl`` line) is played again through the real
+:class:`~arena.referee.Referee` with its recorded deals, and every move
+steered to the recorded one: the other three seats are
+:class:`~arena.seats.ScriptedSeat` s playing their recorded cards, and the
+replayed seat's bot is asked every request it was asked in the tournament,
+but the referee goes on with the recorded answer (a recorded fault is
+replayed as that fault, so the bot gets the same ``forfeit``). The messages
+are rebuilt from the record with the rules engine; transcripts are not
+needed. At the chosen decision the bot's answer is compared with the
+recorded one and the game stops there.
+
+GAME is ``PATH[#ID]``: ``PATH`` a ``games.jsonl`` file or a tournament folder
+(holding ``games.jsonl`` and ``run.json``), ``ID`` the game's id
+(``r1-t0-k2``) or its index in the schedule (``12``); a file of one game
+needs no ``ID``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from arena.botproc import BotProcess, Reply
+from arena.cards import mask_of_names
+from arena.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
+from arena.entrants import Entrant
+from arena.faults import FaultKind
+from arena.launcher import Launcher
+from arena.referee import GameSpec, Referee, RefereeSettings, SeatSetup, handshake
+from arena.seats import Exchange, Message, RecordingSeat, ScriptedSeat
+
+
+class ReplayError(ValueError):
+    """A game reference or decision that cannot be replayed (one line)."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A decision of one seat: the pass of a hand (``trick`` is ``None``) or
+    its play in a trick."""
+
+    hand: int
+    trick: int | None
+
+    def describe(self) -> str:
+        """``"hand 2 trick 5"`` or ``"hand 2 pass"``."""
+        return f"hand {self.hand} " + (f"trick {self.trick}" if self.trick else "pass")
+
+
+@dataclass
+class ReplayResult:
+    """What the bot answered at the decision, against the record.
+
+    Attributes:
+        request: the request message sent to the bot there.
+        recorded: the move played in the game (a card, or three cards for a
+            pass): the bot's answer, or the referee's default move after a fault.
+        recorded_fault: the recorded fault at that decision (``"timeout: ..."``) or ``None``.
+        recorded_answer: what the bot answered in the game: ``recorded``, the
+            illegal move of an ``illegal`` fault, or ``None`` (no valid answer).
+        answer: the bot's move now, or ``None`` if it faulted.
+        fault: its fault now (``"timeout: no reply within 1000 ms"``) or ``None``.
+        elapsed: seconds it took to answer.
+        transcript: every message of the game sent to the bot and answered,
+            up to the decision (``{"sent": m}`` or ``{"id", "received": m}``,
+            with ``t`` in seconds).
+    """
+
+    request: Message
+    recorded: Any
+    recorded_fault: str | None
+    recorded_answer: Any
+    answer: Any
+    fault: str | None
+    elapsed: float
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def same(self) -> bool:
+        """The bot answers as it did in the game (for a pass: the same three
+        cards); a bot that gave no valid answer then never counts as the same."""
+        then = self.recorded_answer
+        if self.answer is None or then is None:
+            return False
+        if isinstance(then, list):
+            return isinstance(self.answer, list) and sorted(self.answer) == sorted(then)
+        return bool(self.answer == then)
+
+
+# -- finding the game -------------------------------------------------------------
+
+
+def load_game(ref: str) -> tuple[dict[str, Any], dict[str, Any] | None, Path]:
+    """The record named by ``ref`` (``PATH[#ID]``), the tournament's
+    ``run.json`` (``None`` if not beside it) and the ``games.jsonl`` path.
+
+    Raises:
+        ReplayError: no such file or game, or several games and no ``#ID``.
+    """
+    from arena.tournament import read_journal
+
+    path_text, sep, selector = ref.rpartition("#") if "#" in ref else (ref, "", "")
+    path = Path(path_text)
+    folder = path if path.is_dir() else path.parent
+    games_file = path / "games.jsonl" if path.is_dir() else path
+    if not games_file.is_file():
+        raise ReplayError(f"no games file: {games_file}")
+    try:
+        records = read_journal(games_file)
+    except ValueError as exc:
+        raise ReplayError(str(exc)) from None
+    if not records:
+        raise ReplayError(f"{games_file} holds no game")
+    if not sep or not selector:
+        if len(records) != 1:
+            ids = ", ".join(r["game_id"] for r in records[:5])
+            raise ReplayError(
+                f"{games_file} holds {len(records)} games: name one, as {ref}#ID "
+                f"(a game id such as {records[0]['game_id']}, or an index); ids: {ids}, ..."
+            )
+        record = records[0]
+    else:
+        matches = [r for r in records if r["game_id"] == selector]
+        if not matches and selector.isdigit():
+            matches = [r for r in records if r["game_index"] == int(selector)]
+        if not matches:
+            raise ReplayError(f"{games_file} has no game {selector!r}")
+        record = matches[-1]
+    run_file = folder / "run.json"
+    run_info = json.loads(run_file.read_text(encoding="utf-8")) if run_file.is_file() else None
+    return record, run_info, games_file
+
+
+def seat_of(record: dict[str, Any], text: str) -> int:
+    """A seat given as ``0``..``3`` or as the entrant's name.
+
+    Raises:
+        ReplayError: neither.
+    """
+    if text.isdigit() and int(text) < 4:
+        return int(text)
+    if text in record["seats"]:
+        return int(record["seats"].index(text))
+    raise ReplayError(f"--seat {text!r}: give 0..3 or one of {', '.join(record['seats'])}")
+
+
+def recorded_entrant(run_info: dict[str, Any] | None, name: str) -> Entrant | None:
+    """The entrant ``name`` as the tournament's ``run.json`` recorded it."""
+    if run_info is None:
+        return None
+    for e in run_info.get("settings", {}).get("entrants", []):
+        if e.get("name") == name:
+            return Entrant(name, tuple(shlex.split(e["command"])), Path(e["cwd"]), e["given"])
+    return None
+
+
+def _faults_of(record: dict[str, Any], seat: int) -> list[dict[str, Any]]:
+    return [f for f in record["faults"] if f["seat"] == seat]
+
+
+def choose_decision(
+    record: dict[str, Any], seat: int, hand: int | None, trick: int | None, pass_: bool
+) -> Decision:
+    """The decision to replay: ``--hand``/``--trick``/``--pass`` as given;
+    with none of them the seat's first faulted decision, else its first
+    decision of hand 1; ``--hand`` alone means that hand's pass, or trick 1
+    on a hold hand.
+
+    Raises:
+        ReplayError: a hand or trick the game does not have, a pass asked
+            on a hold hand, or a decision the seat's bot was never asked
+            (it crashed, was struck out, or failed its handshake before it).
+    """
+    hands = record["hands"]
+    if hand is None and trick is None and not pass_:
+        for f in _faults_of(record, seat):
+            if f["request"] in ("pass", "play") and f["reason"] != "crashed":
+                hand, trick = f["hand_number"], f["trick_number"]
+                pass_ = f["request"] == "pass"
+                break
+    hand = hand or 1
+    if hand > len(hands):
+        raise ReplayError(f"the game has {len(hands)} hands, not {hand}")
+    has_pass = hands[hand - 1]["passes"] is not None
+    if pass_ and not has_pass:
+        raise ReplayError(f"hand {hand} is a hold hand: it has no pass")
+    if trick is None and not pass_:
+        pass_ = has_pass
+        trick = None if pass_ else 1
+    if trick is not None and not 1 <= trick <= len(hands[hand - 1]["tricks"]):
+        raise ReplayError(f"hand {hand} has tricks 1..{len(hands[hand - 1]['tricks'])}")
+    decision = Decision(hand, None if pass_ else trick)
+    for f in _faults_of(record, seat):
+        before = (f["hand_number"] or 0, f["trick_number"] or 0) <= (hand, trick or 0)
+        if f["request"] == "hello":
+            raise ReplayError(f"seat {seat}'s bot failed its handshake: {f['detail']}")
+        if f["reason"] == "crashed" and before:
+            raise ReplayError(
+                f"seat {seat}'s bot crashed before {decision.describe()}: {f['detail']}"
+            )
+    if seat in record.get("struck_out", []):
+        timeouts = [f for f in _faults_of(record, seat) if "struck out" in f["detail"]]
+        if timeouts:
+            f = timeouts[0]
+            if (f["hand_number"], f["trick_number"] or 0) < (hand, trick or 0):
+                raise ReplayError(
+                    f"seat {seat}'s bot was struck out at hand {f['hand_number']} "
+                    f"before {decision.describe()}"
+                )
+    return decision
+
+
+def game_spec(record: dict[str, Any]) -> GameSpec:
+    """The :class:`GameSpec` a record was played from."""
+    seats = record["seats"]
+    seeds = record["bot_seeds"]
+    return GameSpec(
+        game_index=record["game_index"],
+        game_id=record["game_id"],
+        round=record["round"],
+        table=record["table"],
+        rotation=record["rotation"],
+        seats=(seats[0], seats[1], seats[2], seats[3]),
+        deal_key=record["deal_key"],
+        bot_seeds=(seeds[0], seeds[1], seeds[2], seeds[3]),
+        target_score=record["target_score"],
+        hands=record["hands_limit"],
+    )
+
+
+# -- steering the game along the record -------------------------------------------
+
+
+class _Reached(Exception):
+    """Raised by the replayed seat at the decision: the game stops there."""
+
+
+class _RecordReferee(Referee):
+    def __init__(
+        self, record: dict[str, Any], seats: Sequence[SeatSetup], settings: RefereeSettings
+    ):
+        super().__init__(game_spec(record), seats, settings)
+        self._record = record
+
+    def deal(self, hand_number: int) -> tuple[str, tuple[int, int, int, int]]:
+        hand = self._record["hands"][hand_number - 1]
+        m = [mask_of_names(cards) for cards in hand["dealt"]]
+        return hand["deal_seed"], (m[0], m[1], m[2], m[3])
+
+
+def recorded_card(record: dict[str, Any], seat: int, hand: int, trick: int) -> str:
+    """The card ``seat`` played in ``trick`` of ``hand``."""
+    t = record["hands"][hand - 1]["tricks"][trick - 1]
+    return str(t["cards"][(seat - t["leader"]) % 4])
+
+
+def _recorded_fault(record: dict[str, Any], seat: int, kind: str, hand: int, trick: int | None):  # type: ignore[no-untyped-def]
+    for f in _faults_of(record, seat):
+        if f["request"] == kind and f["hand_number"] == hand and f["trick_number"] == trick:
+            return f
+    return None
+
+
+def _recorded_move(record: dict[str, Any], seat: int, ex: Exchange) -> Any:
+    hand = ex.hand or 0
+    if ex.kind == "pass":
+        return list(record["hands"][hand - 1]["passes"][seat])
+    return recorded_card(record, seat, hand, ex.trick or 0)
+
+
+async def replay_decision(
+    record: dict[str, Any],
+    seat: int,
+    decision: Decision,
+    entrant: Entrant,
+    launcher: Launcher,
+    settings: RefereeSettings,
+) -> ReplayResult:
+    """Start ``entrant``'s bot, replay ``record`` for ``seat`` up to
+    ``decision`` and return what it answered there. Runs inside Trio.
+
+    Raises:
+        ReplayError: the bot could not be started or failed its handshake,
+            or it was never asked the decision.
+    """
+    spec = launcher.spec(entrant)
+    result: list[ReplayResult] = []
+    async with trio.open_nursery() as nursery:
+        try:
+            bot = await BotProcess.start(spec, nursery)
+        except OSError as exc:
+            if spec.lease is not None:
+                spec.lease.release()
+            raise ReplayError(f"could not start {spec.argv[0]!r}: {exc.strerror or exc}") from None
+        try:
+            recorder = RecordingSeat(bot)
+            fault = await handshake(recorder, seat, settings.startup_time)  # type: ignore[arg-type]
+            if fault is not None:
+                raise ReplayError(f"the bot failed its handshake: {fault.reason}: {fault.detail}")
+            bot.stats.transcript = []  # the referee keeps it from game_start on
+
+            def steer(ex: Exchange, reply: Reply) -> Reply | None:
+                at = Decision(ex.hand or 0, ex.trick if ex.kind == "play" else None)
+                recorded = _recorded_move(record, seat, ex)
+                rf = _recorded_fault(record, seat, ex.kind, at.hand, at.trick)
+                if at == decision:
+                    answer = None
+                    if ex.reply is not None:
+                        answer = ex.reply["cards"] if ex.kind == "pass" else ex.reply["card"]
+                    then: Any = recorded
+                    if rf is not None:
+                        steered = _faulted_reply(ex, rf, reply.request_id).message or {}
+                        then = steered.get("cards", steered.get("card"))
+                    result.append(
+                        ReplayResult(
+                            request=ex.request,
+                            recorded=recorded,
+                            recorded_fault=f"{rf['reason']}: {rf['detail']}" if rf else None,
+                            recorded_answer=then,
+                            answer=answer,
+                            fault=f"{ex.fault}: {ex.detail}" if ex.fault else None,
+                            elapsed=ex.elapsed,
+                            transcript=list(bot.stats.transcript or []),
+                        )
+                    )
+                    raise _Reached
+                if rf is not None:
+                    return _faulted_reply(ex, rf, reply.request_id)
+                fields = {"cards": recorded} if ex.kind == "pass" else {"card": recorded}
+                message = {"type": ex.kind, "id": reply.request_id, **fields}
+                return Reply(message, None, "", ex.elapsed, reply.request_id)
+
+            recorder.override = steer
+            seats: list[SeatSetup] = []
+            for s in range(4):
+                if s == seat:
+                    seats.append(SeatSetup(record["seats"][s], recorder))  # type: ignore[arg-type]
+                    continue
+                other = _other_seat(record, s)
+                seats.append(SeatSetup(record["seats"][s], other))  # type: ignore[arg-type]
+            try:
+                await _RecordReferee(record, seats, settings).play()
+            except* _Reached:
+                pass
+        finally:
+            await bot.close(settings.grace)
+            nursery.cancel_scope.cancel()
+    if not result:
+        raise ReplayError(
+            f"the bot of seat {seat} was not asked {decision.describe()} "
+            "(it was played by default moves by then)"
+        )
+    return result[0]
+
+
+_ILLEGAL_PLAY = re.compile(r"^played (\S+): ")
+_ILLEGAL_PASS = re.compile(r"^pass ([^:]*): ")
+_STRUCK_OUT = "; struck out after"
+
+
+def _faulted_reply(ex: Exchange, fault: dict[str, Any], rid: int) -> Reply:
+    """The reply that makes the referee record ``fault`` again and send the
+    same ``forfeit``: for an illegal move the move itself (read back from the
+    fault's detail, which the referee wrote), else the fault."""
+    detail: str = fault["detail"]
+    if fault["reason"] == "illegal":
+        if ex.kind == "play" and (m := _ILLEGAL_PLAY.match(detail)):
+            return Reply({"type": "play", "id": rid, "card": m.group(1)}, None, "", ex.elapsed, rid)
+        if ex.kind == "pass" and (m := _ILLEGAL_PASS.match(detail)):
+            cards = m.group(1).split()
+            return Reply({"type": "pass", "id": rid, "cards": cards}, None, "", ex.elapsed, rid)
+    # The referee adds the strike-out note to the fault, not to the forfeit.
+    detail = detail.split(_STRUCK_OUT, 1)[0]
+    return Reply(None, FaultKind(fault["reason"]), detail, ex.elapsed, rid)
+
+
+def _other_seat(record: dict[str, Any], seat: int) -> ScriptedSeat:
+    passes = {
+        h["hand_number"]: h["passes"][seat] for h in record["hands"] if h["passes"] is not None
+    }
+
+    def play(request: Message) -> str:
+        return recorded_card(record, seat, request["hand_number"], request["trick_number"])
+
+    return ScriptedSeat(record["seats"][seat], passes, play)
+
+
+# -- the command --------------------------------------------------------------------
+
+
+def _cards(value: Any) -> str:
+    if value is None:
+        return "-"
+    return " ".join(value) if isinstance(value, list) else str(value)
+
+
+def format_result(
+    record: dict[str, Any], seat: int, decision: Decision, entrant: Entrant, r: ReplayResult
+) -> str:
+    """The text ``replay`` prints (without ``--verbose``'s transcript)."""
+    req = r.request
+    lines = [
+        f"game {record['game_id']} (index {record['game_index']}), seat {seat} "
+        f"({record['seats'][seat]}), {decision.describe()}",
+        f"bot: {entrant.name} ({shlex.join(entrant.argv)})",
+    ]
+    if decision.trick is None:
+        lines.append(f"pass {req['direction']} to seat {req['to']}; hand: {_cards(req['hand'])}")
+    else:
+        trick = " ".join(f"{p['seat']}:{p['card']}" for p in req["trick"]) or "(you lead)"
+        broken = "broken" if req["hearts_broken"] else "not broken"
+        lines.append(f"trick so far: {trick}; hearts {broken}")
+        lines.append(f"hand:  {_cards(req['hand'])}")
+        lines.append(f"legal: {_cards(req['legal'])}")
+    if r.recorded_fault:
+        lines.append(f"played:   {_cards(r.recorded)}   (the referee's default move after a fault)")
+        lines.append(f"recorded: {_cards(r.recorded_answer)}   ({r.recorded_fault})")
+    else:
+        lines.append(f"recorded: {_cards(r.recorded)}")
+    if r.answer is None:
+        lines.append(f"now:      fault: {r.fault}")
+    else:
+        lines.append(f"now:      {_cards(r.answer)}   ({r.elapsed * 1000:.1f} ms)")
+    lines.append("same as recorded" if r.same else "DIFFERENT from the record")
+    return "\n".join(lines)
+
+
+def replay_command(args: argparse.Namespace) -> int:
+    """``hearts-arena replay``: exit 0 if the bot answers as recorded, 5 if
+    not (or if it faults now), 2 on a bad reference, seat or decision."""
+    from arena.tools_cli import launcher_for, parse_bot
+
+    try:
+        record, run_info, _path = load_game(args.game)
+        seat = seat_of(record, args.seat)
+        decision = choose_decision(record, seat, args.hand, args.trick, args.pass_)
+    except ReplayError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    name = record["seats"][seat]
+    if args.bot is not None:
+        entrant = parse_bot(args.bot)
+    else:
+        found = recorded_entrant(run_info, name)
+        if found is None:
+            raise CliError(
+                f"give --bot: no run.json beside the games file names {name!r}'s command"
+            )
+        entrant = found
+    recorded = (run_info or {}).get("settings", {})
+    settings = RefereeSettings(
+        time_limit=args.time_limit or recorded.get("time_limit", 1.0),
+        startup_time=args.startup_time or recorded.get("startup_time", 10.0),
+        strikes=recorded.get("strikes", 3),
+        grace=recorded.get("grace", 0.5),
+    )
+    launcher = launcher_for(args, [entrant])
+    try:
+        result = trio.run(replay_decision, record, seat, decision, entrant, launcher, settings)
+    except ReplayError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    if args.verbose:
+        for entry in result.transcript:
+            if "sent" in entry:
+                print("> " + json.dumps(entry["sent"], separators=(", ", ": ")))
+            elif "received" in entry:
+                print("< " + json.dumps(entry["received"], separators=(", ", ": ")))
+            elif "fault" in entry:
+                print(f"! {entry['fault']}: {entry.get('detail', '')}")
+        print()
+    print(format_result(record, seat, decision, entrant, result))
+    return EXIT_OK if result.same else EXIT_FAILED

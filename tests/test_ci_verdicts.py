@@ -1,0 +1,215 @@
+"""Gauntlets (``run --format gauntlet --candidate``), ``--fail-if`` conditions
+(exit code 5) and ``run --junit``."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from conftest import bot, load_outputs, run_arena
+
+from arena.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from arena.tournament import (
+    TournamentSettings,
+    schedule,
+    schedule_gauntlet,
+    schedule_round_robin,
+    tables_of,
+)
+from arena.verdict import ConditionError, check_names, evaluate, failure_lines, parse_condition
+
+NAMES = ["e", "a", "d", "c", "b", "f"]
+
+
+def test_gauntlet_plays_only_the_candidates_tables_with_round_robin_deals() -> None:
+    settings = TournamentSettings(seed=4, rounds=2, format="gauntlet", candidate="c")
+    games = schedule_gauntlet(NAMES, settings)
+    rr = schedule_round_robin(NAMES, TournamentSettings(seed=4, rounds=2))
+    tables = tables_of(NAMES)
+    with_c = [t for t, members in enumerate(tables) if "c" in members]
+    assert len(games) == len(with_c) * 4 * 2  # C(5,3) tables x 4 rotations x 2 rounds
+    assert all("c" in g.seats for g in games)
+    assert sorted({g.table for g in games}) == with_c
+    assert [g.game_index for g in games] == list(range(len(games)))
+    # Same tables, seatings, ids and deals as the round-robin's games.
+    rr_by_id = {g.game_id: g for g in rr}
+    for g in games:
+        twin = rr_by_id[g.game_id]
+        assert (g.seats, g.deal_key, g.round, g.rotation) == (
+            twin.seats, twin.deal_key, twin.round, twin.rotation,
+        )  # fmt: skip
+    # Each round, the candidate holds each seat of each of its tables once.
+    for rnd in (1, 2):
+        for t in with_c:
+            seats = sorted(g.seats.index("c") for g in games if g.round == rnd and g.table == t)
+            assert seats == [0, 1, 2, 3]
+    assert schedule(NAMES, settings) == games
+    assert len({g.bot_seeds for g in games}) == len(games)
+
+
+def test_gauntlet_of_four_is_the_round_robin_and_full_seating_works() -> None:
+    four = ["a", "b", "c", "d"]
+    g = schedule_gauntlet(four, TournamentSettings(seed=1, format="gauntlet", candidate="a"))
+    assert g == schedule_round_robin(four, TournamentSettings(seed=1))
+    full = TournamentSettings(seed=1, rounds=1, seating="full", format="gauntlet", candidate="a")
+    assert len(schedule(NAMES, full)) == 10 * 24
+
+
+def test_gauntlet_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="not an entrant"):
+        schedule_gauntlet(NAMES, TournamentSettings(seed=1, format="gauntlet", candidate="z"))
+    with pytest.raises(ValueError, match="only a gauntlet"):
+        TournamentSettings(seed=1, format="gauntlet")
+    with pytest.raises(ValueError, match="only a gauntlet"):
+        TournamentSettings(seed=1, candidate="a")
+    with pytest.raises(ValueError, match="format must be"):
+        TournamentSettings(seed=1, format="swiss")
+    record = TournamentSettings(seed=1, format="gauntlet", candidate="a").to_json()
+    assert record["format"] == "gauntlet" and record["candidate"] == "a"
+    assert TournamentSettings(seed=1).to_json()["candidate"] is None
+
+
+@pytest.mark.parametrize(
+    ("text", "metric", "op", "value", "other"),
+    [
+        ("faults>0", "faults", ">", 0.0, None),
+        (" points_per_hand > low ", "points_per_hand", ">", None, "low"),
+        ("mean_rank>=2.5", "mean_rank", ">=", 2.5, None),
+        ("faults_timeout!=0", "faults_timeout", "!=", 0.0, None),
+        ("rank<=-1e1", "rank", "<=", -10.0, None),
+        ("wins==my bot", "wins", "==", None, "my bot"),
+    ],
+)
+def test_conditions_parse(text: str, metric: str, op: str, value: float, other: str) -> None:
+    c = parse_condition(text)
+    assert (c.metric, c.op, c.value, c.other) == (metric, op, value, other)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("faults", "expected METRIC OP VALUE"),
+        ("speed>1", "unknown metric 'speed'"),
+        ("faults=>1", "expected METRIC OP VALUE"),
+        ("faults>", "expected METRIC OP VALUE"),
+    ],
+)
+def test_bad_conditions_are_refused(text: str, fragment: str) -> None:
+    with pytest.raises(ConditionError, match=fragment):
+        parse_condition(text)
+
+
+def test_conditions_evaluate_against_standings_rows() -> None:
+    rows = [
+        {"name": "me", "faults": {"timeout": 2, "illegal": 1}, "points_per_hand": 7.25,
+         "mean_rank": 2.0, "wins": 1, "games": 4, "rank": 2},
+        {"name": "low", "faults": {"timeout": 0}, "points_per_hand": 5.1, "mean_rank": 3.0,
+         "wins": 0, "games": 4, "rank": 1},
+        {"name": "new", "faults": {}, "points_per_hand": None, "mean_rank": None, "wins": 0,
+         "games": 0, "rank": 3},
+    ]  # fmt: skip
+    conds = [parse_condition(t) for t in ("faults>0", "points_per_hand>low", "mean_rank>2.5")]
+    check_names(conds, ["me", "low", "new"])
+    with pytest.raises(ConditionError, match="'nobody' is neither a number nor an entrant"):
+        check_names([parse_condition("wins<nobody")], ["me"])
+    failed = evaluate(conds, rows, ["me"])
+    assert failure_lines(failed) == [
+        "fail-if faults>0: me 3 > 0",
+        "fail-if points_per_hand>low: me 7.25 > low 5.1",
+    ]
+    everyone = failure_lines(evaluate(conds, rows, ["me", "low", "new"]))
+    assert (
+        "fail-if mean_rank>2.5: low 3 > 2.5; new unknown > 2.5 (unknown counts as failed)"
+        in everyone
+    )
+    assert evaluate([parse_condition("win_rate<0.2")], rows, ["me", "low"])[0][1] == [
+        ("low", "low 0 < 0.2")
+    ]
+
+
+FIVE = [
+    bot("first_legal", "a"),
+    bot("random_legal", "b"),
+    bot("first_legal", "c"),
+    bot("illegal", "d"),
+    bot("random_legal", "e"),
+]
+BASE = ["--hands", "1", "--rounds", "1", "--seed", "6", "--quiet", "--jobs", "2"]
+
+
+def test_gauntlet_run_fails_on_a_condition_with_one_line_and_junit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, junit = tmp_path / "o", tmp_path / "junit.xml"
+    args = ["run", *FIVE, *BASE, "--format", "gauntlet", "--candidate", "d", "--out", str(out)]
+    code = run_arena([*args, "--fail-if", "faults>0", "--fail-if", "rank>5", "--junit", str(junit)])
+    err = capsys.readouterr().err
+    assert code == EXIT_FAILED
+    lines = [line for line in err.splitlines() if line.startswith("fail-if")]
+    assert len(lines) == 1
+    assert lines[0].startswith("fail-if faults>0: d ") and lines[0].endswith(" > 0")
+    results, records = load_outputs(out)
+    assert len(records) == 4 * 4 and all("d" in r["seats"] for r in records)
+    settings = json.loads((out / "run.json").read_text())["settings"]
+    assert settings["format"] == "gauntlet" and settings["candidate"] == "d"
+    assert results["settings"]["candidate"] == "d"
+    suite = ET.parse(junit).getroot().find("testsuite")
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert sorted(cases) == list("abcde")
+    assert suite.get("failures") == "1"
+    failure = cases["d"].find("failure")
+    assert failure is not None and "illegal" in failure.get("message")
+    assert "fail-if faults>0" in failure.get("message")
+    assert all(cases[n].find("failure") is None for n in "abce")
+
+
+def test_fail_if_judges_every_entrant_in_a_round_robin(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    four = [bot("first_legal", n) for n in "abcd"]
+    out = tmp_path / "o"
+    code = run_arena(["run", *four, *BASE, "--out", str(out), "--fail-if", "points_per_hand>=0"])
+    assert code == EXIT_FAILED
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("fail-if")]
+    for name in "abcd":
+        assert f"{name} " in line
+    # Conditions that hold for nobody: exit 0, and every JUnit case passes.
+    junit = tmp_path / "j.xml"
+    args = ["--overwrite", "--fail-if", "rank>4", "--fail-if", "faults>0", "--junit", str(junit)]
+    assert run_arena(["run", *four, *BASE, "--out", str(out), *args]) == EXIT_OK
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("tests") == "4" and suite.get("failures") == "0"
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        (["--fail-if", "speed>1"], "argument --fail-if: unknown metric 'speed'"),
+        (["--fail-if", "faults>zed"], "'zed' is neither a number nor an entrant"),
+        (["--format", "gauntlet"], "--format gauntlet needs --candidate NAME"),
+        (["--candidate", "a"], "--candidate is for --format gauntlet"),
+        (["--format", "gauntlet", "--candidate", "z"], "--candidate 'z' is not an entrant"),
+    ],
+)
+def test_ci_flag_errors_exit_2_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], fragment: str
+) -> None:
+    out = tmp_path / "o"
+    assert run_arena(["run", *FIVE, *BASE, "--out", str(out), *extra]) == EXIT_USAGE
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err
+    assert fragment in err
+    assert not out.exists()
+
+
+def test_gauntlet_dry_run_lists_only_the_candidates_tables(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["run", *FIVE, "--format", "gauntlet", "--candidate", "a", "--dry-run", "--seed", "1"]
+    assert run_arena([*args, "--out", str(tmp_path / "o")]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "5 entrants, 4 tables" in out
+    assert "b, c, d, e" not in out
+    assert "32 games" in out

@@ -1,0 +1,148 @@
+"""``run --config FILE``: entrants and settings from TOML, the command line
+overriding the file, and errors that name the key (exit code 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import BOTS, ROOT, load_outputs, run_arena
+
+from arena.cli import EXIT_USAGE, CliError
+from arena.config import given_on_command_line, load_config
+
+CONFIG = """
+rounds = 2
+hands = 2
+seed = 11
+time-limit = 0.5
+out = "out"
+quiet = true
+fail_if = ["faults>0"]
+
+[[entrants]]
+name = "a"
+path = "{bots}/first_legal.py"
+
+[[entrants]]
+name = "b"
+command = "{bots}/random_legal.py"
+
+[[entrants]]
+path = "{bots}/first_legal.py"
+
+[[entrants]]
+sample = "low"
+"""
+
+
+def write(folder: Path, text: str) -> Path:
+    path = folder / "t.toml"
+    path.write_text(text.replace("{bots}", str(BOTS)))
+    return path
+
+
+def test_config_gives_entrants_and_settings(open_tmp: Path) -> None:
+    path = write(open_tmp, CONFIG)  # NAME=COMMAND bots run in the file's folder
+    assert run_arena(["run", "--config", str(path)]) == 0
+    out = open_tmp / "out"  # relative to the file's folder
+    results, records = load_outputs(out)
+    s = results["settings"]
+    assert (s["rounds"], s["hands"], s["seed"], s["time_limit"]) == (2, 2, 11, 0.5)
+    assert [e["name"] for e in s["entrants"]] == ["a", "b", "first_legal", "low"]
+    assert len(records) == 8
+
+
+def test_command_line_overrides_the_file(open_tmp: Path) -> None:
+    path = write(open_tmp, CONFIG)
+    out = open_tmp / "elsewhere"
+    args = ["run", "--config", str(path), "--rounds", "1", "--target-score", "5", "--out", str(out)]
+    assert run_arena(args) == 0
+    s = json.loads((out / "run.json").read_text())["settings"]
+    assert s["rounds"] == 1 and s["target_score"] == 5 and s["hands"] is None
+    assert s["seed"] == 11  # from the file
+    # Bots on the command line replace the file's entrants.
+    bots = [f"{n}={BOTS / 'first_legal.py'}" for n in "wxyz"]
+    args = ["run", "--config", str(path), *bots, "--out", str(out), "--overwrite", "--rounds", "1"]
+    assert run_arena([*args, "--hands", "1"]) == 0
+    s = json.loads((out / "run.json").read_text())["settings"]
+    assert [e["name"] for e in s["entrants"]] == list("wxyz")
+
+
+def test_given_flags_are_found_whatever_their_spelling() -> None:
+    given = given_on_command_line(
+        ["run", "--config", "x", "--round", "3", "--time-limit=2", "a.py"]
+    )
+    assert {"rounds", "time_limit", "config"} <= given
+    assert "seed" not in given and "hands" not in given
+
+
+def test_the_example_config_is_valid() -> None:
+    values, entrants = load_config(ROOT / "examples" / "tournament.toml")
+    assert values["format"] == "gauntlet" and values["candidate"] == "kit"
+    assert [c.text for c in values["fail_if"]] == ["faults>0", "points_per_hand>random"]
+    assert values["out"] == ROOT / "reports" / "example"
+    assert entrants[0] == f"kit={ROOT / 'sample_bots' / 'kit_bot.py'}"
+    assert len(entrants) == 5
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("rounds = 0\n", "key 'rounds': must be at least 1, got 0"),
+        ("roundz = 2\n", "key 'roundz': unknown key (known: "),
+        ("quiet = 1\n", "key 'quiet': must be true or false, got 1"),
+        ('format = "swiss"\n', "key 'format': must be one of round-robin, gauntlet"),
+        ('fail_if = ["speed>1"]\n', "key 'fail_if'[0]: unknown metric 'speed'"),
+        ("hands = 1\ntarget_score = 50\n", "keys 'hands' and 'target_score' cannot both be given"),
+        ("rounds = [1]\n", "key 'rounds': must be a number or text"),
+        ('[[entrants]]\ncommand = "x"\n', "an entrant given by command needs a name"),
+        ('[[entrants]]\nsample = "nope"\n', "key 'entrants[0]'.sample: one of"),
+        (
+            '[[entrants]]\npath = "a"\nsample = "low"\n',
+            "give exactly one of command, path and sample",
+        ),
+        ("rounds = \n", "not TOML"),
+    ],
+)
+def test_errors_name_the_key_and_exit_2(
+    tmp_path: Path, text: str, fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(CliError) as info:
+        load_config(path)
+    assert fragment in str(info.value)
+    assert info.value.code == EXIT_USAGE
+    assert run_arena(["run", "--config", str(path), "--out", str(tmp_path / "o")]) == EXIT_USAGE
+    err = capsys.readouterr().err.strip()
+    assert fragment in err and str(path) in err and "\n" not in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_missing_config_file_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_arena(["run", "--config", str(tmp_path / "none.toml")]) == EXIT_USAGE
+    assert "none.toml" in capsys.readouterr().err
+
+
+def test_the_ci_guide_job_runs(open_tmp: Path) -> None:
+    """docs/testing-in-ci.md: its check step and its gauntlet config work."""
+    guide = (ROOT / "docs" / "testing-in-ci.md").read_text()
+    toml = guide.split("```toml\n", 1)[1].split("```", 1)[0]
+    (open_tmp / "ci").mkdir()
+    (open_tmp / "ci").chmod(0o755)
+    (open_tmp / "ci" / "gauntlet.toml").write_text(toml)
+    (open_tmp / "my_bot.py").write_text((BOTS / "first_legal.py").read_text())
+    (open_tmp / "my_bot.py").chmod(0o644)
+    assert run_arena(["check", str(open_tmp / "my_bot.py"), "--only", "handshake"]) == 0
+    junit = open_tmp / "reports" / "gauntlet.xml"
+    config = str(open_tmp / "ci" / "gauntlet.toml")
+    code = run_arena(
+        ["run", "--config", config, "--rounds", "1", "--hands", "1", "--junit", str(junit)]
+    )
+    assert code in (0, 5)  # 5 if first_legal loses to random on these deals
+    settings = json.loads((open_tmp / "reports" / "gauntlet" / "run.json").read_text())["settings"]
+    assert settings["format"] == "gauntlet" and settings["candidate"] == "mine"
+    assert junit.exists()
