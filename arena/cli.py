@@ -9,6 +9,8 @@ Exit codes (also in the README):
 * 3: the output folder: it already holds a tournament (use ``--overwrite``
   or ``--resume``), or ``--resume`` found different settings.
 * 4: the environment: a requested facility is not available here.
+* 5: a verdict failed: a ``check`` failed, a ``run --fail-if`` condition
+  held, or ``replay`` found the bot answering otherwise than recorded.
 * 130: interrupted (Ctrl-C); finished games are kept and partial standings written.
 """
 
@@ -27,6 +29,7 @@ EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_OUTPUT = 3
 EXIT_ENVIRONMENT = 4
+EXIT_FAILED = 5
 EXIT_INTERRUPTED = 130
 
 
@@ -73,6 +76,38 @@ class _Parser(argparse.ArgumentParser):
         raise CliError(f"{self.prog}: {message}", EXIT_USAGE)
 
 
+def add_isolation_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of how bots are run (user, sandbox, limits), shared by the
+    commands that start bots (``run``, ``check``, ``replay``, ``play``)."""
+    iso = parser.add_argument_group("running untrusted bots")
+    iso.add_argument(
+        "--sandbox",
+        action="store_true",
+        help="run each bot in a bubblewrap sandbox: no network, own pid namespace, read-only files",
+    )
+    iso.add_argument(
+        "--same-user",
+        action="store_true",
+        help="when the arena runs as root, run bots as root too (not one unprivileged uid each)",
+    )
+    iso.add_argument(
+        "--memory-limit", type=_nonnegative_int, default=4096, metavar="MIB",
+        help="address space per bot process in MiB (default 4096; 0: none)",
+    )  # fmt: skip
+    iso.add_argument(
+        "--cpu-limit", type=_nonnegative_int, default=300, metavar="SECONDS",
+        help="CPU seconds per bot process and game (default 300; 0: none)",
+    )  # fmt: skip
+    iso.add_argument(
+        "--max-processes", type=_positive_int, default=256, metavar="N",
+        help="processes and threads per bot (default 256; binds only unprivileged bot users)",
+    )  # fmt: skip
+    iso.add_argument(
+        "--max-open-files", type=_positive_int, default=256, metavar="N",
+        help="open files per bot process (default 256)",
+    )  # fmt: skip
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for the docs and tests)."""
     import os
@@ -88,6 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="a program file, a .py file, or NAME=COMMAND; none: the four sample bots",
     )
     run.add_argument("--rounds", type=_positive_int, default=2, help="rounds (default 2)")
+    run.add_argument(
+        "--seating",
+        choices=("rotations", "full"),
+        default="rotations",
+        help="seatings of each table per round: the 4 rotations (default) or all 24 "
+        "seat permutations, so each entrant meets every order of neighbours",
+    )
     run.add_argument(
         "--seed",
         type=int,
@@ -148,9 +190,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the tables, game count and a time estimate; play nothing",
     )
     run.add_argument("--quiet", action="store_true", help="no progress display")
+    add_isolation_flags(run)
+    from arena.tools_cli import add_run_flags, add_tool_commands
+
+    add_run_flags(run)
+    from arena.competition_cli import add_competition_flags
+
+    add_competition_flags(run)  # --games, --sigma-target, --ladder-batch, --executor, --scheduler
 
     rep = sub.add_parser("report", help="rebuild the HTML report of a tournament folder")
     rep.add_argument("folder", type=Path)
+    add_tool_commands(sub)
     return parser
 
 
@@ -160,12 +210,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.command == "run":
             from arena.commands import run_command
+            from arena.config import apply_config
 
+            apply_config(args, sys.argv[1:] if argv is None else list(argv))
             return run_command(args)
         if args.command == "report":
             from arena.commands import report_command
 
             return report_command(args)
+        from arena.tools_cli import TOOL_COMMANDS
+
+        if args.command in TOOL_COMMANDS:
+            return TOOL_COMMANDS[args.command](args)
         raise CliError(f"unknown command {args.command!r}")
     except CliError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -9,19 +9,26 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import trio
-
-from arena.cli import EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT, EXIT_USAGE, CliError, draw_seed
+from arena.cli import (
+    EXIT_ENVIRONMENT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_OUTPUT,
+    EXIT_USAGE,
+    CliError,
+    draw_seed,
+)
 from arena.entrants import Entrant, EntrantError, describe, parse_entrants, sample_entrants
-from arena.launcher import Launcher
+from arena.isolation import IsolationError, Limits, kill_all
+from arena.launcher import RUN_VARIABLE, Launcher, LaunchOptions
 from arena.referee import GameSpec, RefereeSettings
 from arena.report import GAMES_FILE, INDEX_FILE, RESULTS_FILE, RUN_FILE, write_outputs
+from arena.tools_cli import conclude_run, prepare_run
 from arena.tournament import (
     Journal,
-    TournamentRunner,
     TournamentSettings,
     read_journal,
-    schedule_round_robin,
+    schedule,
     settings_differences,
     settings_record,
     tables_of,
@@ -37,7 +44,8 @@ SECONDS_PER_PROCESS_START = 0.05
 
 def _entrants(args: argparse.Namespace) -> list[Entrant]:
     try:
-        entrants = parse_entrants(args.bots) if args.bots else sample_entrants()
+        base = getattr(args, "bots_base", None)  # set by --config
+        entrants = parse_entrants(args.bots, base=base) if args.bots else sample_entrants()
     except EntrantError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     if len(entrants) < 4:
@@ -60,13 +68,48 @@ def _settings(args: argparse.Namespace, seed: int) -> TournamentSettings:
         hands=args.hands,
         jobs=args.jobs,
         fresh_processes=args.fresh_processes,
+        seating=getattr(args, "seating", "rotations"),
+        format=getattr(args, "format", "round-robin"),
+        candidate=getattr(args, "candidate", None),
+        **_ladder_settings(args),
         referee=RefereeSettings(
             time_limit=args.time_limit,
             startup_time=args.startup_time,
             strikes=args.strikes,
             transcripts=args.transcripts,
+            transcript_cap=getattr(args, "transcript_cap", RefereeSettings.transcript_cap),
         ),
     )
+
+
+def _ladder_settings(args: argparse.Namespace) -> dict[str, Any]:
+    from arena.competition_cli import ladder_settings
+
+    return ladder_settings(args)
+
+
+def _launch_options(args: argparse.Namespace, run_id: str | None) -> LaunchOptions:
+    limits = Limits(
+        memory_mb=args.memory_limit,
+        cpu_seconds=args.cpu_limit,
+        processes=args.max_processes,
+        open_files=args.max_open_files,
+    )
+    extra = {"run_id": run_id} if run_id else {}
+    return LaunchOptions(
+        limits=limits,
+        sandbox=args.sandbox,
+        separate_users=False if args.same_user else None,
+        **extra,
+    )
+
+
+def _check_launcher(launcher: Launcher, entrants: list[Entrant]) -> None:
+    try:
+        launcher.check(entrants)
+    except IsolationError as exc:
+        code = EXIT_USAGE if str(exc).startswith("entrant ") else EXIT_ENVIRONMENT
+        raise CliError(str(exc), code) from None
 
 
 def estimate(games: Sequence[GameSpec], settings: TournamentSettings) -> dict[str, float]:
@@ -102,7 +145,10 @@ def _dry_run(
     entrants: Sequence[Entrant], settings: TournamentSettings, games: Sequence[GameSpec]
 ) -> int:
     tables = tables_of([e.name for e in entrants])
-    print(f"{len(entrants)} entrants, {len(tables)} tables, {settings.rounds} rounds x 4 rotations")
+    if settings.candidate is not None:  # a gauntlet: only the candidate's tables
+        tables = [t for t in tables if settings.candidate in t]
+    seatings = "24 seatings" if settings.seating == "full" else "4 rotations"
+    print(f"{len(entrants)} entrants, {len(tables)} tables, {settings.rounds} rounds x {seatings}")
     for i, table in enumerate(tables[:50]):
         print(f"  table {i}: {', '.join(table)}")
     if len(tables) > 50:
@@ -162,6 +208,17 @@ def _prepare_out(args: argparse.Namespace, run_info: dict[str, Any]) -> list[dic
     return []
 
 
+def _stored_run_id(args: argparse.Namespace) -> str | None:
+    path = args.out / RUN_FILE
+    if args.resume and path.exists():
+        try:
+            value = json.loads(path.read_text(encoding="utf-8")).get("run_id")
+        except ValueError:
+            return None
+        return value if isinstance(value, str) else None
+    return None
+
+
 def _stored_seed(args: argparse.Namespace) -> int | None:
     path = args.out / RUN_FILE
     if args.resume and path.exists():
@@ -198,26 +255,43 @@ def run_command(args: argparse.Namespace) -> int:
     if args.resume and args.overwrite:
         raise CliError("--resume and --overwrite cannot be used together")
     entrants = _entrants(args)
+    prepare_run(args, [e.name for e in entrants])
+    from arena import competition_cli as big  # --format ladder, --executor dask
+
+    big.check_competition_args(args)
     seed = args.seed if args.seed is not None else _stored_seed(args)
     drawn = seed is None
     if seed is None:
         seed = draw_seed()
     settings = _settings(args, seed)
     names = [e.name for e in entrants]
-    games = schedule_round_robin(names, settings)
+    ladder = settings.format == "ladder"
+    games = [] if ladder else schedule(names, settings)  # a ladder chooses as it goes
+    total = big.games_total(settings, games)
     if args.dry_run:
         if drawn:
             print(f"seed {seed} (drawn)")
+        if ladder:
+            big.dry_run_ladder(entrants, settings)
+            return EXIT_OK
         return _dry_run(entrants, settings, games)
+    old_run_id = _stored_run_id(args)
+    launch = _launch_options(args, old_run_id)
+    launcher = Launcher(launch)
+    _check_launcher(launcher, entrants)
     if drawn:
         print(f"seed {seed} (drawn; give --seed {seed} to repeat this tournament)", file=sys.stderr)
-    settings_json = settings_record(settings, describe(entrants))
-    run_info = {"settings": settings_json, "games_total": len(games)}
+    settings_json = settings_record(settings, describe(entrants), {"isolation": launch.describe()})
+    run_info = {"settings": settings_json, "games_total": total, "run_id": launch.run_id}
     records = _prepare_out(args, run_info)
+    if old_run_id:
+        left = kill_all(env=f"{RUN_VARIABLE}={old_run_id}")
+        if left:
+            print(f"killed {left} bot processes left by the interrupted run", file=sys.stderr)
     out: Path = args.out
     done = {r["game_index"] for r in records}
     todo = [g for g in games if g.game_index not in done]
-    progress = _Progress(len(games), len(games) - len(todo), args.quiet)
+    progress = _Progress(total, len(records) if ladder else len(games) - len(todo), args.quiet)
     journal = Journal(out / GAMES_FILE)
 
     def on_record(record: dict[str, Any]) -> None:
@@ -225,25 +299,31 @@ def run_command(args: argparse.Namespace) -> int:
         records.append(record)
         progress.update()
 
-    runner = TournamentRunner(entrants, settings, Launcher(), on_record)
     interrupted = False
     try:
-        trio.run(runner.run, todo)
-    except KeyboardInterrupt:
+        executor = big.open_executor(args, entrants, settings, launcher)
+        try:
+            scheduled = big.play_run(executor, names, settings, todo, records, on_record)
+        finally:
+            executor.close()
+        if scheduled is not None:  # a ladder: the games it chose
+            total = scheduled
+            big.record_games_total(out, RUN_FILE, total)
+    except* KeyboardInterrupt:  # Ctrl-C, possibly inside Trio's exception groups
         interrupted = True
     finally:
         progress.close()
         journal.close()
-    results = write_outputs(out, settings_json, names, records, len(games))
+    results = write_outputs(out, settings_json, names, records, total)
     _print_standings(results, out)
     if interrupted:
         print(
-            f"interrupted: {results['games_played']} of {len(games)} games kept; "
+            f"interrupted: {results['games_played']} of {total} games kept; "
             f"continue with: hearts-arena run ... --out {out} --resume",
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
-    return EXIT_OK
+    return conclude_run(args, results, records)
 
 
 def _print_standings(results: dict[str, Any], out: Path) -> None:

@@ -5,6 +5,11 @@ Fairness of the round-robin schedule (:func:`schedule_round_robin`):
 * every group of four entrants (a *table*) plays, each round, in four seat
   rotations: rotation ``k`` seats the table's entrant ``i`` (names sorted) at
   seat ``(i + k) % 4``;
+* with ``seating="full"`` a table plays all 24 seatings instead: seating
+  ``k`` (0..23, the ``rotation`` field) seats entrant ``i`` at seat
+  ``SEAT_PERMUTATIONS[k][i]``, so each entrant also meets every order of its
+  three neighbours (the pass goes left, right and across, R3), and holds each
+  seat's cards six times per round;
 * every game of round ``r`` uses the same deals: hand ``h`` is dealt from
   ``"{seed}:{r}:{h}"`` (R2), so over the four rotations each entrant holds
   each seat's cards once per round (duplicate deals).
@@ -36,6 +41,18 @@ from arena.referee import GameSpec, Referee, RefereeSettings, SeatSetup, derive_
 
 FORMAT_VERSION: Final = 1
 
+#: Seatings of a table per round: ``"rotations"`` (4, the default) or ``"full"`` (24).
+SEATINGS: Final = ("rotations", "full")
+
+#: Tournament formats: every table (``"round-robin"``, the default) or only
+#: the tables that include the candidate (``"gauntlet"``, :func:`schedule_gauntlet`),
+#: or tables chosen from the current ratings (``"ladder"``, :mod:`arena.ladder`).
+FORMATS: Final = ("round-robin", "gauntlet", "ladder")
+
+#: The 24 seatings of ``--seating full``: entrant ``i`` of a table sits at
+#: seat ``SEAT_PERMUTATIONS[k][i]`` (lexicographic order; ``k = 0`` is rotation 0).
+SEAT_PERMUTATIONS: Final = tuple(itertools.permutations(range(4)))
+
 
 @dataclass(frozen=True)
 class TournamentSettings:
@@ -44,12 +61,22 @@ class TournamentSettings:
     Attributes:
         seed: the seed every random choice derives from.
         rounds: rounds of the round-robin (each plays every table in four rotations).
+        seating: ``"rotations"`` (4 seatings of a table per round) or
+            ``"full"`` (all 24 seat permutations per round).
         target_score: play each game to this total (R13), or ``None``.
         hands: play exactly this many hands per game instead, or ``None``.
         jobs: games in flight at once.
         fresh_processes: start new bot processes for every game instead of
             reusing them along a chain.
         referee: the referee's settings (time limits, strikes, grace).
+        format: ``"round-robin"`` or ``"gauntlet"`` (see :data:`FORMATS`).
+        candidate: the entrant every table of a gauntlet includes, or ``None``.
+        games: a ladder's game budget (``--games``; whole tables of four
+            games are played, so at most ``4 * (games // 4)``), else ``None``.
+        sigma_target: a ladder stops early once every entrant's TrueSkill
+            ``sigma`` is below this, or ``None``.
+        ladder_batch: tables a ladder chooses at a time from one snapshot of
+            the ratings (a setting of the tournament, never of the machine).
     """
 
     seed: int
@@ -58,7 +85,13 @@ class TournamentSettings:
     hands: int | None = None
     jobs: int = 1
     fresh_processes: bool = False
+    seating: str = "rotations"
     referee: RefereeSettings = field(default_factory=RefereeSettings)
+    format: str = "round-robin"
+    candidate: str | None = None
+    games: int | None = None
+    sigma_target: float | None = None
+    ladder_batch: int = 16
 
     def __post_init__(self) -> None:
         if self.rounds < 1:
@@ -67,14 +100,28 @@ class TournamentSettings:
             raise ValueError("jobs must be at least 1")
         if (self.target_score is None) == (self.hands is None):
             raise ValueError("give exactly one of target_score and hands")
+        if self.seating not in SEATINGS:
+            raise ValueError(f"seating must be one of {', '.join(SEATINGS)}, got {self.seating!r}")
+        if self.format not in FORMATS:
+            raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {self.format!r}")
+        if (self.format == "gauntlet") != (self.candidate is not None):
+            raise ValueError("a gauntlet, and only a gauntlet, has a candidate")
+        if (self.format == "ladder") != (self.games is not None):
+            raise ValueError("a ladder, and only a ladder, has a game budget (games)")
+        if self.games is not None and self.games < 4:
+            raise ValueError("a ladder needs a budget of at least 4 games (one table)")
+        if self.ladder_batch < 1:
+            raise ValueError("ladder_batch must be at least 1")
 
     def to_json(self) -> dict[str, Any]:
         """The settings under their command-line flag names (times in seconds)."""
         ref = self.referee
-        return {
+        out: dict[str, Any] = {
             "seed": self.seed,
-            "format": "round-robin",
+            "format": self.format,
+            "candidate": self.candidate,
             "rounds": self.rounds,
+            "seating": self.seating,
             "target_score": self.target_score,
             "hands": self.hands,
             "time_limit": ref.time_limit,
@@ -86,6 +133,13 @@ class TournamentSettings:
             "jobs": self.jobs,
             "fresh_processes": self.fresh_processes,
         }
+        if ref.transcripts:  # recorded only then, so older runs still resume
+            out["transcript_cap"] = ref.transcript_cap
+        if self.format == "ladder":  # likewise
+            out["games"] = self.games
+            out["sigma_target"] = self.sigma_target
+            out["ladder_batch"] = self.ladder_batch
+        return out
 
 
 #: Settings that may differ between a run and its resumption.
@@ -100,29 +154,82 @@ def tables_of(names: Sequence[str]) -> list[tuple[str, str, str, str]]:
 def schedule_round_robin(names: Sequence[str], settings: TournamentSettings) -> list[GameSpec]:
     """The games of a round-robin, in schedule order (round, table, rotation).
 
+    With ``settings.seating == "full"`` each table plays the 24 seatings of
+    :data:`SEAT_PERMUTATIONS` per round (``rotation`` 0..23, game ids
+    ``r{round}-t{table}-p{k}``) instead of the 4 rotations.
+
     Pure: the same names and settings always give the same list. See the
     module docstring for its fairness properties.
 
     Raises:
         ValueError: fewer than four entrants, or duplicate names.
     """
+    return _schedule(names, settings, None)
+
+
+def schedule_gauntlet(
+    names: Sequence[str], settings: TournamentSettings, candidate: str | None = None
+) -> list[GameSpec]:
+    """The games of a gauntlet: only the round-robin's tables that include
+    ``candidate`` (default ``settings.candidate``), with the same deals, seat
+    rotations (or 24 seatings) and seeds per game as
+    :func:`schedule_round_robin`. Tables keep their round-robin numbers
+    (``table`` and the game id), so ``r1-t3-k2`` names the same table in
+    both formats; ``game_index`` counts the gauntlet's games from 0.
+
+    Raises:
+        ValueError: fewer than four entrants, duplicate names, no candidate,
+            or a candidate that is not an entrant.
+    """
+    candidate = candidate if candidate is not None else settings.candidate
+    if candidate is None:
+        raise ValueError("a gauntlet needs a candidate")
+    if candidate not in names:
+        raise ValueError(f"the candidate {candidate!r} is not an entrant")
+    return _schedule(names, settings, candidate)
+
+
+def schedule(names: Sequence[str], settings: TournamentSettings) -> list[GameSpec]:
+    """The games of ``settings.format``: :func:`schedule_round_robin` or
+    :func:`schedule_gauntlet`. A ladder's games are chosen as it runs
+    (:func:`arena.ladder.play_ladder`): it has no schedule up front.
+
+    Raises:
+        ValueError: see those functions; ``settings.format`` is ``"ladder"``.
+    """
+    if settings.format == "ladder":
+        raise ValueError("a ladder's games are chosen as it runs (arena.ladder.play_ladder)")
+    if settings.format == "gauntlet":
+        return schedule_gauntlet(names, settings)
+    return schedule_round_robin(names, settings)
+
+
+def _schedule(
+    names: Sequence[str], settings: TournamentSettings, candidate: str | None
+) -> list[GameSpec]:
     if len(set(names)) != len(names):
         raise ValueError("entrant names must be unique")
     if len(names) < 4:
         raise ValueError(f"a tournament needs at least four entrants, got {len(names)}")
     games: list[GameSpec] = []
     tables = tables_of(names)
+    if settings.seating == "full":
+        seatings, tag = SEAT_PERMUTATIONS, "p"
+    else:
+        seatings, tag = tuple(tuple((i + k) % 4 for i in range(4)) for k in range(4)), "k"
     for rnd in range(1, settings.rounds + 1):
         for t, table in enumerate(tables):
-            for k in range(4):
+            if candidate is not None and candidate not in table:
+                continue
+            for k in range(len(seatings)):
                 seats = ["", "", "", ""]
                 for i, name in enumerate(table):
-                    seats[(i + k) % 4] = name
+                    seats[seatings[k][i]] = name
                 index = len(games)
                 games.append(
                     GameSpec(
                         game_index=index,
-                        game_id=f"r{rnd}-t{t}-k{k}",
+                        game_id=f"r{rnd}-t{t}-{tag}{k}",
                         round=rnd,
                         table=t,
                         rotation=k,

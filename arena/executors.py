@@ -1,0 +1,134 @@
+"""Executors: where a tournament's games are played.
+
+An executor plays a list of games (any subset of a schedule, or one ladder
+batch) and hands each finished game's JSON record to a sink in the calling
+thread, in completion order. The coordinator -- the ``run`` command -- keeps
+the journal, the ratings and the report; ratings are applied in schedule
+order, so the standings do not depend on the executor.
+
+* :class:`LocalExecutor` (``--executor local``, the default): bot processes
+  on this machine, ``--jobs`` games at a time (:class:`TournamentRunner`).
+* :class:`arena.dask_executor.DaskExecutor` (``--executor dask``): tables
+  sent to a Dask distributed cluster. Dask is an optional extra
+  (``pip install 'hearts-arena[dask]'``); it is imported only when asked
+  for (:func:`dask_available`, :func:`make_executor`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Protocol
+
+import trio
+
+from arena.entrants import Entrant
+from arena.launcher import Launcher
+from arena.referee import GameSpec
+from arena.tournament import TournamentRunner, TournamentSettings, chains_of
+
+#: Executor names of ``--executor``.
+EXECUTORS: Final = ("local", "dask")
+
+#: Called with each finished game's JSON record.
+RecordSink = Callable[[dict[str, Any]], None]
+
+
+class ExecutorUnavailable(RuntimeError):
+    """The executor asked for cannot run here (Dask not installed, or the
+    cluster unreachable or unfit); the message is one line for the user."""
+
+
+class Executor(Protocol):
+    """Plays games; see the module docstring."""
+
+    def play(self, games: Sequence[GameSpec], on_record: RecordSink) -> None:
+        """Play ``games``, calling ``on_record`` once per finished game in
+        the calling thread. Returns when every game is recorded.
+
+        A ``KeyboardInterrupt`` stops the games in flight (their bot
+        processes are closed) and propagates; games finished before it were
+        already handed to ``on_record``.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release what the executor holds (a cluster it started)."""
+        ...
+
+
+class LocalExecutor:
+    """Games on this machine: ``settings.jobs`` chains at once, each keeping
+    its bot processes along its games (:class:`TournamentRunner`)."""
+
+    def __init__(
+        self, entrants: Sequence[Entrant], settings: TournamentSettings, launcher: Launcher
+    ) -> None:
+        self.entrants = list(entrants)
+        self.settings = settings
+        self.launcher = launcher
+
+    def play(self, games: Sequence[GameSpec], on_record: RecordSink) -> None:
+        """See :meth:`Executor.play`."""
+        if games:
+            runner = TournamentRunner(self.entrants, self.settings, self.launcher, on_record)
+            trio.run(runner.run, games)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def work_units(games: Sequence[GameSpec], settings: TournamentSettings) -> list[list[GameSpec]]:
+    """The games grouped into units a remote worker plays as one task, in
+    schedule order of their first games: a ladder table's four rotations
+    (one deal), or a round-robin or gauntlet chain (one table and seating
+    across the rounds, :func:`chains_of`, so processes are reused)."""
+    if settings.format != "ladder":
+        return chains_of(games)
+    tables: dict[int, list[GameSpec]] = {}
+    for g in sorted(games, key=lambda g: g.game_index):
+        tables.setdefault(g.table, []).append(g)
+    return sorted(tables.values(), key=lambda unit: unit[0].game_index)
+
+
+def dask_available() -> bool:
+    """Whether ``dask.distributed`` can be imported (without importing it)."""
+    try:
+        return importlib.util.find_spec("distributed") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def make_executor(
+    kind: str,
+    entrants: Sequence[Entrant],
+    settings: TournamentSettings,
+    launcher: Launcher,
+    scheduler: str | None = None,
+) -> Executor:
+    """The executor named ``kind`` (see :data:`EXECUTORS`).
+
+    Args:
+        kind: ``"local"`` or ``"dask"``.
+        scheduler: for ``"dask"``, the scheduler's address
+            (``tcp://host:8786``); ``None`` starts a ``LocalCluster`` of
+            ``settings.jobs`` single-threaded workers, each declaring the
+            resource ``table=1``.
+
+    Raises:
+        ExecutorUnavailable: Dask is not installed, the scheduler cannot be
+            reached, no worker declares the ``table`` resource, or a worker
+            cannot run the entrants' programs.
+        ValueError: an unknown ``kind``.
+    """
+    if kind == "local":
+        return LocalExecutor(entrants, settings, launcher)
+    if kind != "dask":
+        raise ValueError(f"unknown executor {kind!r}")
+    if not dask_available():
+        raise ExecutorUnavailable(
+            "--executor dask needs Dask distributed: pip install 'hearts-arena[dask]'"
+        )
+    from arena.dask_executor import DaskExecutor
+
+    return DaskExecutor(entrants, settings, launcher.options, scheduler)
