@@ -24,6 +24,7 @@ import trio
 
 from arena.entrants import Entrant
 from arena.launcher import Launcher
+from arena.pool import ProcessPool, worker_count
 from arena.referee import GameSpec
 from arena.tournament import TournamentRunner, TournamentSettings, chains_of
 
@@ -67,15 +68,30 @@ class LocalExecutor:
         self.entrants = list(entrants)
         self.settings = settings
         self.launcher = launcher
+        self._pool: ProcessPool | None = None
 
     def play(self, games: Sequence[GameSpec], on_record: RecordSink) -> None:
-        """See :meth:`Executor.play`."""
-        if games:
-            runner = TournamentRunner(self.entrants, self.settings, self.launcher, on_record)
-            trio.run(runner.run, games)
+        """See :meth:`Executor.play`. With ``--jobs`` above 1 on a machine
+        with several cores the games run in worker processes
+        (:class:`arena.pool.ProcessPool`), since one Trio referee uses one core."""
+        if not games:
+            return
+        workers = worker_count(self.settings.jobs)
+        if workers > 1:
+            if self._pool is None:
+                self._pool = ProcessPool(
+                    self.entrants, self.settings, self.launcher.options, workers
+                )
+            self._pool.play(games, on_record)
+            return
+        runner = TournamentRunner(self.entrants, self.settings, self.launcher, on_record)
+        trio.run(runner.run, games)
 
     def close(self) -> None:
-        """Nothing to release."""
+        """Stop the worker processes, if any."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
 
 def work_units(games: Sequence[GameSpec], settings: TournamentSettings) -> list[list[GameSpec]]:

@@ -268,6 +268,7 @@ class Journal:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        _drop_partial_line(path)
         self._file = path.open("a", encoding="utf-8")
 
     def append(self, record: dict[str, Any]) -> None:
@@ -279,6 +280,32 @@ class Journal:
     def close(self) -> None:
         """Close the file."""
         self._file.close()
+
+
+def _drop_partial_line(path: Path) -> None:
+    """Cut a last line left unfinished by a killed arena, so that appending
+    starts on a line of its own (:func:`read_journal` ignores that line too)."""
+    if not path.exists():
+        return
+    with path.open("rb+") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return
+        # Find the end of the last complete line.
+        pos = size
+        while pos > 0:
+            step = min(65536, pos)
+            f.seek(pos - step)
+            chunk = f.read(step)
+            nl = chunk.rfind(b"\n")
+            if nl >= 0:
+                f.truncate(pos - step + nl + 1)
+                return
+            pos -= step
+        f.truncate(0)
 
 
 def read_journal(path: Path) -> list[dict[str, Any]]:
@@ -351,9 +378,11 @@ class TournamentRunner:
         limiter = trio.CapacityLimiter(self.settings.jobs)
         async with trio.open_nursery() as nursery:
             for chain in chains_of(games):
-                nursery.start_soon(self._run_chain, chain, limiter)
+                nursery.start_soon(self.run_chain, chain, limiter)
 
-    async def _run_chain(self, chain: list[GameSpec], limiter: trio.CapacityLimiter) -> None:
+    async def run_chain(self, chain: list[GameSpec], limiter: trio.CapacityLimiter) -> None:
+        """Play one chain's games in turn with one set of bot processes,
+        holding a ``limiter`` token meanwhile (one game in flight)."""
         async with limiter, trio.open_nursery() as nursery:
             procs: list[BotProcess | None] = [None, None, None, None]
             try:

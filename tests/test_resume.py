@@ -22,10 +22,10 @@ ENTRANTS = [
 ARGS = ["--hands", "1", "--rounds", "3", "--seed", "99", "--jobs", "2", "--quiet"]
 
 
-def start_arena(out: Path) -> subprocess.Popen[str]:
+def start_arena(out: Path, entrants: list[str] = ENTRANTS) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
-        [sys.executable, "-m", "arena", "run", *ENTRANTS, *ARGS, "--out", str(out)],
+        [sys.executable, "-m", "arena", "run", *entrants, *ARGS, "--out", str(out)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
@@ -82,8 +82,9 @@ def test_resume_refuses_different_settings(tmp_path: Path, capsys) -> None:
 
 def test_ctrl_c_stops_cleanly_with_partial_standings(tmp_path: Path) -> None:
     out = tmp_path / "o"
-    proc = start_arena(out)
-    wait_for_games(out, 2, proc)
+    slower = [f"slow={BOTS / 'stubborn.py'} 0.05", *ENTRANTS[1:]]  # about 0.7 s a game
+    proc = start_arena(out, slower)
+    wait_for_games(out, 1, proc)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr

@@ -108,3 +108,18 @@ def test_same_seed_gives_same_standings_for_any_jobs(tmp_path: Path) -> None:
     assert len(games1) == 8
     # The random bots did not all play alike: the standings are not a tie.
     assert len({row["points_per_hand"] for row in res1["standings"]}) > 1
+
+
+def test_journal_after_a_kill_mid_line_drops_the_partial_line(tmp_path: Path) -> None:
+    """A kill -9 while a line is written leaves a partial last line; resuming
+    appends after the last complete line, and nothing else is lost."""
+    from arena.tournament import Journal, read_journal
+
+    path = tmp_path / "games.jsonl"
+    path.write_text('{"game_index": 0, "x": 1}\n{"game_index": 1, "x"')
+    assert [r["game_index"] for r in read_journal(path)] == [0]
+    journal = Journal(path)
+    journal.append({"game_index": 1, "x": 2})
+    journal.close()
+    assert read_journal(path) == [{"game_index": 0, "x": 1}, {"game_index": 1, "x": 2}]
+    assert path.read_text().count("\n") == 2

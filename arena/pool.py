@@ -1,0 +1,221 @@
+"""Games in worker processes, for ``--jobs`` on a machine with several cores.
+
+The referee is a Trio program: one thread, so one core. With ``--jobs N`` on
+``C`` cores the local executor starts ``min(N, C)`` worker processes, each
+running its share of the games with Trio (``ceil(N / workers)`` chains at
+once), pulling chains from one queue as it frees a slot. Each finished game's
+record goes back to the coordinator at once, which journals it: a chain's
+first game is not held back until the chain ends.
+
+Results do not depend on the number of workers: every game carries its own
+seeds, and the coordinator applies ratings in schedule order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import math
+import multiprocessing
+import os
+import queue
+import signal
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import trio
+
+from arena.entrants import Entrant
+from arena.launcher import Launcher, LaunchOptions
+from arena.referee import GameSpec
+from arena.tournament import TournamentRunner, TournamentSettings, chains_of
+
+RecordSink = Callable[[dict[str, Any]], None]
+_PR_SET_PDEATHSIG = 1
+
+
+def worker_count(jobs: int, cores: int | None = None) -> int:
+    """Worker processes for ``jobs`` games at once: one per core, at most ``jobs``."""
+    return max(1, min(jobs, cores if cores is not None else (os.cpu_count() or 1)))
+
+
+class WorkerError(RuntimeError):
+    """A worker process failed (a bug in the arena, not a bot's fault)."""
+
+
+def _die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this worker if the coordinator dies (its
+    bots are then found and killed by ``--resume``, by their run id)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _worker(
+    entrants: list[Entrant],
+    settings: TournamentSettings,
+    options: LaunchOptions,
+    tasks: Any,
+    results: Any,
+    slots: int,
+) -> None:
+    _die_with_parent()
+    # Ctrl-C reaches the coordinator, which stops workers with SIGTERM.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    runner = TournamentRunner(
+        entrants, settings, Launcher(options), lambda r: results.put(("record", r))
+    )
+    stopped = False
+
+    async def slot() -> None:
+        limiter = trio.CapacityLimiter(1)
+        while True:
+            chain = await trio.to_thread.run_sync(tasks.get, abandon_on_cancel=True)
+            if chain is None:
+                return
+            await runner.run_chain(chain, limiter)
+
+    async def watch_term(scope: trio.CancelScope) -> None:
+        nonlocal stopped
+        with trio.open_signal_receiver(signal.SIGTERM) as signals:
+            async for _ in signals:
+                stopped = True
+                scope.cancel()  # the chains close their bots on the way out
+                return
+
+    async def main() -> None:
+        async with trio.open_nursery() as outer:
+            outer.start_soon(watch_term, outer.cancel_scope)
+            async with trio.open_nursery() as nursery:
+                for _ in range(slots):
+                    nursery.start_soon(slot)
+            outer.cancel_scope.cancel()
+
+    try:
+        trio.run(main)
+    except BaseException as exc:  # a bug: report it to the coordinator
+        results.put(("error", f"{type(exc).__name__}: {exc}"))
+        raise
+    results.put(("interrupted" if stopped else "done", os.getpid()))
+
+
+class ProcessPool:
+    """Worker processes that play chains of games; see the module docstring.
+
+    The workers start with the first :meth:`play` and serve every later call
+    (a ladder plays batch after batch) until :meth:`close`.
+
+    Args:
+        entrants, settings, options: as for :class:`TournamentRunner` and
+            :class:`Launcher` (they are sent to each worker).
+        workers: number of worker processes.
+    """
+
+    def __init__(
+        self,
+        entrants: Sequence[Entrant],
+        settings: TournamentSettings,
+        options: LaunchOptions,
+        workers: int,
+    ) -> None:
+        self.entrants = list(entrants)
+        self.settings = settings
+        self.options = options
+        self.workers = workers
+        self.slots = math.ceil(settings.jobs / workers)
+        self._procs: list[Any] = []
+        self._tasks: Any = None
+        self._results: Any = None
+
+    def _start(self) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self._tasks = ctx.Queue()
+        self._results = ctx.Queue()
+        for _ in range(self.workers):
+            proc = ctx.Process(
+                target=_worker,
+                args=(
+                    self.entrants,
+                    self.settings,
+                    self.options,
+                    self._tasks,
+                    self._results,
+                    self.slots,
+                ),
+                daemon=True,
+            )
+            proc.start()
+            self._procs.append(proc)
+
+    def play(self, games: Sequence[GameSpec], on_record: RecordSink) -> None:
+        """Play ``games`` in the workers, calling ``on_record`` in this thread
+        for each finished game. Returns when every game is recorded.
+
+        Raises:
+            KeyboardInterrupt: Ctrl-C; the workers are stopped (their bots
+                closed, the games they finish meanwhile recorded) first.
+            WorkerError: a worker failed.
+        """
+        if not games:
+            return
+        if not self._procs:
+            self._start()
+        for chain in chains_of(games):
+            self._tasks.put(chain)
+        remaining = len(games)
+        try:
+            while remaining:
+                try:
+                    kind, payload = self._results.get(timeout=1.0)
+                except queue.Empty:
+                    dead = [p for p in self._procs if not p.is_alive()]
+                    if dead:
+                        raise WorkerError(
+                            f"a worker process died (exit code {dead[0].exitcode})"
+                        ) from None
+                    continue
+                if kind == "record":
+                    on_record(payload)
+                    remaining -= 1
+                elif kind == "interrupted":  # a worker was stopped from outside
+                    raise KeyboardInterrupt
+                else:
+                    raise WorkerError(f"a worker process failed: {payload}")
+        except BaseException:
+            self._stop(on_record)
+            raise
+
+    def close(self) -> None:
+        """Let the workers finish and exit."""
+        if not self._procs:
+            return
+        for _ in range(self.workers * self.slots):
+            self._tasks.put(None)
+        for proc in self._procs:
+            proc.join(30)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        self._procs = []
+
+    def _stop(self, on_record: RecordSink) -> None:
+        """Stop the workers with SIGTERM (they close their bots), keep the
+        games they finish meanwhile, and make sure they are gone."""
+        for proc in self._procs:
+            if proc.is_alive():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGTERM)
+        deadline = 10.0
+        for proc in self._procs:
+            proc.join(deadline)
+            deadline = 1.0
+        with contextlib.suppress(queue.Empty, OSError, ValueError):
+            while True:
+                kind, payload = self._results.get_nowait()
+                if kind == "record":
+                    on_record(payload)
+        for proc in self._procs:
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        self._procs = []
