@@ -1,13 +1,16 @@
 """One running bot program, behind a request/reply interface that never raises
 for anything the bot does.
 
-A :class:`BotProcess` owns the child process and three Trio tasks: a writer
-(messages go out in order, and a bot that stops reading cannot block the
-referee), a stdout reader (line framing, the 64 KiB cap, JSON decoding) and a
-stderr drain (into a :class:`~arena.capped.CappedBuffer`, so a chatty bot never
-blocks on a full pipe). Whatever the bot does, :meth:`BotProcess.request`
-returns a :class:`Reply` that carries either the valid message or a fault
-(timeout, malformed, crashed); the referee judges legality.
+A :class:`BotProcess` owns the child process. Messages are written at once
+with non-blocking writes (a background task finishes a write the pipe could
+not take, so a bot that stops reading cannot block the referee); its stdout is
+read by the request waiting for a reply, which frames lines, enforces the
+64 KiB cap and decodes JSON (no task switch on the per-move path); its stderr
+is drained all the time into a :class:`~arena.capped.CappedBuffer`, so a
+chatty bot never blocks on a full pipe. Whatever the bot does,
+:meth:`BotProcess.request` returns a :class:`Reply` that carries either the
+valid message or a fault (timeout, malformed, crashed); the referee judges
+legality.
 
 Logging: every line sent is logged at DEBUG as ``<<`` and every line received
 as ``>>``, prefixed with the entrant and pid (logger ``arena.botproc``).
@@ -38,9 +41,9 @@ log = logging.getLogger(__name__)
 
 #: Unread bytes queued for a bot that stopped reading before it counts as crashed.
 MAX_OUTGOING_BYTES: Final = 4 * 1024 * 1024
-#: Decoded lines buffered between the reader and the referee; past this the
-#: reader stops reading and the bot blocks on its own output.
-EVENT_BUFFER: Final = 64
+#: Bytes read from a bot's stdout at most before a request is sent (lines the
+#: bot wrote while no request was pending); the rest is read during the request.
+MAX_PRE_REQUEST_READ: Final = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +102,6 @@ class LaunchSpec:
 class _Line:
     obj: dict[str, Any] | None = None
     bad: str | None = None  # malformed line detail
-    eof: str | None = None  # the bot is gone (detail)
 
 
 @dataclass
@@ -130,7 +132,15 @@ class BotProcess:
         self._backlog = trio.Event()  # set when the pipe was full
         self._input_closed = False
         self._absorbing: int | None = None  # id whose unsolicited burst is being skipped
-        self._events_tx, self._events = trio.open_memory_channel[_Line](EVENT_BUFFER)
+        stdout = process.stdout
+        assert stdout is not None
+        self._stdout = stdout
+        self._stdout_fd: int = stdout.fileno()
+        self._inbuf = bytearray()  # the start of a line not yet complete
+        self._discarding = False  # inside an over-long line, dropping until its newline
+        self._lines: list[_Line] = []  # lines read but not yet judged
+        self._eof = False  # stdout reached its end
+        self._waiting: trio.CancelScope | None = None  # the pending request's scope
         self.stderr = CappedBuffer()
         self.dead: str | None = None  # why the bot can no longer be used
         self.exited = trio.Event()
@@ -139,7 +149,6 @@ class BotProcess:
         self.stats = _Stats()
         self._cancel = trio.CancelScope()
         self._io_nursery: trio.Nursery | None = None
-        self._reader_done = trio.Event()
 
     def __repr__(self) -> str:
         return f"<BotProcess {self.spec.label!r} pid={self.pid}>"
@@ -179,16 +188,15 @@ class BotProcess:
             async with trio.open_nursery() as nursery:
                 self._io_nursery = nursery
                 nursery.start_soon(self._write_loop)
-                nursery.start_soon(self._read_loop)
                 nursery.start_soon(self._stderr_loop)
                 nursery.start_soon(self._exit_watch)
 
     async def _exit_watch(self) -> None:
         await trio.lowlevel.wait_readable(self._pidfd)
         self.exited.set()
-        # Let the reader deliver what the bot wrote before it exited.
-        with trio.move_on_after(0.05):
-            await self._reader_done.wait()
+        # A pending request reads what the bot wrote before it exited; wake it
+        # only if the pipe stays open (a grandchild holding it).
+        await trio.sleep(0.05)
         self._gone(f"exited ({self.exit_status()})")
 
     def exit_status(self) -> str:
@@ -217,12 +225,8 @@ class BotProcess:
         """The bot can no longer answer: remember why and wake a pending request."""
         if self.dead is None:
             self.dead = reason
-            if self._io_nursery is not None:
-                self._io_nursery.start_soon(self._send_eof, reason)
-
-    async def _send_eof(self, reason: str) -> None:
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            await self._events_tx.send(_Line(eof=reason))
+            if self._waiting is not None:
+                self._waiting.cancel()
 
     async def _write_loop(self) -> None:
         """Write what :meth:`flush` could not write at once, when the pipe has room."""
@@ -266,52 +270,36 @@ class BotProcess:
             if self._out:
                 self._backlog.set()
 
-    async def _read_loop(self) -> None:
-        stdout = self.process.stdout
-        assert stdout is not None
-        buf = bytearray()
-        discarding = False  # inside an over-long line, dropping until its newline
+    def _frame(self, chunk: bytes) -> None:
+        """Split bytes read from stdout into lines (judged later), enforcing
+        the 64 KiB line cap without keeping more than that in memory."""
+        buf = self._inbuf
         cap = protocol.MAX_LINE_BYTES
-        emit = self._events_tx.send
-        try:
-            while True:
-                chunk = await stdout.receive_some(65536)
-                if not chunk:
-                    break
-                start = 0
-                while True:
-                    nl = chunk.find(b"\n", start)
-                    if nl < 0:
-                        if not discarding:
-                            buf += chunk[start:]
-                            if len(buf) > cap:
-                                buf.clear()
-                                discarding = True
-                                await emit(_Line(bad=f"line longer than {cap} bytes"))
-                        break
-                    if discarding:
-                        discarding = False
-                    else:
-                        if buf:
-                            buf += chunk[start:nl]
-                            line = bytes(buf)
-                            buf.clear()
-                        else:
-                            line = chunk[start:nl]
-                        if len(line) > cap:
-                            await emit(_Line(bad=f"line longer than {cap} bytes"))
-                        elif line.strip():
-                            await emit(self._decode(line))
-                    start = nl + 1
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        self._reader_done.set()
-        with trio.move_on_after(0.2):
-            await self.exited.wait()
-        if self.exited.is_set():
-            self._gone(f"exited ({self.exit_status()})")
-        else:
-            self._gone("closed its output while still running")
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                if not self._discarding:
+                    buf += chunk[start:]
+                    if len(buf) > cap:
+                        buf.clear()
+                        self._discarding = True
+                        self._lines.append(_Line(bad=f"line longer than {cap} bytes"))
+                return
+            if self._discarding:
+                self._discarding = False
+            else:
+                if buf:
+                    buf += chunk[start:nl]
+                    line = bytes(buf)
+                    buf.clear()
+                else:
+                    line = chunk[start:nl]
+                if len(line) > cap:
+                    self._lines.append(_Line(bad=f"line longer than {cap} bytes"))
+                elif line.strip():
+                    self._lines.append(self._decode(line))
+            start = nl + 1
 
     def _decode(self, line: bytes) -> _Line:
         if log.isEnabledFor(logging.DEBUG):
@@ -320,6 +308,30 @@ class BotProcess:
             return _Line(obj=protocol.decode_line(line))
         except protocol.ProtocolError as exc:
             return _Line(bad=exc.detail)
+
+    def _read_ready(self) -> None:
+        """Read what stdout holds now without waiting (bounded)."""
+        total = 0
+        while not self._eof and total < MAX_PRE_REQUEST_READ:
+            try:
+                chunk = os.read(self._stdout_fd, 65536)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._eof = True
+                return
+            total += len(chunk)
+            self._frame(chunk)
+
+    async def _output_ended(self) -> str:
+        """Why stdout ended: the process exited, or it closed its output."""
+        with trio.move_on_after(0.2):
+            await self.exited.wait()
+        if self.exited.is_set():
+            return f"exited ({self.exit_status()})"
+        return "closed its output while still running"
 
     async def _stderr_loop(self) -> None:
         stderr = self.process.stderr
@@ -388,17 +400,17 @@ class BotProcess:
         # Lines that arrived while no request was pending: stale objects are
         # dropped; a malformed line is charged to this request (PROTOCOL.md).
         charged: str | None = None
-        while True:
-            try:
-                event = self._events.receive_nowait()
-            except trio.WouldBlock:
-                break
-            if event.eof is not None:
-                return Reply(None, FaultKind.CRASHED, event.eof, 0.0, rid)
-            if event.bad is not None and charged is None:
-                charged = event.bad
+        self._read_ready()
+        for event in self._lines:
+            if event.bad is not None:
+                if charged is None:
+                    charged = event.bad
             elif event.obj is not None and protocol.request_id_of(event.obj) == self._absorbing:
                 self._absorbing = None
+        self._lines.clear()
+        if self._eof:
+            self._gone(await self._output_ended())
+            return Reply(None, FaultKind.CRASHED, self.dead or "gone", 0.0, rid)
         message = {"type": kind, "id": rid, **fields, "time_ms": int(time_limit * 1000)}
         if encoded is None:
             self._send(message)
@@ -435,46 +447,57 @@ class BotProcess:
         if charged is not None:
             return Reply(None, FaultKind.MALFORMED, f"before the request: {charged}", 0.0, rid)
         unsolicited = 0
-        with trio.move_on_at(deadline):
-            async for event in self._events:
-                if event.obj is not None:
-                    got = protocol.request_id_of(event.obj)
-                    if got == rid:
-                        elapsed = trio.current_time() - start
-                        try:
-                            protocol.check_reply(kind, event.obj)
-                        except protocol.ProtocolError as exc:
-                            return Reply(None, FaultKind.MALFORMED, exc.detail, elapsed, rid)
-                        return Reply(event.obj, None, "", elapsed, rid)
-                    if self._absorbing is not None:
-                        # The rest of a burst that already cost an earlier
-                        # request its reply: not counted again, up to that
-                        # request's own (late) reply.
-                        if got == self._absorbing:
-                            self._absorbing = None
-                        continue
-                    unsolicited += 1
-                    if unsolicited > protocol.MAX_UNSOLICITED:
-                        self._absorbing = rid
-                        return Reply(
-                            None,
-                            FaultKind.MALFORMED,
-                            f"more than {protocol.MAX_UNSOLICITED} unsolicited lines",
-                            trio.current_time() - start,
-                            rid,
-                        )
-                elif event.bad is not None:
-                    return Reply(
-                        None, FaultKind.MALFORMED, event.bad, trio.current_time() - start, rid
-                    )
-                else:
-                    return Reply(
-                        None,
-                        FaultKind.CRASHED,
-                        event.eof or "gone",
-                        trio.current_time() - start,
-                        rid,
-                    )
+        with trio.CancelScope(deadline=deadline) as scope:
+            self._waiting = scope
+            try:
+                while True:
+                    while self._lines:
+                        event = self._lines.pop(0)
+                        if event.bad is not None:
+                            now = trio.current_time()
+                            return Reply(None, FaultKind.MALFORMED, event.bad, now - start, rid)
+                        assert event.obj is not None
+                        got = protocol.request_id_of(event.obj)
+                        if got == rid:
+                            elapsed = trio.current_time() - start
+                            try:
+                                protocol.check_reply(kind, event.obj)
+                            except protocol.ProtocolError as exc:
+                                return Reply(None, FaultKind.MALFORMED, exc.detail, elapsed, rid)
+                            return Reply(event.obj, None, "", elapsed, rid)
+                        if self._absorbing is not None:
+                            # The rest of a burst that already cost an earlier
+                            # request its reply: not counted again, up to that
+                            # request's own (late) reply.
+                            if got == self._absorbing:
+                                self._absorbing = None
+                            continue
+                        unsolicited += 1
+                        if unsolicited > protocol.MAX_UNSOLICITED:
+                            self._absorbing = rid
+                            detail = f"more than {protocol.MAX_UNSOLICITED} unsolicited lines"
+                            now = trio.current_time()
+                            return Reply(None, FaultKind.MALFORMED, detail, now - start, rid)
+                    if self._eof:
+                        break
+                    try:
+                        chunk = await self._stdout.receive_some(65536)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        chunk = b""
+                    if chunk:
+                        self._frame(chunk)
+                    else:
+                        self._eof = True
+            finally:
+                self._waiting = None
+        now = trio.current_time()
+        if self._eof:
+            with trio.move_on_at(max(deadline, now + 0.2)):
+                self._gone(await self._output_ended())
+        if self.dead is not None:
+            return Reply(None, FaultKind.CRASHED, self.dead, now - start, rid)
+        if not scope.cancelled_caught:  # pragma: no cover - the loop only ends by EOF or cancel
+            return Reply(None, FaultKind.CRASHED, "gone", now - start, rid)
         limit_ms = round(limit * 1000)
         return Reply(
             None, FaultKind.TIMEOUT, f"no reply within {limit_ms} ms", deadline - start, rid

@@ -13,6 +13,7 @@ The text form of a card is two characters, rank then suit: ``"2C"``, ``"TD"``,
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import cache
 from typing import Final
 
 RANKS: Final = "23456789TJQKA"
@@ -103,9 +104,19 @@ def iter_cards(mask: int) -> Iterator[int]:
         mask ^= low
 
 
+@cache
+def _suit_names(suit: int, bits: int) -> tuple[str, ...]:
+    return tuple(CARD_NAMES[suit * 13 + r] for r in range(13) if bits >> r & 1)
+
+
 def names_of(mask: int) -> list[str]:
     """Card names of ``mask`` in protocol sort order."""
-    return [CARD_NAMES[c] for c in cards_of(mask)]
+    out: list[str] = []
+    for suit in range(4):
+        bits = (mask >> (13 * suit)) & FULL_SUIT
+        if bits:
+            out += _suit_names(suit, bits)
+    return out
 
 
 def lowest(mask: int) -> int:

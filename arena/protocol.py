@@ -202,9 +202,17 @@ def check_referee_message(obj: dict[str, Any]) -> None:
         raise ProtocolError(f"referee {kind!r} fails the schema at {where}: {error.message}")
 
 
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), check_circular=False)
+
+
 def encode(message: dict[str, Any]) -> bytes:
     """One message as a protocol line: compact JSON, UTF-8, ending in ``\\n``."""
-    return json.dumps(message, separators=(",", ":")).encode("ascii") + b"\n"
+    return _ENCODER.encode(message).encode("ascii") + b"\n"
+
+
+def encode_text(value: Any) -> str:
+    """Compact JSON text of ``value`` (the encoder of :func:`encode`)."""
+    return _ENCODER.encode(value)
 
 
 def clean_text(text: str, limit: int = MAX_NAME_CHARS) -> str:

@@ -10,7 +10,6 @@ returns a plain :class:`GameRecord` and formats nothing.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -405,12 +404,12 @@ class Referee:
         while not hand.is_over():
             s = self.seats[hand.turn]
             card = await self._decide_play(s, hand, scores_before)
-            trick = hand.play(card)
+            trick = hand.play_unchecked(card)  # legal: checked by _decide_play
             if trick is not None:
                 tj = trick.to_json()
                 # Completed tricks go in every later play request: encode each once.
                 sep = "," if self._trick_views else ""
-                text = json.dumps(tj, separators=(",", ":"))
+                text = protocol.encode_text(tj)
                 self._tricks_text = f"{self._tricks_text[:-1]}{sep}{text}]"
                 self._trick_views.append(tj)
                 tricks.append(
