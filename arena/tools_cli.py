@@ -65,7 +65,7 @@ def add_run_flags(run: argparse.ArgumentParser) -> None:
         default=None,
         help="exit with code 5 if METRIC OP VALUE holds for the candidate (gauntlet) or "
         "any entrant, e.g. 'faults>0', 'points_per_hand>low' (another entrant's value), "
-        "'mean_rank>2.5'; repeatable (see docs/testing-in-ci.md)",
+        "'mean_rank>2.5'; repeatable (see the README, 'Testing your bot in CI')",
     )
     ci.add_argument(
         "--junit",
