@@ -149,6 +149,7 @@ class BotProcess:
         self.stats = _Stats()
         self._cancel = trio.CancelScope()
         self._io_nursery: trio.Nursery | None = None
+        self._stderr_done = trio.Event()
 
     def __repr__(self) -> str:
         return f"<BotProcess {self.spec.label!r} pid={self.pid}>"
@@ -336,9 +337,12 @@ class BotProcess:
     async def _stderr_loop(self) -> None:
         stderr = self.process.stderr
         assert stderr is not None
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            while chunk := await stderr.receive_some(65536):
-                self.stderr.write(chunk)
+        try:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                while chunk := await stderr.receive_some(65536):
+                    self.stderr.write(chunk)
+        finally:
+            self._stderr_done.set()
 
     # -- talking ----------------------------------------------------------
 
@@ -398,7 +402,7 @@ class BotProcess:
         if self.dead is not None:
             return Reply(None, FaultKind.CRASHED, self.dead, 0.0, rid)
         # Lines that arrived while no request was pending: stale objects are
-        # dropped; a malformed line is charged to this request (PROTOCOL.md).
+        # dropped; a malformed line is charged to this request (protocol/README.md).
         charged: str | None = None
         self._read_ready()
         for event in self._lines:
@@ -536,6 +540,8 @@ class BotProcess:
             elif spec.token is not None:
                 await trio.to_thread.run_sync(lambda: kill_all(env=spec.token))
             await self.process.wait()
+            with trio.move_on_after(0.2):  # the last words on stderr
+                await self._stderr_done.wait()
             self._cancel.cancel()
             await self._close_stdin()
             os.close(self._pidfd)

@@ -4,7 +4,7 @@ A card is an integer 0..51: ``suit * 13 + rank`` with suits in the protocol's
 sort order C=0, D=1, S=2, H=3 and rank 0 = "2" .. 12 = "A" (R1). A set of cards
 (a hand, the cards taken, the unseen cards) is a Python ``int`` bit mask, so
 iterating its bits from low to high yields cards in the protocol's sort order
-(suit C, D, S, H, then rank), as PROTOCOL.md asks for lists of cards in a hand.
+(suit C, D, S, H, then rank), as protocol/README.md asks for lists of cards in a hand.
 
 The text form of a card is two characters, rank then suit: ``"2C"``, ``"TD"``,
 ``"QS"``, ``"AH"``.

@@ -112,10 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for the docs and tests)."""
     import os
 
-    parser = _Parser(prog="hearts-arena", description="A tournament arena for Hearts bots.")
+    parser = _Parser(
+        prog="hearts-arena", description="A tournament arena for Hearts bots.", allow_abbrev=False
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    run = sub.add_parser("run", help="run a tournament and write standings")
+    run = sub.add_parser("run", allow_abbrev=False, help="run a tournament and write standings")
     run.add_argument(
         "bots",
         nargs="*",
@@ -198,7 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_competition_flags(run)  # --games, --sigma-target, --ladder-batch, --executor, --scheduler
 
-    rep = sub.add_parser("report", help="rebuild the HTML report of a tournament folder")
+    rep = sub.add_parser(
+        "report", allow_abbrev=False, help="rebuild the HTML report of a tournament folder"
+    )
     rep.add_argument("folder", type=Path)
     add_tool_commands(sub)
     return parser
@@ -226,6 +230,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
+    except BrokenPipeError:  # output piped into a program that stopped reading (| head)
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_INTERNAL
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -177,7 +177,12 @@ def _prepare_out(args: argparse.Namespace, run_info: dict[str, Any]) -> list[dic
     out: Path = args.out
     if out.exists() and not out.is_dir():
         raise CliError(f"--out {out} is a file, not a folder", EXIT_OUTPUT)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(
+            f"cannot create the output folder {out}: {exc.strerror}", EXIT_OUTPUT
+        ) from None
     if args.resume:
         run_path = out / RUN_FILE
         if not run_path.exists():
@@ -279,11 +284,11 @@ def run_command(args: argparse.Namespace) -> int:
     launch = _launch_options(args, old_run_id)
     launcher = Launcher(launch)
     _check_launcher(launcher, entrants)
-    if drawn:
-        print(f"seed {seed} (drawn; give --seed {seed} to repeat this tournament)", file=sys.stderr)
     settings_json = settings_record(settings, describe(entrants), {"isolation": launch.describe()})
     run_info = {"settings": settings_json, "games_total": total, "run_id": launch.run_id}
     records = _prepare_out(args, run_info)
+    if drawn:
+        print(f"seed {seed} (drawn; give --seed {seed} to repeat this tournament)", file=sys.stderr)
     if old_run_id:
         left = kill_all(env=f"{RUN_VARIABLE}={old_run_id}")
         if left:
@@ -291,6 +296,8 @@ def run_command(args: argparse.Namespace) -> int:
     out: Path = args.out
     done = {r["game_index"] for r in records}
     todo = [g for g in games if g.game_index not in done]
+    if args.resume and not ladder and not todo:
+        print(f"--resume: all {len(games)} games were already played", file=sys.stderr)
     progress = _Progress(total, len(records) if ladder else len(games) - len(todo), args.quiet)
     journal = Journal(out / GAMES_FILE)
 
@@ -323,7 +330,26 @@ def run_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
+    _warn_faults(records)
     return conclude_run(args, results, records)
+
+
+def _warn_faults(records: list[dict[str, Any]]) -> None:
+    """One line on stderr per entrant that faulted: how often, and the first
+    detail (a bot that never started still gets default moves, and can rank
+    well; this line makes sure nobody misses it)."""
+    faults: dict[str, list[dict[str, Any]]] = {}
+    for rec in sorted(records, key=lambda r: r["game_index"]):
+        for f in rec["faults"]:
+            faults.setdefault(f["entrant"], []).append(f)
+    for name in sorted(faults):
+        found = faults[name]
+        kinds: dict[str, int] = {}
+        for f in found:
+            kinds[f["reason"]] = kinds.get(f["reason"], 0) + 1
+        counts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+        first = found[0]["detail"]
+        print(f"warning: {name}: {counts} (first: {first[:160]})", file=sys.stderr)
 
 
 def _print_standings(results: dict[str, Any], out: Path) -> None:

@@ -47,7 +47,7 @@ def example_record() -> dict[str, Any]:
     """Play the example game (one hand, transcripts on) and return its record."""
     spec = GameSpec(
         game_index=0,
-        game_id="example-1",
+        game_id="r1-t0-k0",
         round=1,
         table=0,
         rotation=0,

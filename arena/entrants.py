@@ -6,7 +6,9 @@ An entrant is given on the command line as one of:
 * a path to a ``.py`` file, run with the same Python as the arena;
 * ``NAME=COMMAND``: the command split as a POSIX shell would split it
   (``shlex.split``) but never run through a shell. If its first word names an
-  existing ``.py`` file, that file is run with the arena's Python.
+  existing ``.py`` file, that file is run with the arena's Python;
+* ``sample:NAME`` or ``NAME=sample:SAMPLE``: a sample bot shipped with the
+  package (:data:`SAMPLE_BOTS`).
 
 A bot runs in the folder of its program file (for ``NAME=COMMAND``, the folder
 the arena was started in), with a fresh private temporary folder as ``HOME``
@@ -33,9 +35,13 @@ MAX_NAME_CHARS: Final = 64
 SAMPLE_BOTS: Final = {
     "duck": "duck_bot.py",
     "heuristic": "heuristic_bot.py",
+    "kit": "kit_bot.py",
     "low": "low_bot.py",
     "random": "random_bot.py",
+    "search": "search_bot.py",
 }
+#: The sample bots of ``hearts-arena run`` without bots.
+DEFAULT_SAMPLES: Final = ("duck", "heuristic", "low", "random")
 
 
 class EntrantError(ValueError):
@@ -101,9 +107,13 @@ def parse_entrant(text: str, *, base: Path | None = None) -> Entrant:
             or an empty command; the message is one line.
     """
     base = base or Path.cwd()
+    if text.startswith("sample:") and not Path(base, text).exists():
+        return sample_entrant(text.removeprefix("sample:"))
     name, sep, command = text.partition("=")
     if sep and name and "/" not in name and not Path(base, text).exists():
         check_name(name)
+        if command.startswith("sample:"):
+            return sample_entrant(command.removeprefix("sample:"), name)
         try:
             argv = shlex.split(command)
         except ValueError as exc:
@@ -128,13 +138,27 @@ def parse_entrant(text: str, *, base: Path | None = None) -> Entrant:
     return Entrant(name, (str(path),), path.parent, text)
 
 
-def sample_entrants() -> list[Entrant]:
-    """The four sample bots shipped inside the package."""
+def sample_entrant(sample: str, name: str | None = None) -> Entrant:
+    """A sample bot shipped inside the package, entered as ``name`` (default:
+    the sample's own name).
+
+    Raises:
+        EntrantError: no such sample bot.
+    """
+    if sample not in SAMPLE_BOTS:
+        raise EntrantError(f"no sample bot {sample!r}; the samples are {', '.join(SAMPLE_BOTS)}")
     folder = sample_bots_dir()
-    return [
-        Entrant(name, (sys.executable, str(folder / file)), folder, f"sample:{name}")
-        for name, file in sorted(SAMPLE_BOTS.items())
-    ]
+    return Entrant(
+        check_name(name or sample),
+        (sys.executable, str(folder / SAMPLE_BOTS[sample])),
+        folder,
+        f"sample:{sample}",
+    )
+
+
+def sample_entrants() -> list[Entrant]:
+    """The four sample bots of a run without bots: duck, heuristic, low, random."""
+    return [sample_entrant(name) for name in DEFAULT_SAMPLES]
 
 
 def parse_entrants(texts: Iterable[str], *, base: Path | None = None) -> list[Entrant]:

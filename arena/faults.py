@@ -1,4 +1,4 @@
-"""Faults: what a bot did wrong, recorded rather than raised (PROTOCOL.md, "Faults")."""
+"""Faults: what a bot did wrong, recorded rather than raised (protocol/README.md, "Faults")."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 
 class FaultKind(Enum):
-    """The four faults of PROTOCOL.md. ``value`` is the word used in records and reports."""
+    """The four faults of protocol/README.md. ``value`` is the word used in records and reports."""
 
     TIMEOUT = "timeout"
     MALFORMED = "malformed"

@@ -243,10 +243,34 @@ def bwrap_path() -> str:
     return path
 
 
-def sandbox_argv(argv: Iterable[str], cwd: Path, tmpdir: Path) -> list[str]:
+def _under_tmp(paths: Iterable[str]) -> list[str]:
+    """The top folders under ``/tmp`` (such as ``/tmp/work``) holding any of ``paths``."""
+    tops = set()
+    for text in paths:
+        if not text.startswith("/tmp/"):
+            continue
+        parts = Path(text).parts  # ("/", "tmp", "work", ...)
+        if len(parts) >= 3 and Path(*parts[:3]).exists():
+            tops.add(str(Path(*parts[:3])))
+    return sorted(tops)
+
+
+def sandbox_argv(
+    argv: Iterable[str], cwd: Path, tmpdir: Path, env: dict[str, str] | None = None
+) -> list[str]:
     """Wrap a command in bubblewrap: no network, own pid, IPC and UTS
     namespaces, the file system read-only, ``tmpdir`` the only writable
-    folder, an empty ``/tmp``, and death with the arena."""
+    folder, an empty ``/tmp``, and death with the arena.
+
+    What the bot needs from under ``/tmp`` (its folder, its program, a
+    virtual environment there, ``PYTHONPATH``) stays visible, read-only."""
+    argv = list(argv)
+    needed = [str(cwd), *(a for a in argv if a.startswith("/"))]
+    if env and env.get("PYTHONPATH"):
+        needed += env["PYTHONPATH"].split(os.pathsep)
+    keep: list[str] = []
+    for top in _under_tmp(needed):
+        keep += ["--ro-bind", top, top]
     return [
         bwrap_path(),
         "--unshare-all",
@@ -255,6 +279,7 @@ def sandbox_argv(argv: Iterable[str], cwd: Path, tmpdir: Path) -> list[str]:
         "--dev", "/dev",
         "--proc", "/proc",
         "--tmpfs", "/tmp",
+        *keep,
         "--bind", str(tmpdir), str(tmpdir),
         "--chdir", str(cwd),
         "--",

@@ -83,6 +83,10 @@ class Launcher:
             raise IsolationError("separate bot users need the arena to run as root")
         if opts.sandbox:
             isolation.check_bwrap_works()
+        for e in entrants:
+            program = _program_file(e)
+            if not program.exists():
+                raise IsolationError(f"entrant {e.name!r}: bot file not found: {program}")
         if not opts.uses_separate_users:
             return
         lease = isolation.lease_uid(opts.uid_base)
@@ -124,7 +128,7 @@ class Launcher:
                     extra["PYTHONPATH"] = pythonpath
             env = bot_environment(home, extra)
             if opts.sandbox:
-                argv = tuple(isolation.sandbox_argv(argv, entrant.cwd, home))
+                argv = tuple(isolation.sandbox_argv(argv, entrant.cwd, home, env))
             return LaunchSpec(
                 argv=argv,
                 cwd=entrant.cwd,

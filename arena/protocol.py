@@ -5,7 +5,7 @@ Every line a bot sends is judged here before the referee looks at it:
 1. :func:`decode_line` turns raw bytes into a JSON object, or raises
    :class:`ProtocolError` (not UTF-8, not JSON, not an object).
 2. The bot process matches the object to the pending request by ``id``
-   (PROTOCOL.md, "Which line answers a request").
+   (protocol/README.md, "Which line answers a request").
 3. :func:`check_reply` validates the object against the JSON Schema of the
    pending request's type (``protocol/schema.json``, draft 2020-12).
 
@@ -27,10 +27,10 @@ from arena.cards import CARD_NAMES
 from arena.resources import protocol_dir
 
 PROTOCOL_VERSION: Final = "hearts-arena/1"
-#: Longest line a bot may send, in bytes, newline excluded (PROTOCOL.md).
+#: Longest line a bot may send, in bytes, newline excluded (protocol/README.md).
 MAX_LINE_BYTES: Final = 64 * 1024
 #: Unsolicited lines (objects without the pending ``id``) tolerated per request;
-#: one more makes the reply malformed (PROTOCOL.md, "Which line answers a request").
+#: one more makes the reply malformed (protocol/README.md, "Which line answers a request").
 MAX_UNSOLICITED: Final = 16
 #: Longest self-reported name shown in reports, in characters.
 MAX_NAME_CHARS: Final = 64

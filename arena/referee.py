@@ -3,7 +3,7 @@
 The loop has the shape of OpenSpiel's ``evaluate_bots``: deal, the pass (all
 four requests at once under one shared deadline, R3/R4), then the tricks. Every
 decision has a deadline; a fault makes the referee play the documented default
-move for the seat and the game goes on (PROTOCOL.md, "Faults"). The referee
+move for the seat and the game goes on (protocol/README.md, "Faults"). The referee
 returns a plain :class:`GameRecord` and formats nothing.
 """
 
@@ -110,6 +110,7 @@ class SeatSetup:
     entrant: str
     bot: BotProcess | None
     startup_fault: Fault | None = None
+    startup_stderr: str = ""  # what a bot that failed to start wrote on stderr
 
 
 @dataclass
@@ -242,6 +243,7 @@ class Referee:
         for s, setup in zip(self.seats, seats, strict=True):
             if setup.startup_fault is not None:
                 self.record.faults.append(setup.startup_fault)
+                self.record.stderr[s.seat] = setup.startup_stderr
                 s.auto = True
                 s.crashed = setup.startup_fault.reason == FaultKind.CRASHED.value
         self.score = GameScore(spec.target_score, spec.hands, settings.max_tiebreak_hands)

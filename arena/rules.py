@@ -1,4 +1,4 @@
-"""The rules of Hearts as the arena referees them (RULES.md R1-R14).
+"""The rules of Hearts as the arena referees them (protocol/RULES.md R1-R14).
 
 Pure: no I/O, no clock, no randomness of its own (a deal is an input, made from
 a seed string by :func:`deal_hands`). Cards are integers 0..51 and card sets
@@ -147,12 +147,12 @@ def pass_mask(seat: int, cards: Sequence[int]) -> int:
 
 
 def default_play(legal: int) -> int:
-    """The referee's default play (PROTOCOL.md): the first card of ``legal`` in sort order."""
+    """The referee's default play (protocol/README.md): the first card of ``legal``."""
     return lowest(legal)
 
 
 def default_pass(hand: int) -> int:
-    """The referee's default pass (PROTOCOL.md), as a mask of three cards.
+    """The referee's default pass (protocol/README.md), as a mask of three cards.
 
     The three highest cards of ``hand`` by rank, ties broken by suit in the
     order H, S, D, C. Raises ``ValueError`` if ``hand`` has fewer than 3 cards.
@@ -556,7 +556,7 @@ class Hand:
         ``tricks``, ``hand``, ``legal`` (empty unless it is ``seat``'s turn),
         ``hearts_broken``, ``passed``, ``received``, ``hand_points``. It
         never holds another seat's unplayed cards except the three ``seat``
-        passed (PROTOCOL.md, "What a seat may see"). With ``include_tricks``
+        passed (protocol/README.md, "What a seat may see"). With ``include_tricks``
         false the ``tricks`` key is left out (the referee keeps them encoded).
         """
         passed = received = None

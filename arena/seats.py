@@ -103,7 +103,7 @@ def request_message(
 
 def preference_play(preferences: Sequence[str], legal: Sequence[str]) -> str:
     """The first card of ``preferences`` that is in ``legal``, else ``legal[0]``
-    (the referee's default play, PROTOCOL.md)."""
+    (the referee's default play, protocol/README.md)."""
     allowed = set(legal)
     for card in preferences:
         if card in allowed:

@@ -115,9 +115,11 @@ def add_tool_commands(sub: Any) -> None:
     """Add ``check``, ``replay`` and ``play`` to the subcommands."""
     check = sub.add_parser(
         "check",
+        allow_abbrev=False,
         help="check one bot against the protocol and the rules' awkward corners",
         description="Start the bot alone and drive it through scripted scenarios "
-        "(arena/scenarios). Exit 0 if every check passes, 5 if one fails.",
+        "shipped with the package (more with --scenarios DIR). Exit 0 if every check passes, "
+        "5 if one fails.",
     )
     check.add_argument(
         "bot",
@@ -156,6 +158,7 @@ def add_tool_commands(sub: Any) -> None:
 
     replay = sub.add_parser(
         "replay",
+        allow_abbrev=False,
         help="feed a recorded game to a bot up to one decision and compare its answer",
         description="GAME is a games.jsonl file or a tournament folder, with #ID for the "
         "game: its game id (r1-t0-k2) or its index in the schedule (#12); a file of one "
@@ -189,6 +192,7 @@ def add_tool_commands(sub: Any) -> None:
 
     play = sub.add_parser(
         "play",
+        allow_abbrev=False,
         help="play one game in the terminal, trick by trick (--human: you play a seat)",
     )
     play.add_argument(

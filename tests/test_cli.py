@@ -38,6 +38,9 @@ def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
         ([*FOUR[:3], f"e\x1bvil={BOTS / 'first_legal.py'}"], "control or bidirectional character U+001B"),
         ([*FOUR[:3], str(BOTS)], "is a folder"),
         ([*FOUR[:3], str(BOTS / "botlib.py").replace(".py", "")], "bot file not found"),
+        ([*FOUR[:3], "x=/nonexistent/folder/bot --fast"], "entrant 'x': bot file not found: /nonexistent/folder/bot"),
+        ([*FOUR[:3], "sample:nosuch"], "no sample bot 'nosuch'; the samples are"),
+        ([*FOUR, "--round", "2"], "unrecognized arguments: --round"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(
@@ -46,6 +49,26 @@ def test_usage_errors_exit_2_with_one_line(
     assert run_arena(["run", *args, "--out", str(tmp_path / "o")]) == EXIT_USAGE
     assert fragment in one_line_error(capsys)
     assert not (tmp_path / "o" / "games.jsonl").exists()
+
+
+def test_sample_bots_by_name(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    code = run_arena(["run", FOUR[0], "sample:low", "d=sample:duck", "sample:random", "--hands", "1",
+                      "--rounds", "1", "--seed", "2", "--out", str(out), "--quiet"])
+    assert code == 0
+    results, _ = load_outputs(out)
+    assert sorted(row["name"] for row in results["standings"]) == ["a", "d", "low", "random"]
+    given = {e["name"]: e["given"] for e in results["settings"]["entrants"]}
+    assert given["d"] == "sample:duck"
+
+
+def test_an_output_folder_that_cannot_be_made_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert run_arena(["run", *FOUR, "--out", str(blocker / "sub")]) == EXIT_OUTPUT
+    assert "cannot create the output folder" in one_line_error(capsys)
 
 
 def test_not_executable_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

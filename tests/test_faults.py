@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conftest import bot, load_outputs, run_arena, run_processes, standings_by_name
 
 
-def test_faults_are_counted_against_the_right_entrant(tmp_path: Path) -> None:
+def test_faults_are_counted_against_the_right_entrant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
     code = run_arena(
         [
@@ -33,6 +37,12 @@ def test_faults_are_counted_against_the_right_entrant(tmp_path: Path) -> None:
         ]
     )
     assert code == 0
+    err = capsys.readouterr().err
+    # Every entrant that faulted is named on stderr after the standings.
+    assert "warning: crasher: 4 crashed (first: exited (exit code 3))" in err
+    assert "warning: garbage: 4 malformed (first: line is not JSON" in err
+    assert "warning: sleeper: 4 timeout (first: no reply within 300 ms)" in err
+    assert "warning: first_legal" not in err
     results, records = load_outputs(out)
     assert len(records) == 4
     rows = standings_by_name(results)

@@ -36,7 +36,10 @@ CASES = {
     "trickles bytes past the deadline": Case(hostile("trickle"), {"timeout": 3 * GAMES}, LATE, struck_out=True),
     "answers late, then normally": Case(bot("sleeper", "late"), {"timeout": GAMES}, LATE),
     "exits mid-game": Case(bot("crasher", "exits"), {"crashed": GAMES}, "exited (exit code 3)"),
-    "exits before the handshake": Case(hostile("exit_before_hello"), {"crashed": GAMES}, "handshake: exited (exit code 7)"),
+    "exits before the handshake": Case(
+        hostile("exit_before_hello"), {"crashed": GAMES}, "handshake: exited (exit code 7)",
+        stderr="cannot start, missing a model file",
+    ),
     "prints a banner before hello": Case(hostile("banner"), {"malformed": GAMES}, "handshake: line is not JSON"),
     "not JSON": Case(bot("garbage", "notjson"), {"malformed": GAMES}, "line is not JSON"),
     "JSON that is not an object": Case(hostile("bad_lines", "not-object"), {"malformed": GAMES}, "not an object"),

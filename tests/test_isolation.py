@@ -81,6 +81,20 @@ def test_setsid_grandchild_dies_with_the_sandbox(tmp_path: Path) -> None:
     assert run_processes(tmp_path / "out") == []
 
 
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+def test_sandbox_keeps_bots_that_live_under_tmp(open_tmp: Path) -> None:
+    """The sandbox hides /tmp, except what the bot needs from it (read-only)."""
+    shutil.copy(BOTS / "first_legal.py", open_tmp / "mine.py")
+    (open_tmp / "mine.py").chmod(0o644)
+    out = open_tmp / "out"
+    code = run_arena(["run", str(open_tmp / "mine.py"), "sample:low", "sample:duck", "sample:random",
+                      "--hands", "1", "--rounds", "1", "--seed", "3", "--sandbox", "--out", str(out), "--quiet"])
+    assert code == 0
+    results, _ = load_outputs(out)
+    assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
+    assert {row["name"] for row in results["standings"]} == {"mine", "low", "duck", "random"}
+
+
 def test_sandbox_unavailable_is_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
