@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import bot, load_outputs, run_arena, run_processes, standings_by_name
 
 
