@@ -103,8 +103,25 @@ def _env() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["num"] = _num
+    env.filters["setting"] = _setting
     env.filters["signed"] = _signed
     return env
+
+
+def _setting(value: object) -> str:
+    """A settings value as plain text: ``on``/``off``, ``–`` for none, and
+    nested settings as ``key value, ...``."""
+    if value is None:
+        return "–"
+    if value is True:
+        return "on"
+    if value is False:
+        return "off"
+    if isinstance(value, dict):
+        return ", ".join(f"{k.replace('_', ' ')} {_setting(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(_setting(v) for v in value)
+    return str(value)
 
 
 def _num(value: float | None, digits: int = 2) -> str:
