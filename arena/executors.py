@@ -28,6 +28,9 @@ from arena.pool import ProcessPool, worker_count
 from arena.referee import GameSpec
 from arena.tournament import TournamentRunner, TournamentSettings, chains_of
 
+#: Games per worker process below which a local run stays in one process.
+POOL_MIN_GAMES: int = 8
+
 #: Executor names of ``--executor``.
 EXECUTORS: Final = ("local", "dask")
 
@@ -72,12 +75,14 @@ class LocalExecutor:
 
     def play(self, games: Sequence[GameSpec], on_record: RecordSink) -> None:
         """See :meth:`Executor.play`. With ``--jobs`` above 1 on a machine
-        with several cores the games run in worker processes
-        (:class:`arena.pool.ProcessPool`), since one Trio referee uses one core."""
+        with several cores, and at least :data:`POOL_MIN_GAMES` games per
+        worker, the games run in worker processes (:class:`arena.pool.ProcessPool`),
+        since one Trio referee uses one core; fewer games run here, where
+        starting the workers (about half a second) would cost more than it saves."""
         if not games:
             return
         workers = worker_count(self.settings.jobs)
-        if workers > 1:
+        if workers > 1 and (self._pool is not None or len(games) >= POOL_MIN_GAMES * workers):
             if self._pool is None:
                 self._pool = ProcessPool(
                     self.entrants, self.settings, self.launcher.options, workers

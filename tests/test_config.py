@@ -72,7 +72,7 @@ def test_command_line_overrides_the_file(open_tmp: Path) -> None:
 
 def test_given_flags_are_found_whatever_their_spelling() -> None:
     given = given_on_command_line(
-        ["run", "--config", "x", "--round", "3", "--time-limit=2", "a.py"]
+        ["run", "--config", "x", "--rounds", "3", "--time-limit=2", "a.py"]
     )
     assert {"rounds", "time_limit", "config"} <= given
     assert "seed" not in given and "hands" not in given

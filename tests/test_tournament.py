@@ -69,7 +69,10 @@ def test_chains_keep_seating_and_differ_in_round() -> None:
         assert [g.round for g in chain] == [1, 2, 3]
 
 
-def test_same_seed_gives_same_standings_for_any_jobs(tmp_path: Path) -> None:
+def test_same_seed_gives_same_standings_for_any_jobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("arena.executors.POOL_MIN_GAMES", 0)  # --jobs 2: worker processes
     entrants = [
         bot("first_legal", "a"),
         bot("random_legal", "b"),
