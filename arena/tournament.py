@@ -271,12 +271,14 @@ class Journal:
         self.path = path
         _drop_partial_line(path)
         self._file = path.open("a", encoding="utf-8")
+        self.written: set[int] = set()  # game indices written by this journal
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record as a line and make it durable."""
         self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
         self._file.flush()
         os.fsync(self._file.fileno())
+        self.written.add(record["game_index"])
 
     def close(self) -> None:
         """Close the file."""
