@@ -301,10 +301,8 @@ def run_command(args: argparse.Namespace) -> int:
     progress = _Progress(total, len(records) if ladder else len(games) - len(todo), args.quiet)
     journal = Journal(out / GAMES_FILE)
 
-    resumed = {r["game_index"] for r in records}
-
     def on_record(record: dict[str, Any]) -> None:
-        # In memory first: a Ctrl-C between the two steps is mended below.
+        # In memory first: a Ctrl-C between the two steps is mended by close().
         records.append(record)
         journal.append(record)
         progress.update()
@@ -323,11 +321,7 @@ def run_command(args: argparse.Namespace) -> int:
         interrupted = True
     finally:
         progress.close()
-        kept = journal.written | resumed
-        for record in records:  # a record Ctrl-C caught before it reached the journal
-            if record["game_index"] not in kept:
-                journal.append(record)
-        journal.close()
+        journal.close(records)
     results = write_outputs(out, settings_json, names, records, total)
     _print_standings(results, out)
     if interrupted:

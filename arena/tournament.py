@@ -271,18 +271,26 @@ class Journal:
         self.path = path
         _drop_partial_line(path)
         self._file = path.open("a", encoding="utf-8")
-        self.written: set[int] = set()  # game indices written by this journal
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one record as a line and make it durable."""
         self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
         self._file.flush()
         os.fsync(self._file.fileno())
-        self.written.add(record["game_index"])
 
-    def close(self) -> None:
-        """Close the file."""
+    def close(self, records: Iterable[dict[str, Any]] = ()) -> None:
+        """Close the file, first appending any of ``records`` whose game is
+        not on disk: a Ctrl-C can land between a game's end and its line.
+        What is on disk is read back, so no game is written twice."""
         self._file.close()
+        _drop_partial_line(self.path)
+        on_disk = {r["game_index"] for r in read_journal(self.path)}
+        missing = [r for r in records if r["game_index"] not in on_disk]
+        if missing:
+            self._file = self.path.open("a", encoding="utf-8")
+            for record in missing:
+                self.append(record)
+            self._file.close()
 
 
 def _drop_partial_line(path: Path) -> None:
