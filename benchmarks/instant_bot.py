@@ -17,7 +17,10 @@ def main() -> None:
             write(b'{"type":"play","id":%d,"card":"%s"}\n' % (msg["id"], msg["legal"][0].encode()))
         elif kind == "pass":
             cards = msg["hand"][:3]
-            write(b'{"type":"pass","id":%d,"cards":["%s","%s","%s"]}\n' % (msg["id"], *(c.encode() for c in cards)))
+            write(
+                b'{"type":"pass","id":%d,"cards":["%s","%s","%s"]}\n'
+                % (msg["id"], *(c.encode() for c in cards))
+            )
         elif kind == "hello":
             write(b'{"type":"hello","id":%d,"name":"instant"}\n' % msg["id"])
         elif kind == "bye":

@@ -45,7 +45,9 @@ def play_request() -> dict:
     while hand.trick_number < 8:
         hand.play(hand.legal_cards()[0])
     view = hand.view(hand.turn)
-    view.update({"type": "play", "id": 1, "game_id": "r1-t0-k0", "scores": [40, 12, 30, 7], "time_ms": 1000})
+    view.update(
+        {"type": "play", "id": 1, "game_id": "r1-t0-k0", "scores": [40, 12, 30, 7], "time_ms": 1000}
+    )
     return view
 
 
@@ -84,7 +86,9 @@ def run_tournament(out: Path, *args: str) -> tuple[float, list[dict]]:
     """Run the CLI in this process; returns (wall seconds, game records)."""
     entrants = [f"{n}={INSTANT}" for n in ("a", "b", "c", "d")]
     t0 = time.perf_counter()
-    code = arena_main(["run", *entrants, "--seed", "1", "--quiet", "--out", str(out), "--overwrite", *args])
+    code = arena_main(
+        ["run", *entrants, "--seed", "1", "--quiet", "--out", str(out), "--overwrite", *args]
+    )
     wall = time.perf_counter() - t0
     if code != 0:
         raise SystemExit(f"arena exited with {code}")
@@ -121,10 +125,14 @@ def main() -> None:
     # 1. The floor.
     times = trio.run(floor, 2000 * scale)
     floor_median = statistics.median(times)
-    print(f"1. floor: median round trip {floor_median * 1e6:.0f} us per ~{len(json.dumps(play_request()))}-byte message")
+    print(
+        f"1. floor: median round trip {floor_median * 1e6:.0f} us per ~{len(json.dumps(play_request()))}-byte message"
+    )
 
     # 2. The arena: full games of instant bots, one at a time.
-    _, records = run_tournament(tmp / "arena", "--hands", "4", "--rounds", str(2 * scale), "--jobs", "1")
+    _, records = run_tournament(
+        tmp / "arena", "--hands", "4", "--rounds", str(2 * scale), "--jobs", "1"
+    )
     per_decision = []
     decisions = 0
     for rec in records:
@@ -139,8 +147,12 @@ def main() -> None:
 
     # 3. Short games, processes reused vs restarted.
     rounds = str(6 * scale)
-    wall_reuse, recs = run_tournament(tmp / "reuse", "--hands", "1", "--rounds", rounds, "--jobs", "1")
-    wall_fresh, _ = run_tournament(tmp / "fresh", "--hands", "1", "--rounds", rounds, "--jobs", "1", "--fresh-processes")
+    wall_reuse, recs = run_tournament(
+        tmp / "reuse", "--hands", "1", "--rounds", rounds, "--jobs", "1"
+    )
+    wall_fresh, _ = run_tournament(
+        tmp / "fresh", "--hands", "1", "--rounds", rounds, "--jobs", "1", "--fresh-processes"
+    )
     n = len(recs)
     print(
         f"3. --hands 1 games: {n / wall_reuse:.1f} games/s with processes reused, "
@@ -156,7 +168,9 @@ def main() -> None:
         f"(x{wall1 / wall2:.2f}, goal >= 1.7)"
     )
     mem = peak_memory_mb(tmp / "mem", 8, 2)
-    print(f"   peak memory of the arena at --jobs 8 (6 entrants, 120 games): {mem:.0f} MiB (goal < 150)")
+    print(
+        f"   peak memory of the arena at --jobs 8 (6 entrants, 120 games): {mem:.0f} MiB (goal < 150)"
+    )
 
 
 if __name__ == "__main__":

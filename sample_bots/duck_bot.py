@@ -21,7 +21,7 @@ import sys
 
 NAME = "duck"
 RANKS = "23456789TJQKA"  # a card is rank + suit, e.g. "TD" is the ten of diamonds
-SUITS = "CDSH"           # the referee's sort order of suits
+SUITS = "CDSH"  # the referee's sort order of suits
 
 
 def rank(card: str) -> int:
@@ -35,9 +35,11 @@ def suit(card: str) -> str:
 
 def choose_pass(msg: dict) -> list[str]:
     """QS, AS, KS first (if held), then the highest cards by rank."""
+
     def danger(card: str) -> tuple[int, int]:
         first = 1 if card in ("QS", "AS", "KS") else 0
         return (first, rank(card))
+
     return sorted(msg["hand"], key=danger, reverse=True)[:3]
 
 
@@ -53,7 +55,7 @@ def choose_play(msg: dict) -> str:
         losers = [c for c in legal if rank(c) < rank(winning)]
         if losers:
             return max(losers, key=rank)  # duck under the winning card
-        return min(legal, key=rank)       # we must win: with the lowest
+        return min(legal, key=rank)  # we must win: with the lowest
     # Void in the led suit: throw away the worst card we hold.
     if "QS" in legal:
         return "QS"
@@ -69,8 +71,13 @@ def handle(msg: dict) -> dict | None:
     if "id" not in msg:
         return None  # deal, passed, trick, hand_end, game_end, forfeit, ...: no answer
     if kind == "hello":
-        return {"type": "hello", "id": msg["id"], "name": NAME,
-                "author": "hearts-arena samples", "version": "1"}
+        return {
+            "type": "hello",
+            "id": msg["id"],
+            "name": NAME,
+            "author": "hearts-arena samples",
+            "version": "1",
+        }
     if kind == "pass":
         try:
             cards = choose_pass(msg)

@@ -43,15 +43,15 @@ import sys
 
 NAME = "heuristic"
 RANKS = "23456789TJQKA"  # a card is rank + suit, e.g. "TD" is the ten of diamonds
-SUITS = "CDSH"           # the referee's sort order of suits
+SUITS = "CDSH"  # the referee's sort order of suits
 DECK = [r + s for s in SUITS for r in RANKS]
 QUEEN = "QS"
 
 # Tuning knobs (measured with tests/sample_bot_harness.py).
-SPADE_GUARDS = 3   # low spades (2..J) needed to keep Q/K/A of spades safely
-MOON_ALERT = 4     # points one other seat must hold, alone, before we defend
+SPADE_GUARDS = 3  # low spades (2..J) needed to keep Q/K/A of spades safely
+MOON_ALERT = 4  # points one other seat must hold, alone, before we defend
 MOON_TRICK_SHARE = 0.6  # ... having won at least this share of the tricks so far
-HEART_DUMP = 3     # rank bonus of a heart when choosing a discard
+HEART_DUMP = 3  # rank bonus of a heart when choosing a discard
 
 
 def rank(card: str) -> int:
@@ -82,6 +82,7 @@ def lowest(cards: list[str]) -> str:
 # The pass
 # ---------------------------------------------------------------------------
 
+
 def choose_pass(msg: dict) -> list[str]:
     """Give each card a 'get rid of it' score and pass the three highest."""
     hand = msg["hand"]
@@ -92,16 +93,16 @@ def choose_pass(msg: dict) -> list[str]:
     def score(card: str) -> int:
         r, s = rank(card), suit(card)
         if card == "2C":
-            return -100                  # leading trick 1 with it is free: keep it
+            return -100  # leading trick 1 with it is free: keep it
         if card in ("QS", "KS", "AS"):
             # Q/K/A of spades are the cards that end up taking the queen.
             # Hidden behind enough small spades they can be kept (and the
             # queen can be thrown under someone else's king or ace).
             return -10 if guarded else 100 + r
         if s == "S":
-            return -50                   # small spades guard the big ones
+            return -50  # small spades guard the big ones
         if s == "H":
-            return 3 * r                 # AH 36 ... 2H 0: high hearts collect hearts
+            return 3 * r  # AH 36 ... 2H 0: high hearts collect hearts
         # Clubs and diamonds: high cards are a burden, and a suit of one or
         # two cards is worth emptying: void in it, we can discard on it.
         bonus = 20 if count[s] <= 2 else (6 if count[s] == 3 else 0)
@@ -113,6 +114,7 @@ def choose_pass(msg: dict) -> list[str]:
 # ---------------------------------------------------------------------------
 # Reading the table
 # ---------------------------------------------------------------------------
+
 
 class Table:
     """Everything the bot works out from one ``play`` request."""
@@ -143,7 +145,8 @@ class Table:
         self.win_seat, self.win_card = -1, ""
         if self.trick:
             self.win_seat, self.win_card = max(
-                (p for p in self.trick if suit(p[1]) == self.led), key=lambda p: rank(p[1]))
+                (p for p in self.trick if suit(p[1]) == self.led), key=lambda p: rank(p[1])
+            )
         self.trick_points = sum(points(c) for _, c in self.trick)
         # Seats still to play to this trick after us.
         self.after_me = [(self.me + i) % 4 for i in range(1, 4 - len(self.trick))]
@@ -152,8 +155,9 @@ class Table:
         # her, we know exactly who has her).
         self.queen_out = QUEEN in self.unseen
         passed = msg.get("passed") or {}
-        self.queen_with = passed.get("to") if self.queen_out and QUEEN in passed.get("cards", []) \
-            else None
+        self.queen_with = (
+            passed.get("to") if self.queen_out and QUEEN in passed.get("cards", []) else None
+        )
         self.moon_seat = self._moon_threat()
 
     def _see(self, cards: list[tuple[int, str]]) -> None:
@@ -190,6 +194,7 @@ class Table:
 # Choosing a card
 # ---------------------------------------------------------------------------
 
+
 def choose_play(msg: dict) -> str:
     legal = msg["legal"]
     if len(legal) == 1:
@@ -215,14 +220,14 @@ def lead_risk(t: Table, card: str) -> float:
         spades = [c for c in t.hand if suit(c) == "S"]
         if QUEEN in t.hand:
             if card == QUEEN:
-                risk += 50                # leading her hands her to whoever must win
+                risk += 50  # leading her hands her to whoever must win
             elif len(spades) - 1 < SPADE_GUARDS:
-                risk += 30                # every spade round strips a guard off the queen
+                risk += 30  # every spade round strips a guard off the queen
         elif t.queen_out:
             if r > rank(QUEEN):
-                risk += 50                # an ace or king led into the queen: never
+                risk += 50  # an ace or king led into the queen: never
             elif not any(c in spades for c in ("KS", "AS")):
-                risk -= 10                # smoke out the queen: her holder may have to play her
+                risk -= 10  # smoke out the queen: her holder may have to play her
     # A player already out of this suit can throw points on the trick.
     if any(s in t.void[seat] for seat in t.after_me):
         risk += 3
@@ -239,8 +244,11 @@ def choose_lead(t: Table) -> str:
     # One candidate per suit, its lowest card; lead the least risky. Among
     # equally safe leads prefer a short suit: emptying it lets us discard
     # when it is led again.
-    candidates = [lowest([c for c in legal if suit(c) == s]) for s in SUITS
-                  if any(suit(c) == s for c in legal)]
+    candidates = [
+        lowest([c for c in legal if suit(c) == s])
+        for s in SUITS
+        if any(suit(c) == s for c in legal)
+    ]
 
     def badness(card: str) -> tuple[float, int]:
         length = sum(1 for c in t.hand if suit(c) == suit(card))
@@ -259,9 +267,13 @@ def choose_follow(t: Table) -> str:
 
     # Moon defence: the threatening seat is winning a trick with points (or
     # a heart trick): take it from them while it is cheap (no queen in it).
-    if (t.moon_seat is not None and t.win_seat == t.moon_seat and above
-            and (t.trick_points > 0 or t.led == "H")
-            and QUEEN not in [c for _, c in t.trick]):
+    if (
+        t.moon_seat is not None
+        and t.win_seat == t.moon_seat
+        and above
+        and (t.trick_points > 0 or t.led == "H")
+        and QUEEN not in [c for _, c in t.trick]
+    ):
         return highest(above)
 
     # The queen under a king or ace someone else played: 13 points gone.
@@ -344,14 +356,20 @@ def choose_discard(t: Table) -> str:
 # The protocol loop (as in every sample bot; random_bot also re-seeds on game_start)
 # ---------------------------------------------------------------------------
 
+
 def handle(msg: dict) -> dict | None:
     """React to one message from the referee; return the reply, or None."""
     kind = msg.get("type")
     if "id" not in msg:
         return None  # game_start, deal, passed, trick, ...: nothing to remember
     if kind == "hello":
-        return {"type": "hello", "id": msg["id"], "name": NAME,
-                "author": "hearts-arena samples", "version": "1"}
+        return {
+            "type": "hello",
+            "id": msg["id"],
+            "name": NAME,
+            "author": "hearts-arena samples",
+            "version": "1",
+        }
     if kind == "pass":
         try:
             cards = choose_pass(msg)

@@ -24,7 +24,7 @@ import sys
 
 NAME = "low"
 RANKS = "23456789TJQKA"  # a card is rank + suit, e.g. "TD" is the ten of diamonds
-SUITS = "CDSH"           # the referee's sort order of suits
+SUITS = "CDSH"  # the referee's sort order of suits
 
 
 def rank(card: str) -> int:
@@ -50,8 +50,13 @@ def handle(msg: dict) -> dict | None:
     if "id" not in msg:
         return None  # deal, passed, trick, hand_end, game_end, forfeit, ...: no answer
     if kind == "hello":
-        return {"type": "hello", "id": msg["id"], "name": NAME,
-                "author": "hearts-arena samples", "version": "1"}
+        return {
+            "type": "hello",
+            "id": msg["id"],
+            "name": NAME,
+            "author": "hearts-arena samples",
+            "version": "1",
+        }
     if kind == "pass":
         try:
             cards = choose_pass(msg)

@@ -55,8 +55,13 @@ def handle(msg: dict) -> dict | None:
     if "id" not in msg:
         return None  # deal, passed, trick, hand_end, game_end, forfeit, ...: no answer
     if kind == "hello":
-        return {"type": "hello", "id": msg["id"], "name": NAME,
-                "author": "hearts-arena samples", "version": "1"}
+        return {
+            "type": "hello",
+            "id": msg["id"],
+            "name": NAME,
+            "author": "hearts-arena samples",
+            "version": "1",
+        }
     if kind == "pass":
         try:
             cards = choose_pass(msg)

@@ -81,7 +81,10 @@ def bot_user_processes() -> list[int]:
         except OSError:
             continue
         uid = int(fields.get("Uid", "0").split()[0])
-        if DEFAULT_UID_BASE <= uid < DEFAULT_UID_BASE + UID_POOL_SIZE and fields["State"].split()[0] != "Z":
+        if (
+            DEFAULT_UID_BASE <= uid < DEFAULT_UID_BASE + UID_POOL_SIZE
+            and fields["State"].split()[0] != "Z"
+        ):
             found.append(int(entry))
     return found
 

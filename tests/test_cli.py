@@ -35,10 +35,16 @@ def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
         ([*FOUR, "--hands", "2", "--target-score", "50"], "not allowed with argument"),
         ([*FOUR[:3], bot("first_legal", "a")], "two entrants are named 'a'"),
         ([*FOUR[:3], f"e\u202eevil={BOTS / 'first_legal.py'}"], "bidirectional character U+202E"),
-        ([*FOUR[:3], f"e\x1bvil={BOTS / 'first_legal.py'}"], "control or bidirectional character U+001B"),
+        (
+            [*FOUR[:3], f"e\x1bvil={BOTS / 'first_legal.py'}"],
+            "control or bidirectional character U+001B",
+        ),
         ([*FOUR[:3], str(BOTS)], "is a folder"),
         ([*FOUR[:3], str(BOTS / "botlib.py").replace(".py", "")], "bot file not found"),
-        ([*FOUR[:3], "x=/nonexistent/folder/bot --fast"], "entrant 'x': bot file not found: /nonexistent/folder/bot"),
+        (
+            [*FOUR[:3], "x=/nonexistent/folder/bot --fast"],
+            "entrant 'x': bot file not found: /nonexistent/folder/bot",
+        ),
         ([*FOUR[:3], "sample:nosuch"], "no sample bot 'nosuch'; the samples are"),
         ([*FOUR, "--round", "2"], "unrecognized arguments: --round"),
     ],
@@ -53,8 +59,24 @@ def test_usage_errors_exit_2_with_one_line(
 
 def test_sample_bots_by_name(tmp_path: Path) -> None:
     out = tmp_path / "o"
-    code = run_arena(["run", FOUR[0], "sample:low", "d=sample:duck", "sample:random", "--hands", "1",
-                      "--rounds", "1", "--seed", "2", "--out", str(out), "--quiet"])
+    code = run_arena(
+        [
+            "run",
+            FOUR[0],
+            "sample:low",
+            "d=sample:duck",
+            "sample:random",
+            "--hands",
+            "1",
+            "--rounds",
+            "1",
+            "--seed",
+            "2",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert code == 0
     results, _ = load_outputs(out)
     assert sorted(row["name"] for row in results["standings"]) == ["a", "d", "low", "random"]
@@ -83,7 +105,19 @@ def test_output_folder_is_not_overwritten_unless_asked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "o"
-    base = ["run", *FOUR, "--hands", "1", "--rounds", "1", "--seed", "4", "--out", str(out), "--quiet"]
+    base = [
+        "run",
+        *FOUR,
+        "--hands",
+        "1",
+        "--rounds",
+        "1",
+        "--seed",
+        "4",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     assert run_arena(base) == 0
     capsys.readouterr()
     first = (out / "games.jsonl").read_text()
@@ -95,9 +129,14 @@ def test_output_folder_is_not_overwritten_unless_asked(
     assert len(records) == 4 and results["complete"] is True
 
 
-def test_drawn_seed_is_printed_and_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_drawn_seed_is_printed_and_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "o"
-    assert run_arena(["run", *FOUR, "--hands", "1", "--rounds", "1", "--out", str(out), "--quiet"]) == 0
+    assert (
+        run_arena(["run", *FOUR, "--hands", "1", "--rounds", "1", "--out", str(out), "--quiet"])
+        == 0
+    )
     err = capsys.readouterr().err
     results, _ = load_outputs(out)
     assert f"seed {results['seed']} (drawn; give --seed {results['seed']}" in err
@@ -108,7 +147,9 @@ def test_dry_run_prints_tables_games_and_estimate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     five = [*FOUR, bot("first_legal", "e")]
-    code = run_arena(["run", *five, "--rounds", "3", "--seed", "1", "--dry-run", "--out", str(tmp_path / "o")])
+    code = run_arena(
+        ["run", *five, "--rounds", "3", "--seed", "1", "--dry-run", "--out", str(tmp_path / "o")]
+    )
     assert code == 0
     out = capsys.readouterr().out
     assert "5 entrants, 5 tables, 3 rounds x 4 rotations" in out
@@ -135,7 +176,19 @@ def test_cli_end_to_end_in_a_subprocess(open_tmp: Path) -> None:
     """``python -m arena run`` with test bots, from another folder: writes every output."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
-        [sys.executable, "-m", "arena", "run", *FOUR, "--hands", "1", "--rounds", "1", "--seed", "2"],
+        [
+            sys.executable,
+            "-m",
+            "arena",
+            "run",
+            *FOUR,
+            "--hands",
+            "1",
+            "--rounds",
+            "1",
+            "--seed",
+            "2",
+        ],
         cwd=open_tmp,
         env=env,
         capture_output=True,

@@ -33,37 +33,66 @@ def hostile(name: str, *argv: str) -> str:
 
 CASES = {
     "never answers": Case(hostile("never_answers"), {"timeout": 3 * GAMES}, LATE, struck_out=True),
-    "trickles bytes past the deadline": Case(hostile("trickle"), {"timeout": 3 * GAMES}, LATE, struck_out=True),
+    "trickles bytes past the deadline": Case(
+        hostile("trickle"), {"timeout": 3 * GAMES}, LATE, struck_out=True
+    ),
     "answers late, then normally": Case(bot("sleeper", "late"), {"timeout": GAMES}, LATE),
     "exits mid-game": Case(bot("crasher", "exits"), {"crashed": GAMES}, "exited (exit code 3)"),
     "exits before the handshake": Case(
-        hostile("exit_before_hello"), {"crashed": GAMES}, "handshake: exited (exit code 7)",
+        hostile("exit_before_hello"),
+        {"crashed": GAMES},
+        "handshake: exited (exit code 7)",
         stderr="cannot start, missing a model file",
     ),
-    "prints a banner before hello": Case(hostile("banner"), {"malformed": GAMES}, "handshake: line is not JSON"),
+    "prints a banner before hello": Case(
+        hostile("banner"), {"malformed": GAMES}, "handshake: line is not JSON"
+    ),
     "not JSON": Case(bot("garbage", "notjson"), {"malformed": GAMES}, "line is not JSON"),
-    "JSON that is not an object": Case(hostile("bad_lines", "not-object"), {"malformed": GAMES}, "not an object"),
-    "bytes that are not UTF-8": Case(hostile("bad_lines", "not-utf8"), {"malformed": GAMES}, "not UTF-8"),
-    "wrong type": Case(hostile("bad_lines", "wrong-type"), {"malformed": GAMES}, "fails the schema at type"),
-    "bad card text": Case(hostile("bad_lines", "bad-card"), {"malformed": GAMES}, "fails the schema at card"),
+    "JSON that is not an object": Case(
+        hostile("bad_lines", "not-object"), {"malformed": GAMES}, "not an object"
+    ),
+    "bytes that are not UTF-8": Case(
+        hostile("bad_lines", "not-utf8"), {"malformed": GAMES}, "not UTF-8"
+    ),
+    "wrong type": Case(
+        hostile("bad_lines", "wrong-type"), {"malformed": GAMES}, "fails the schema at type"
+    ),
+    "bad card text": Case(
+        hostile("bad_lines", "bad-card"), {"malformed": GAMES}, "fails the schema at card"
+    ),
     "wrong id": Case(hostile("bad_lines", "wrong-id"), {"timeout": GAMES}, LATE),
     "missing id": Case(hostile("bad_lines", "missing-id"), {"timeout": GAMES}, LATE),
-    "unsolicited lines": Case(hostile("unsolicited"), {"malformed": GAMES}, "more than 16 unsolicited lines"),
+    "unsolicited lines": Case(
+        hostile("unsolicited"), {"malformed": GAMES}, "more than 16 unsolicited lines"
+    ),
     "illegal card and card not held": Case(bot("illegal", "illegal"), {"illegal": 2 * GAMES}),
-    "pass of duplicates": Case(hostile("duplicate_pass"), {"illegal": GAMES}, "three distinct cards"),
+    "pass of duplicates": Case(
+        hostile("duplicate_pass"), {"illegal": GAMES}, "three distinct cards"
+    ),
     # The time limit covers the 200 MB the bot writes (its next request must not time out).
     "a 200 MB line": Case(
-        hostile("huge_line"), {"malformed": GAMES}, "line longer than 65536 bytes", args=["--time-limit", "3"]
+        hostile("huge_line"),
+        {"malformed": GAMES},
+        "line longer than 65536 bytes",
+        args=["--time-limit", "3"],
     ),
     "megabytes on stderr": Case(hostile("stderr_flood"), {}, stderr="bytes not kept"),
-    "stops reading its input": Case(hostile("stops_reading"), {"timeout": 3 * GAMES}, LATE, struck_out=True),
-    "closes stdout, stays alive": Case(hostile("closes_stdout"), {"crashed": GAMES}, "closed its output while still running"),
+    "stops reading its input": Case(
+        hostile("stops_reading"), {"timeout": 3 * GAMES}, LATE, struck_out=True
+    ),
+    "closes stdout, stays alive": Case(
+        hostile("closes_stdout"), {"crashed": GAMES}, "closed its output while still running"
+    ),
     "ignores SIGTERM and bye": Case(hostile("ignores_term"), {}),
     "grandchild keeps the pipes": Case(hostile("grandchild", "pipes"), {}),
     "grandchild in a new session": Case(hostile("grandchild", "setsid"), {}),
-    "allocates 8 GiB": Case(hostile("big_alloc"), {"crashed": GAMES}, "out of memory: its limit is 4096 MiB"),
+    "allocates 8 GiB": Case(
+        hostile("big_alloc"), {"crashed": GAMES}, "out of memory: its limit is 4096 MiB"
+    ),
     "burns CPU": Case(
-        hostile("cpu_burner"), {"crashed": GAMES}, "over its CPU limit of 1 s per game",
+        hostile("cpu_burner"),
+        {"crashed": GAMES},
+        "over its CPU limit of 1 s per game",
         args=["--cpu-limit", "1", "--hands", "3", "--time-limit", "1"],
     ),
 }
@@ -78,8 +107,22 @@ def test_hostile_bot(case_name: str, tmp_path: Path) -> None:
     case = CASES[case_name]
     out = tmp_path / "out"
     entrants = [case.bot, bot("first_legal", "a"), bot("first_legal", "b"), bot("first_legal", "c")]
-    args = ["run", *entrants, "--hands", "1", "--rounds", "1", "--time-limit", TIME_LIMIT, "--seed", "17",
-            "--out", str(out), "--quiet", *case.args]
+    args = [
+        "run",
+        *entrants,
+        "--hands",
+        "1",
+        "--rounds",
+        "1",
+        "--time-limit",
+        TIME_LIMIT,
+        "--seed",
+        "17",
+        "--out",
+        str(out),
+        "--quiet",
+        *case.args,
+    ]
     assert run_arena(args) == 0
     results, records = load_outputs(out)
     assert results["complete"] is True

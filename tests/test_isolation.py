@@ -36,12 +36,28 @@ def probe_reports(out: Path) -> list[dict]:
 
 def run_probe(out: Path, port: int, *extra: str) -> int:
     entrants = [f"probe={BOTS / 'probe.py'} {port}", *(bot("first_legal", n) for n in "abc")]
-    return run_arena(["run", *entrants, "--hands", "1", "--rounds", "1", "--seed", "1",
-                      "--out", str(out), "--quiet", *extra])
+    return run_arena(
+        [
+            "run",
+            *entrants,
+            "--hands",
+            "1",
+            "--rounds",
+            "1",
+            "--seed",
+            "1",
+            "--out",
+            str(out),
+            "--quiet",
+            *extra,
+        ]
+    )
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="separate bot users need root")
-def test_without_sandbox_bots_run_as_their_own_unprivileged_user(tmp_path: Path, listener: int) -> None:
+def test_without_sandbox_bots_run_as_their_own_unprivileged_user(
+    tmp_path: Path, listener: int
+) -> None:
     assert run_probe(tmp_path / "out", listener) == 0
     reports = probe_reports(tmp_path / "out")
     assert len(reports) == 4
@@ -57,7 +73,9 @@ def test_without_sandbox_bots_run_as_their_own_unprivileged_user(tmp_path: Path,
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
-def test_sandbox_has_no_network_no_other_processes_and_read_only_files(tmp_path: Path, listener: int) -> None:
+def test_sandbox_has_no_network_no_other_processes_and_read_only_files(
+    tmp_path: Path, listener: int
+) -> None:
     assert run_probe(tmp_path / "out", listener, "--sandbox") == 0
     reports = probe_reports(tmp_path / "out")
     assert len(reports) == 4
@@ -74,9 +92,27 @@ def test_sandbox_has_no_network_no_other_processes_and_read_only_files(tmp_path:
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 def test_setsid_grandchild_dies_with_the_sandbox(tmp_path: Path) -> None:
-    entrants = [f"g={BOTS / 'hostile_grandchild.py'} setsid", *(bot("first_legal", n) for n in "abc")]
-    code = run_arena(["run", *entrants, "--hands", "1", "--rounds", "1", "--seed", "1", "--sandbox",
-                      "--same-user", "--out", str(tmp_path / "out"), "--quiet"])
+    entrants = [
+        f"g={BOTS / 'hostile_grandchild.py'} setsid",
+        *(bot("first_legal", n) for n in "abc"),
+    ]
+    code = run_arena(
+        [
+            "run",
+            *entrants,
+            "--hands",
+            "1",
+            "--rounds",
+            "1",
+            "--seed",
+            "1",
+            "--sandbox",
+            "--same-user",
+            "--out",
+            str(tmp_path / "out"),
+            "--quiet",
+        ]
+    )
     assert code == 0
     assert run_processes(tmp_path / "out") == []
 
@@ -87,8 +123,25 @@ def test_sandbox_keeps_bots_that_live_under_tmp(open_tmp: Path) -> None:
     shutil.copy(BOTS / "first_legal.py", open_tmp / "mine.py")
     (open_tmp / "mine.py").chmod(0o644)
     out = open_tmp / "out"
-    code = run_arena(["run", str(open_tmp / "mine.py"), "sample:low", "sample:duck", "sample:random",
-                      "--hands", "1", "--rounds", "1", "--seed", "3", "--sandbox", "--out", str(out), "--quiet"])
+    code = run_arena(
+        [
+            "run",
+            str(open_tmp / "mine.py"),
+            "sample:low",
+            "sample:duck",
+            "sample:random",
+            "--hands",
+            "1",
+            "--rounds",
+            "1",
+            "--seed",
+            "3",
+            "--sandbox",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert code == 0
     results, _ = load_outputs(out)
     assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
@@ -99,7 +152,9 @@ def test_sandbox_unavailable_is_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on this PATH
-    code = run_arena(["run", *(bot("first_legal", n) for n in "abcd"), "--sandbox", "--out", str(tmp_path / "o")])
+    code = run_arena(
+        ["run", *(bot("first_legal", n) for n in "abcd"), "--sandbox", "--out", str(tmp_path / "o")]
+    )
     assert code == EXIT_ENVIRONMENT
     err = capsys.readouterr().err
     assert "--sandbox needs bubblewrap" in err
@@ -107,12 +162,21 @@ def test_sandbox_unavailable_is_a_clear_error(
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="separate bot users need root")
-def test_bot_folder_unreadable_by_bot_users_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bot_folder_unreadable_by_bot_users_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     private = tmp_path / "private"  # pytest's tmp_path is private to root
     private.mkdir()
     shutil.copy(BOTS / "first_legal.py", private / "mine.py")
-    code = run_arena(["run", str(private / "mine.py"), *(bot("first_legal", n) for n in "abc"),
-                      "--out", str(tmp_path / "o")])
+    code = run_arena(
+        [
+            "run",
+            str(private / "mine.py"),
+            *(bot("first_legal", n) for n in "abc"),
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
     assert code == EXIT_USAGE
     err = capsys.readouterr().err.strip()
     assert "entrant 'mine': an unprivileged user cannot" in err

@@ -27,7 +27,11 @@ def test_decode_line_rejects_with_a_reason(raw: bytes, fragment: str) -> None:
 
 
 def test_decode_line_accepts_an_object_with_a_trailing_cr() -> None:
-    assert decode_line(b'{"type":"play","id":3,"card":"QS"}\r') == {"type": "play", "id": 3, "card": "QS"}
+    assert decode_line(b'{"type":"play","id":3,"card":"QS"}\r') == {
+        "type": "play",
+        "id": 3,
+        "card": "QS",
+    }
 
 
 def test_request_id_is_an_integer_never_a_bool_or_float() -> None:
@@ -58,8 +62,14 @@ def test_clean_text_removes_controls_and_bidi_and_cuts() -> None:
 
 
 values = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 10**12) | st.floats(allow_nan=False) | st.text(max_size=4),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 10**12)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 cards = st.sampled_from(CARD_NAMES) | st.sampled_from(["10H", "qs", "QS ", "", "1C", "ZZ"]) | values

@@ -69,7 +69,15 @@ def test_kill_9_then_resume_gives_the_uninterrupted_standings(tmp_path: Path) ->
 
 def test_resume_refuses_different_settings(tmp_path: Path, capsys) -> None:
     out = tmp_path / "o"
-    base = ["run", *(bot("first_legal", n) for n in "abcd"), "--hands", "1", "--rounds", "1", "--quiet"]
+    base = [
+        "run",
+        *(bot("first_legal", n) for n in "abcd"),
+        "--hands",
+        "1",
+        "--rounds",
+        "1",
+        "--quiet",
+    ]
     assert run_arena([*base, "--seed", "5", "--out", str(out)]) == 0
     capsys.readouterr()
     assert run_arena([*base, "--seed", "6", "--out", str(out), "--resume"]) == 3

@@ -29,10 +29,17 @@ SUITS = "CDSH"
 
 # -- a consistent position from the rules engine ------------------------------
 
+
 def pass_request(hand: Hand, seat: int, rid: int) -> dict[str, Any]:
-    return {"type": "pass", "id": rid, "hand_number": hand.hand_number,
-            "direction": hand.direction.value, "to": pass_target(seat, hand.direction),
-            "hand": names_of(hand.hands[seat]), "time_ms": 1000}
+    return {
+        "type": "pass",
+        "id": rid,
+        "hand_number": hand.hand_number,
+        "direction": hand.direction.value,
+        "to": pass_target(seat, hand.direction),
+        "hand": names_of(hand.hands[seat]),
+        "time_ms": 1000,
+    }
 
 
 def play_request(hand: Hand, rid: int) -> dict[str, Any]:
@@ -55,14 +62,19 @@ def midgame_position() -> tuple[Hand, int]:
 
 # -- talking to a bot process --------------------------------------------------
 
+
 class BotPipe:
     """A sample bot as a subprocess, one JSON line at a time."""
 
     def __init__(self, name: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, str(SAMPLE_DIR / f"{name}_bot.py")],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, bufsize=1)
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
         self.sel = selectors.DefaultSelector()
         assert self.proc.stdout is not None
         self.sel.register(self.proc.stdout, selectors.EVENT_READ)
@@ -99,11 +111,27 @@ def test_bot_over_pipes(name: str) -> None:
         assert isinstance(hello["name"], str) and hello["name"]
 
         # Notifications get no answer; unknown types, extra fields and junk lines are ignored.
-        bot.send({"type": "game_start", "game_id": "t-sample", "seat": seat,
-                  "players": list(BOTS), "target_score": 100, "hands": None, "seed": 7,
-                  "some_future_field": {"x": 1}})
-        bot.send({"type": "deal", "hand_number": 1, "hand": names_of(hand.hands[seat]),
-                  "pass_direction": "left", "scores": [0, 0, 0, 0]})
+        bot.send(
+            {
+                "type": "game_start",
+                "game_id": "t-sample",
+                "seat": seat,
+                "players": list(BOTS),
+                "target_score": 100,
+                "hands": None,
+                "seed": 7,
+                "some_future_field": {"x": 1},
+            }
+        )
+        bot.send(
+            {
+                "type": "deal",
+                "hand_number": 1,
+                "hand": names_of(hand.hands[seat]),
+                "pass_direction": "left",
+                "scores": [0, 0, 0, 0],
+            }
+        )
         bot.send({"type": "weather", "sunny": True})
         bot.send("this is not json")
         bot.send("[1, 2, 3]")
@@ -118,8 +146,15 @@ def test_bot_over_pipes(name: str) -> None:
         assert set(cards) <= set(request["hand"])
 
         play = play_request(later, 3)
-        bot.send({"type": "passed", "hand_number": 1, "from": play["received"]["from"],
-                  "received": play["received"]["cards"], "hand": names_of(later.dealt[seat])})
+        bot.send(
+            {
+                "type": "passed",
+                "hand_number": 1,
+                "from": play["received"]["from"],
+                "received": play["received"]["cards"],
+                "hand": names_of(later.dealt[seat]),
+            }
+        )
         reply = bot.ask(play)
         assert reply["type"] == "play"
         assert reply["id"] == 3
@@ -139,8 +174,10 @@ def test_bot_over_pipes(name: str) -> None:
 @pytest.mark.parametrize("name", BOTS)
 def test_bot_exits_on_end_of_input(name: str) -> None:
     bot = BotPipe(name)
-    assert bot.ask({"type": "hello", "id": 5, "protocol": "hearts-arena/1",
-                    "time_ms": 5000})["id"] == 5
+    assert (
+        bot.ask({"type": "hello", "id": 5, "protocol": "hearts-arena/1", "time_ms": 5000})["id"]
+        == 5
+    )
     assert bot.proc.stdin is not None
     bot.proc.stdin.close()
     assert bot.proc.wait(timeout=5) == 0
@@ -185,8 +222,9 @@ def test_low_bot_pass_is_the_referees_default_pass() -> None:
     low = load_bot("low", "default")
     for i in range(50):
         for dealt in deal_hands(f"low-pass-{i}"):
-            assert sorted(low.choose_pass({"hand": names_of(dealt)})) == \
-                sorted(names_of(default_pass(dealt)))
+            assert sorted(low.choose_pass({"hand": names_of(dealt)})) == sorted(
+                names_of(default_pass(dealt))
+            )
 
 
 def test_duck_bot_ducks_and_dumps() -> None:
@@ -208,6 +246,7 @@ def test_harness_smoke() -> None:
 
 # -- the heuristic bot on positions built by hand ------------------------------
 
+
 def rank(card: str) -> int:
     return RANKS.index(card[0])
 
@@ -221,8 +260,13 @@ def done_trick(leader: int, *cards: str) -> dict[str, Any]:
     return {"leader": leader, "cards": played, "winner": win["seat"], "points": pts}
 
 
-def position(seat: int, hand: list[str], tricks: list[dict[str, Any]], trick: list[str],
-             legal: list[str] | None = None) -> dict[str, Any]:
+def position(
+    seat: int,
+    hand: list[str],
+    tricks: list[dict[str, Any]],
+    trick: list[str],
+    legal: list[str] | None = None,
+) -> dict[str, Any]:
     """The ``play`` request of ``seat`` after ``tricks``, with ``trick`` played so far.
 
     The leader is the last trick's winner (R10); ``legal`` defaults to the
@@ -238,8 +282,9 @@ def position(seat: int, hand: list[str], tricks: list[dict[str, Any]], trick: li
     points = [0, 0, 0, 0]
     for t in tricks:
         points[t["winner"]] += t["points"]
-    broken = any(p["card"][1] == "H" != t["cards"][0]["card"][1]
-                 for t in tricks for p in t["cards"])
+    broken = any(
+        p["card"][1] == "H" != t["cards"][0]["card"][1] for t in tricks for p in t["cards"]
+    )
     order = {c: i for i, c in enumerate(r + s for s in SUITS for r in RANKS)}
     return {
         "type": "play", "id": 9, "game_id": "t", "seat": seat, "hand_number": 4,
@@ -264,41 +309,53 @@ QUIET = [done_trick(1, "2C", "4C", "5C", "AC"), done_trick(0, "3C", "KC", "6C", 
 
 def test_heuristic_dumps_queen_when_void(heuristic: Any) -> None:
     # Seat 1 leads a diamond; seat 2 has none and holds the queen (R6).
-    msg = position(2, ["8C", "9C", "TC", "JC", "QC", "3S", "4S", "QS", "2H", "KH", "AH"],
-                   QUIET, ["5D"])
+    msg = position(
+        2, ["8C", "9C", "TC", "JC", "QC", "3S", "4S", "QS", "2H", "KH", "AH"], QUIET, ["5D"]
+    )
     assert heuristic.choose_play(msg) == "QS"
 
 
 def test_heuristic_dumps_top_heart_when_void_without_queen(heuristic: Any) -> None:
-    msg = position(2, ["8C", "9C", "TC", "JC", "QC", "3S", "4S", "5S", "2H", "KH", "AH"],
-                   QUIET, ["5D"])
+    msg = position(
+        2, ["8C", "9C", "TC", "JC", "QC", "3S", "4S", "5S", "2H", "KH", "AH"], QUIET, ["5D"]
+    )
     assert heuristic.choose_play(msg) == "AH"
 
 
 def test_heuristic_ducks_under_the_winning_card(heuristic: Any) -> None:
     # Second to play after the jack of diamonds: the ten is the highest card that loses.
-    msg = position(2, ["8C", "9C", "5D", "TD", "QD", "AD", "3S", "4S", "2H", "3H", "4H"],
-                   QUIET, ["JD"])
+    msg = position(
+        2, ["8C", "9C", "5D", "TD", "QD", "AD", "3S", "4S", "2H", "3H", "4H"], QUIET, ["JD"]
+    )
     assert heuristic.choose_play(msg) == "TD"
 
 
 def test_heuristic_ducks_last_when_points_are_on_the_trick(heuristic: Any) -> None:
     # Last to play, a heart thrown on the trick: duck under the jack, do not take it.
-    msg = position(0, ["8C", "9C", "5D", "TD", "QD", "AD", "3S", "4S", "2H", "3H", "4H"],
-                   QUIET, ["8D", "JD", "5H"])
+    msg = position(
+        0,
+        ["8C", "9C", "5D", "TD", "QD", "AD", "3S", "4S", "2H", "3H", "4H"],
+        QUIET,
+        ["8D", "JD", "5H"],
+    )
     assert heuristic.choose_play(msg) == "TD"
 
 
 def test_heuristic_takes_a_free_trick_with_its_top_card(heuristic: Any) -> None:
     # Last to play and no points on the trick: winning it costs nothing, so unload the ace.
-    msg = position(0, ["8C", "9C", "5D", "TD", "QD", "AD", "3S", "4S", "2H", "3H", "4H"],
-                   QUIET, ["8D", "JD", "9D"])
+    msg = position(
+        0,
+        ["8C", "9C", "5D", "TD", "QD", "AD", "3S", "4S", "2H", "3H", "4H"],
+        QUIET,
+        ["8D", "JD", "9D"],
+    )
     assert heuristic.choose_play(msg) == "AD"
 
 
 def test_heuristic_drops_queen_under_the_ace(heuristic: Any) -> None:
-    msg = position(2, ["8C", "9C", "TC", "3S", "9S", "QS", "2H", "3H", "4H", "5H", "6H"],
-                   QUIET, ["AS"])
+    msg = position(
+        2, ["8C", "9C", "TC", "3S", "9S", "QS", "2H", "3H", "4H", "5H", "6H"], QUIET, ["AS"]
+    )
     assert heuristic.choose_play(msg) == "QS"
 
 
@@ -348,14 +405,24 @@ def test_heuristic_keeps_guarded_queen_and_voids_a_short_suit(heuristic: Any) ->
 
 def test_heuristic_does_not_lead_spades_with_a_bare_queen(heuristic: Any) -> None:
     # On lead after the quiet club tricks (seat 1 won the last one); hearts unbroken (R9).
-    msg = position(1, ["8C", "9C", "TC", "8D", "9D", "TD", "JD", "2S", "QS", "5H", "6H"],
-                   QUIET, [], legal=["8C", "9C", "TC", "8D", "9D", "TD", "JD", "2S", "QS"])
+    msg = position(
+        1,
+        ["8C", "9C", "TC", "8D", "9D", "TD", "JD", "2S", "QS", "5H", "6H"],
+        QUIET,
+        [],
+        legal=["8C", "9C", "TC", "8D", "9D", "TD", "JD", "2S", "QS"],
+    )
     assert heuristic.choose_play(msg) == "8C"
 
 
 def test_heuristic_leads_low_spades_to_flush_the_queen(heuristic: Any) -> None:
-    msg = position(1, ["8C", "9C", "TC", "8D", "9D", "TD", "JD", "2S", "3S", "5H", "6H"],
-                   QUIET, [], legal=["8C", "9C", "TC", "8D", "9D", "TD", "JD", "2S", "3S"])
+    msg = position(
+        1,
+        ["8C", "9C", "TC", "8D", "9D", "TD", "JD", "2S", "3S", "5H", "6H"],
+        QUIET,
+        [],
+        legal=["8C", "9C", "TC", "8D", "9D", "TD", "JD", "2S", "3S"],
+    )
     assert heuristic.choose_play(msg) == "2S"
 
 
