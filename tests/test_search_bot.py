@@ -21,11 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, run_arena
+from conftest import ROOT
 from sample_bot_harness import SAMPLE_DIR, load_bot, run_match
 
 from arena.cards import mask_of_names, names_of, parse_card
-from arena.cli import EXIT_OK
 from arena.rules import Hand, Phase, deal_hands, default_pass, default_play, pass_target
 
 BOT = SAMPLE_DIR / "search_bot.py"
@@ -246,10 +245,6 @@ def test_answers_within_a_tiny_time_limit_over_pipes() -> None:
     finally:
         bot.kill()
     assert code == 0, err
-
-
-def test_hearts_arena_check_passes() -> None:
-    assert run_arena(["check", str(ROOT / "sample_bots" / "search_bot.py")]) == EXIT_OK
 
 
 # -- in-process decisions ----------------------------------------------------------
