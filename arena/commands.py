@@ -18,7 +18,14 @@ from arena.cli import (
     CliError,
     draw_seed,
 )
-from arena.entrants import Entrant, EntrantError, describe, parse_entrants, sample_entrants
+from arena.entrants import (
+    Entrant,
+    EntrantError,
+    describe,
+    parse_entrants,
+    remove_tmpdirs_of_run,
+    sample_entrants,
+)
 from arena.isolation import IsolationError, Limits, kill_all
 from arena.launcher import RUN_VARIABLE, Launcher, LaunchOptions
 from arena.referee import GameSpec, RefereeSettings
@@ -293,6 +300,7 @@ def run_command(args: argparse.Namespace) -> int:
         left = kill_all(env=f"{RUN_VARIABLE}={old_run_id}")
         if left:
             print(f"killed {left} bot processes left by the interrupted run", file=sys.stderr)
+        remove_tmpdirs_of_run(old_run_id)
     out: Path = args.out
     done = {r["game_index"] for r in records}
     todo = [g for g in games if g.game_index not in done]
@@ -322,6 +330,7 @@ def run_command(args: argparse.Namespace) -> int:
     finally:
         progress.close()
         journal.close(records)
+        remove_tmpdirs_of_run(launch.run_id)  # any left by a killed worker process
     results = write_outputs(out, settings_json, names, records, total)
     _print_standings(results, out)
     if interrupted:

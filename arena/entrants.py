@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import sys
 import tempfile
 import unicodedata
@@ -202,9 +203,28 @@ def bot_environment(home: Path, extra: dict[str, str] | None = None) -> dict[str
     return env
 
 
-def private_tmpdir(prefix: str = "hearts-bot-") -> Path:
-    """A fresh private temporary folder (mode 0700) for one bot process."""
-    return Path(tempfile.mkdtemp(prefix=prefix))
+TMPDIR_PREFIX: Final = "hearts-bot-"
+
+
+def private_tmpdir(run_id: str = "") -> Path:
+    """A fresh private temporary folder (mode 0700) for one bot process,
+    named ``hearts-bot-RUNID-XXXXXXXX`` in the system's temporary folder so
+    that :func:`remove_tmpdirs_of_run` can find it after a killed arena."""
+    return Path(tempfile.mkdtemp(prefix=f"{TMPDIR_PREFIX}{run_id}-" if run_id else TMPDIR_PREFIX))
+
+
+def remove_tmpdirs_of_run(run_id: str) -> int:
+    """Remove the bots' temporary folders left by run ``run_id`` (an arena
+    killed with SIGKILL cannot remove them itself); returns how many.
+    A ``run_id`` other than letters and digits removes nothing."""
+    if not run_id.isalnum() or not run_id.isascii():
+        return 0
+    removed = 0
+    for path in Path(tempfile.gettempdir()).glob(f"{TMPDIR_PREFIX}{run_id}-*"):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+    return removed
 
 
 def describe(entrants: Sequence[Entrant]) -> list[dict[str, str]]:

@@ -112,7 +112,7 @@ class Launcher:
         """A launch spec for a new process of ``entrant``. Its temporary
         folder and uid lease are released by :meth:`BotProcess.close`."""
         opts = self.options
-        home = private_tmpdir()
+        home = private_tmpdir(opts.run_id)
         lease = None
         try:
             if opts.uses_separate_users:

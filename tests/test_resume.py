@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -41,6 +42,11 @@ def wait_for_games(out: Path, n: int, proc: subprocess.Popen[str], timeout: floa
     raise AssertionError(f"fewer than {n} games after {timeout} s")
 
 
+def run_tmpdirs(out: Path) -> list[Path]:
+    run_id = json.loads((out / "run.json").read_text())["run_id"]
+    return list(Path(tempfile.gettempdir()).glob(f"hearts-bot-{run_id}-*"))
+
+
 def test_kill_9_then_resume_gives_the_uninterrupted_standings(tmp_path: Path) -> None:
     reference = tmp_path / "reference"
     assert run_arena(["run", *ENTRANTS, *ARGS, "--out", str(reference)]) == 0
@@ -57,6 +63,7 @@ def test_kill_9_then_resume_gives_the_uninterrupted_standings(tmp_path: Path) ->
     # The bots of the games in progress outlived the arena (they ignore SIGTERM and EOF).
     time.sleep(0.2)
     assert run_processes(out) != []
+    assert run_tmpdirs(out) != []  # their private temporary folders too
 
     code = run_arena(["run", *ENTRANTS, *ARGS, "--out", str(out), "--resume"])
     assert code == 0
@@ -65,6 +72,7 @@ def test_kill_9_then_resume_gives_the_uninterrupted_standings(tmp_path: Path) ->
     assert sorted(r["game_index"] for r in records) == list(range(12))
     assert results["standings"] == ref_results["standings"]
     assert run_processes(out) == []
+    assert run_tmpdirs(out) == []
 
 
 def test_resume_refuses_different_settings(tmp_path: Path, capsys) -> None:
