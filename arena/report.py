@@ -233,7 +233,10 @@ def analyse(
     statistics = stats.compute_statistics(names, ordered, settings)
     for row in standings:
         row.update(statistics["entrants"][row["name"]])
-    rounds = len({r["deal_key"] for r in ordered})
+    if settings.get("format") == "ladder":  # no rounds: count games
+        played, unit = len(ordered), "game"
+    else:
+        played, unit = len({r["deal_key"] for r in ordered}), "round"
     return Analysis(
         settings=settings,
         names=list(names),
@@ -242,7 +245,7 @@ def analyse(
         ladder=ladder,
         statistics=statistics,
         head_to_head=stats.head_to_head(names, ordered),
-        verdict=stats.verdict(standings, statistics, rounds),
+        verdict=stats.verdict(standings, statistics, played, unit),
     )
 
 

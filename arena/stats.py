@@ -265,7 +265,10 @@ def pair_lookup(pairs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], dic
 
 
 def verdict(
-    standings: Sequence[Mapping[str, Any]], statistics: Mapping[str, Any], rounds_played: int
+    standings: Sequence[Mapping[str, Any]],
+    statistics: Mapping[str, Any],
+    rounds_played: int,
+    unit: str = "round",
 ) -> dict[str, Any]:
     """Whether the top of the table is settled, in one sentence.
 
@@ -281,10 +284,14 @@ def verdict(
     With fewer than :data:`MIN_RELIABLE_DEALS` deals the lead is never
     settled, and the rounds asked for are those that reach that many deals.
 
+    A ladder has no rounds: it passes its games played as ``rounds_played``
+    and ``unit="game"``, and the same formulas count games.
+
     Returns:
         ``settled`` (bool), ``metric``, ``leader``, ``runner_up``,
         ``difference`` (runner-up minus leader: positive favours the leader),
-        ``low``, ``high``, ``more_rounds`` (int or None) and ``text``.
+        ``low``, ``high``, ``more_rounds`` (int or None, in ``unit``s),
+        ``unit`` and ``text``.
     """
     out: dict[str, Any] = {
         "settled": False,
@@ -295,6 +302,7 @@ def verdict(
         "low": None,
         "high": None,
         "more_rounds": None,
+        "unit": unit,
     }
     rows = [r for r in standings if r.get("games")]
     if len(rows) < 2:
@@ -312,7 +320,7 @@ def verdict(
     if pair is None or pair["low"] is None:
         out["text"] = (
             f"Not settled: too few deals to put an interval on {lead}'s lead over {second}; "
-            "play more rounds."
+            f"play more {unit}s."
         )
         return out
     d, lo, hi = pair["difference"], pair["low"], pair["high"]
@@ -326,7 +334,7 @@ def verdict(
         out["text"] = (
             f"Not settled: only {boot['deals']} deals have been played, too few to judge "
             f"{lead}'s lead over {second}; play about {more} more "
-            f"round{'s' if more != 1 else ''} (at least {MIN_RELIABLE_DEALS} deals)."
+            f"{unit}{'s' if more != 1 else ''} (at least {MIN_RELIABLE_DEALS} deals)."
         )
         return out
     gap = f"{abs(d):.2f} points per hand {'fewer' if d >= 0 else 'more'}"
@@ -339,7 +347,7 @@ def verdict(
     if hi < 0:
         out["text"] = (
             f"Not settled: the ratings put {lead} first, but {second} is significantly better "
-            f"({figure}); more rounds are needed for the ratings to agree."
+            f"({figure}); more {unit}s are needed for the ratings to agree."
         )
         return out
     half = (hi - lo) / 2
@@ -347,14 +355,14 @@ def verdict(
     if abs(d) < 1e-9 or (half / abs(d)) ** 2 > MAX_ROUNDS_FACTOR:
         out["text"] = (
             f"Not settled: {lead} and {second} cannot be told apart ({figure}); "
-            f"even {MAX_ROUNDS_FACTOR} times as many rounds might not separate them."
+            f"even {MAX_ROUNDS_FACTOR} times as many {unit}s might not separate them."
         )
         return out
     more = max(1, math.ceil(rounds * (half / abs(d)) ** 2) - rounds)
     out["more_rounds"] = more
     out["text"] = (
         f"Not settled: {lead}'s lead over {second} is within the noise ({figure}); "
-        f"about {more} more round{'s' if more != 1 else ''} ({rounds + more} in all) "
+        f"about {more} more {unit}{'s' if more != 1 else ''} ({rounds + more} in all) "
         "would likely settle it."
     )
     return out

@@ -182,6 +182,9 @@ def test_ladder_is_deterministic_across_jobs(ladder_runs: dict[int, Path]) -> No
     # A ladder chooses by need: everyone played, in 6 tables of the 495 possible.
     assert all(row["games"] > 0 for row in res1["standings"])
     assert (ladder_runs[1] / "index.html").exists()
+    # Its verdict counts games (a ladder has no rounds).
+    verdict = res1["confidence"]["verdict"]
+    assert verdict["unit"] == "game" and "round" not in verdict["text"]
 
 
 def test_ladder_resume_replays_the_choices(ladder_runs: dict[int, Path], tmp_path: Path) -> None:
