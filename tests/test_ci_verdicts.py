@@ -155,6 +155,12 @@ def test_gauntlet_run_fails_on_a_condition_with_one_line_and_junit(
     settings = json.loads((out / "run.json").read_text())["settings"]
     assert settings["format"] == "gauntlet" and settings["candidate"] == "d"
     assert results["settings"]["candidate"] == "d"
+    # The report names the gauntlet and marks the candidate's row, and only it.
+    html = (out / "index.html").read_text()
+    assert "gauntlet of d," in html
+    assert html.count('class="candidate"') == 1
+    row = html[html.index('class="candidate"') :].split("</tr>")[0]
+    assert '">d</a> <strong class="tag">candidate</strong>' in row
     suite = ET.parse(junit).getroot().find("testsuite")
     cases = {c.get("name"): c for c in suite.findall("testcase")}
     assert sorted(cases) == list("abcde")
