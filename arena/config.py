@@ -163,10 +163,21 @@ def load_config(path: Path) -> tuple[dict[str, Any], list[str]]:
     return values, entrants
 
 
+#: Options that only one format takes: a command line that names another
+#: ``--format`` drops them from the file.
+FORMAT_OPTIONS: Final = {
+    "candidate": "gauntlet",
+    "games": "ladder",
+    "sigma_target": "ladder",
+    "ladder_batch": "ladder",
+}
+
+
 def apply_config(args: argparse.Namespace, argv: list[str]) -> None:
     """Fill ``args`` (parsed ``run`` flags) from ``args.config``, if given:
     a value from the file is used unless ``argv`` gives that flag (or one
-    exclusive with it); the file's entrants are used unless ``argv`` names
+    exclusive with it, or a ``--format`` the file's option does not belong
+    to: see :data:`FORMAT_OPTIONS`); the file's entrants are used unless ``argv`` names
     bots (they are then resolved from the file's folder).
 
     Raises:
@@ -181,6 +192,8 @@ def apply_config(args: argparse.Namespace, argv: list[str]) -> None:
     for dest, value in values.items():
         if dest in given or partners.get(dest, set()) & given:
             continue
+        if dest in FORMAT_OPTIONS and "format" in given and args.format != FORMAT_OPTIONS[dest]:
+            continue  # the file's option belongs to the format the command line replaced
         setattr(args, dest, value)
     if entrants and not args.bots:
         args.bots = entrants

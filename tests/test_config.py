@@ -70,6 +70,24 @@ def test_command_line_overrides_the_file(open_tmp: Path) -> None:
     assert [e["name"] for e in s["entrants"]] == list("wxyz")
 
 
+def test_a_format_on_the_command_line_drops_the_files_options_of_another_format(
+    open_tmp: Path,
+) -> None:
+    gauntlet = CONFIG.replace("rounds = 2", 'rounds = 2\nformat = "gauntlet"\ncandidate = "a"')
+    path = write(open_tmp, gauntlet)
+    out = open_tmp / "rr"
+    args = ["run", "--config", str(path), "--format", "round-robin", "--out", str(out)]
+    assert run_arena([*args, "--rounds", "1", "--hands", "1"]) == 0
+    s = json.loads((out / "run.json").read_text())["settings"]
+    assert s["format"] == "round-robin" and s.get("candidate") is None
+    assert s["seed"] == 11  # the file's other settings still apply
+    # The file's gauntlet, as written, keeps its candidate.
+    out = open_tmp / "g"
+    assert run_arena(["run", "--config", str(path), "--out", str(out), "--rounds", "1"]) == 0
+    s = json.loads((out / "run.json").read_text())["settings"]
+    assert s["format"] == "gauntlet" and s["candidate"] == "a"
+
+
 def test_given_flags_are_found_whatever_their_spelling() -> None:
     given = given_on_command_line(
         ["run", "--config", "x", "--rounds", "3", "--time-limit=2", "a.py"]
