@@ -144,7 +144,9 @@ def test_verdict_says_settled_or_how_many_more_rounds() -> None:
     assert f"about {v['more_rounds']} more rounds" in v["text"]
     # A ladder counts games, not rounds: the same arithmetic over its 8 games.
     v = stats.verdict(standings, result, rounds_played=8, unit="game")
-    assert v["unit"] == "game" and v["more_rounds"] == math.ceil(8 * (half / v["difference"]) ** 2) - 8
+    assert (
+        v["unit"] == "game" and v["more_rounds"] == math.ceil(8 * (half / v["difference"]) ** 2) - 8
+    )
     assert f"about {v['more_rounds']} more games (" in v["text"] and "round" not in v["text"]
     # Level entrants: no practical number of rounds.
     recs = _noisy_tournament({"a": 5.5, "b": 6.0, "c": 6.0, "d": 6.0}, rounds=3, seed=2)
