@@ -28,7 +28,7 @@ After every checkpoint budget ``G`` (games), both are rated with the real
 standings code (:func:`arena.standings.compute_standings`: TrueSkill,
 sorted by the conservative rating ``mu - 3 sigma``), and the order is
 compared with the known one by Kendall's tau (``scipy.stats.kendalltau``,
-tau-b; a plain implementation without scipy). The goal: the ladder reaches
+tau-b). The goal: the ladder reaches
 tau >= 0.9 with a third of the games the round-robin needs, at 32
 entrants. Each checkpoint is averaged over ``--repeats`` seeds; "reaches"
 is the first checkpoint whose mean tau is >= 0.9. A round-robin that never
@@ -56,6 +56,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from scipy.stats import kendalltau  # pip install ".[bench]"
+
 from arena.cards import mask_of_names, names_of, parse_card
 from arena.ladder import play_ladder
 from arena.referee import GameSpec, derive_seed
@@ -63,11 +65,6 @@ from arena.resources import sample_bots_dir
 from arena.rules import GameScore, Hand, Phase, deal_hands, pass_target
 from arena.standings import compute_standings
 from arena.tournament import TournamentSettings, schedule_round_robin
-
-try:
-    from scipy.stats import kendalltau as _scipy_kendalltau
-except ImportError:  # pragma: no cover - scipy is optional here
-    _scipy_kendalltau = None
 
 TIME_MS = 1000
 _BOT: ModuleType | None = None
@@ -171,27 +168,8 @@ class Simulator:
 
 
 def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float:
-    """Kendall's tau-b of two sequences: ``scipy.stats.kendalltau`` when
-    scipy is installed, else the O(n^2) definition (Kendall 1945:
-    ``(C - D) / sqrt((C + D + Tx) (C + D + Ty))``, ``Tx``/``Ty`` pairs tied
-    only in ``x``/``y``)."""
-    if _scipy_kendalltau is not None:
-        return float(_scipy_kendalltau(x, y).statistic)
-    conc = disc = tx = ty = 0
-    for i in range(len(x)):
-        for j in range(i + 1, len(x)):
-            dx, dy = x[i] - x[j], y[i] - y[j]
-            if dx == 0 and dy == 0:
-                continue
-            if dx == 0:
-                tx += 1
-            elif dy == 0:
-                ty += 1
-            elif (dx > 0) == (dy > 0):
-                conc += 1
-            else:
-                disc += 1
-    return (conc - disc) / ((conc + disc + tx) * (conc + disc + ty)) ** 0.5
+    """Kendall's tau-b of two sequences (``scipy.stats.kendalltau``)."""
+    return float(kendalltau(x, y).statistic)
 
 
 def tau_of(names: Sequence[str], noise: dict[str, float], records: list[dict[str, Any]]) -> float:
