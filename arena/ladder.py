@@ -44,7 +44,7 @@ from typing import Any, Final
 
 from arena.rating import Ladder
 from arena.referee import GameSpec, derive_seed
-from arena.tournament import TournamentSettings
+from arena.tournament import TournamentSettings, bot_seeds_of
 
 #: Games of one ladder table: its deal in the four seat rotations.
 GAMES_PER_TABLE: Final = 4
@@ -156,12 +156,7 @@ def table_games(
                 rotation=k,
                 seats=(seats[0], seats[1], seats[2], seats[3]),
                 deal_key=f"{settings.seed}:L{table}",
-                bot_seeds=(
-                    derive_seed(settings.seed, "bot", index, 0),
-                    derive_seed(settings.seed, "bot", index, 1),
-                    derive_seed(settings.seed, "bot", index, 2),
-                    derive_seed(settings.seed, "bot", index, 3),
-                ),
+                bot_seeds=bot_seeds_of(settings.seed, index),
                 target_score=settings.target_score,
                 hands=settings.hands,
             )

@@ -236,17 +236,24 @@ def _schedule(
                         rotation=k,
                         seats=(seats[0], seats[1], seats[2], seats[3]),
                         deal_key=f"{settings.seed}:{rnd}",
-                        bot_seeds=(
-                            derive_seed(settings.seed, "bot", index, 0),
-                            derive_seed(settings.seed, "bot", index, 1),
-                            derive_seed(settings.seed, "bot", index, 2),
-                            derive_seed(settings.seed, "bot", index, 3),
-                        ),
+                        bot_seeds=bot_seeds_of(settings.seed, index),
                         target_score=settings.target_score,
                         hands=settings.hands,
                     )
                 )
     return games
+
+
+def bot_seeds_of(seed: int, game_index: int) -> tuple[int, int, int, int]:
+    """The ``game_start`` seeds of the four seats of game ``game_index``,
+    derived from the tournament seed (so a game's bots see the same seeds
+    whatever the parallelism)."""
+    return (
+        derive_seed(seed, "bot", game_index, 0),
+        derive_seed(seed, "bot", game_index, 1),
+        derive_seed(seed, "bot", game_index, 2),
+        derive_seed(seed, "bot", game_index, 3),
+    )
 
 
 def chains_of(games: Iterable[GameSpec]) -> list[list[GameSpec]]:
