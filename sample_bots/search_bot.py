@@ -69,6 +69,7 @@ import json
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -709,29 +710,56 @@ def choose_play(msg: dict, budget: int | None = None) -> str:
     remaining = 52 - k.played.bit_count()
     budget = BUDGET if budget is None else budget
     rng = random.Random(f"{GAME_SEED}:{msg.get('hand_number')}:{k.trick_no}:{len(k.trick)}:{k.me}")
-    alive = list(range(len(reps)))
-    scores: list[list[int]] = [[] for _ in reps]
-    spent = worlds = 0
     pts, wins, voids, broken = k.pts, k.wins, k.shown_voids, k.broken
     trick_no, leader, trick, me = k.trick_no, k.leader, k.trick, k.me
-    while worlds < MAX_WORLDS and (spent < budget or worlds < MIN_WORLDS):
+
+    def world(rng: random.Random) -> Callable[[int], int]:
         hands = k.sample(rng)
+        return lambda i: playout(
+            hands.copy(),
+            pts.copy(),
+            wins.copy(),
+            voids,
+            broken,
+            trick_no,
+            leader,
+            trick,
+            reps[i],
+            me,
+        )
+
+    best = best_candidate(len(reps), prior, world, rng, remaining, budget, deadline)
+    return CARD_NAMES[reps[best]]
+
+
+def best_candidate(
+    n: int,
+    prior: int,
+    world: Callable[[random.Random], Callable[[int], int]],
+    rng: random.Random,
+    cost: int,
+    budget: int,
+    deadline: float,
+) -> int:
+    """The index of the best of ``n`` candidates, by total points over sampled worlds.
+
+    ``world(rng)`` samples one world and gives a function playing candidate
+    ``i`` out in it (returning our points). Every live candidate is played in
+    every world (paired comparison); each costs ``cost`` simulated card plays.
+    The search stops after MAX_WORLDS worlds, when ``budget`` card plays are
+    spent (after at least MIN_WORLDS worlds), when ``time.perf_counter()``
+    passes ``deadline`` (seconds), or when pruning leaves one candidate.
+    The ``prior`` candidate is kept unless another is better by PRIOR_MARGIN
+    points per world.
+    """
+    alive = list(range(n))
+    scores: list[list[int]] = [[] for _ in range(n)]
+    spent = worlds = 0
+    while worlds < MAX_WORLDS and (spent < budget or worlds < MIN_WORLDS):
+        play = world(rng)
         for i in alive:
-            scores[i].append(
-                playout(
-                    hands.copy(),
-                    pts.copy(),
-                    wins.copy(),
-                    voids,
-                    broken,
-                    trick_no,
-                    leader,
-                    trick,
-                    reps[i],
-                    me,
-                )
-            )
-        spent += len(alive) * remaining
+            scores[i].append(play(i))
+        spent += len(alive) * cost
         worlds += 1
         if time.perf_counter() > deadline:
             break
@@ -743,7 +771,7 @@ def choose_play(msg: dict, budget: int | None = None) -> str:
     best = min(alive, key=totals.__getitem__)
     if prior in alive and totals[prior] - totals[best] <= PRIOR_MARGIN * len(scores[best]):
         best = prior
-    return CARD_NAMES[reps[best]]
+    return best
 
 
 def prune(alive: list[int], scores: list[list[int]], worlds: int) -> list[int]:
@@ -786,10 +814,8 @@ def search_pass(msg: dict, budget: int) -> list[str]:
     others = [(me + i) % 4 for i in (1, 2, 3)]
     deadline = start + TIME_SHARE * msg.get("time_ms", 1000) / 1000
     rng = random.Random(f"{GAME_SEED}:pass:{msg.get('hand_number')}")
-    alive = list(range(len(cands)))
-    scores: list[list[int]] = [[] for _ in cands]
-    spent = worlds = 0
-    while worlds < MAX_WORLDS and (spent < budget or worlds < MIN_WORLDS):
+
+    def world(rng: random.Random) -> Callable[[int], int]:
         rng.shuffle(rest)
         dealt = [0, 0, 0, 0]
         dealt[me] = hand
@@ -799,27 +825,18 @@ def search_pass(msg: dict, budget: int) -> list[str]:
                 m |= 1 << c
             dealt[o] = m
         passes = [heuristic_pass(dealt[s]) if s != me else 0 for s in range(4)]
-        for i in alive:
+
+        def play(i: int) -> int:
             passes[me] = cands[i]
             hands = [dealt[s] & ~passes[s] for s in range(4)]
             for s in range(4):
                 hands[(s + offset) % 4] |= passes[s]
             leader = next(s for s in range(4) if hands[s] & 1)
-            scores[i].append(
-                playout(hands, [0, 0, 0, 0], [0, 0, 0, 0], 0, False, 1, leader, [], 0, me)
-            )
-        spent += len(alive) * 52
-        worlds += 1
-        if time.perf_counter() > deadline:
-            break
-        if worlds >= MIN_WORLDS and worlds % CHECK_EVERY == 0:
-            alive = prune(alive, scores, worlds)
-            if len(alive) == 1:
-                break
-    totals = [sum(sc) for sc in scores]
-    best = min(alive, key=totals.__getitem__)
-    if prior in alive and totals[prior] - totals[best] <= PRIOR_MARGIN * len(scores[best]):
-        best = prior
+            return playout(hands, [0, 0, 0, 0], [0, 0, 0, 0], 0, False, 1, leader, [], 0, me)
+
+        return play
+
+    best = best_candidate(len(cands), prior, world, rng, 52, budget, deadline)
     return names_of(cands[best])
 
 
