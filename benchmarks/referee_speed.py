@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -82,14 +84,27 @@ async def floor(messages: int) -> list[float]:
     return times
 
 
+def cpu_seconds() -> float:
+    """CPU time (user + system, seconds) of this process and its waited-for
+    descendants (bots, worker processes and the workers' bots)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+LAST_CPU: list[float] = [0.0]  # CPU seconds of the last run_tournament
+
+
 def run_tournament(out: Path, *args: str) -> tuple[float, list[dict]]:
-    """Run the CLI in this process; returns (wall seconds, game records)."""
+    """Run the CLI in this process; returns (wall seconds, game records).
+    Its CPU seconds are left in ``LAST_CPU[0]``."""
     entrants = [f"{n}={INSTANT}" for n in ("a", "b", "c", "d")]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu_seconds()
     code = arena_main(
         ["run", *entrants, "--seed", "1", "--quiet", "--out", str(out), "--overwrite", *args]
     )
     wall = time.perf_counter() - t0
+    LAST_CPU[0] = cpu_seconds() - c0
     if code != 0:
         raise SystemExit(f"arena exited with {code}")
     records = [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
@@ -196,11 +211,16 @@ def main() -> None:
 
     # 4. Parallel games.
     wall1, recs = run_tournament(tmp / "jobs1", "--hands", "2", "--rounds", rounds, "--jobs", "1")
+    busy1 = LAST_CPU[0] / wall1
     wall2, _ = run_tournament(tmp / "jobs2", "--hands", "2", "--rounds", rounds, "--jobs", "2")
+    busy2 = LAST_CPU[0] / wall2
     n = len(recs)
+    cores = os.cpu_count() or 1
     print(
         f"4. --jobs 1: {n / wall1:.1f} games/s, --jobs 2: {n / wall2:.1f} games/s "
-        f"(x{wall1 / wall2:.2f}, goal >= 1.7)"
+        f"(x{wall1 / wall2:.2f}, goal >= 1.7)\n"
+        f"   CPU busy (arena + bots, cores): {busy1:.2f} at --jobs 1, {busy2:.2f} at --jobs 2; "
+        f"with {cores} cores the most --jobs 2 can gain is x{cores / busy1:.2f}"
     )
     total, own, workers = peak_memory_mb(tmp / "mem", 8, 2)
     print(
