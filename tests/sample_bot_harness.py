@@ -32,7 +32,10 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import math
+import selectors
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -40,12 +43,55 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from arena.cards import mask_of_names, names_of, parse_card
 from arena.rules import Hand, PassDirection, deal_hands, pass_target
 
 SAMPLE_DIR = Path(__file__).resolve().parents[1] / "sample_bots"
 TIME_MS = 1000
+
+
+class BotPipe:
+    """A bot as a subprocess, spoken to one JSON line at a time (for tests)."""
+
+    def __init__(self, argv: Sequence[str], cwd: Path | None = None) -> None:
+        self.proc = subprocess.Popen(
+            list(argv), cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, bufsize=1,
+        )  # fmt: skip
+        self.sel = selectors.DefaultSelector()
+        assert self.proc.stdout is not None
+        self.sel.register(self.proc.stdout, selectors.EVENT_READ)
+
+    def send(self, msg: dict[str, Any] | str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((msg if isinstance(msg, str) else json.dumps(msg)) + "\n")
+        self.proc.stdin.flush()
+
+    def ask(self, msg: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
+        """Send a request; the reply must be one JSON object line, prompted by nothing else."""
+        self.send(msg)
+        assert self.sel.select(timeout), f"no reply to {msg['type']} within {timeout} s"
+        assert self.proc.stdout is not None
+        reply = json.loads(self.proc.stdout.readline())
+        assert isinstance(reply, dict)
+        return reply
+
+    def finish(self, timeout: float = 10.0) -> tuple[int, str, str]:
+        """Wait for the exit: (exit code, the rest of stdout, stderr)."""
+        out, err = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode, out, err
+
+    def close(self) -> tuple[int, str, str]:
+        """Say ``bye`` and wait for the exit."""
+        self.send({"type": "bye"})
+        return self.finish()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
 
 class BotError(AssertionError):

@@ -10,14 +10,11 @@ RULES.md; the message shapes are those of PROTOCOL.md.
 from __future__ import annotations
 
 import ast
-import json
-import selectors
-import subprocess
 import sys
 from typing import Any
 
 import pytest
-from sample_bot_harness import SAMPLE_DIR, load_bot, run_match
+from sample_bot_harness import SAMPLE_DIR, BotPipe, load_bot, run_match
 
 from arena.cards import names_of
 from arena.rules import Hand, deal_hands, default_pass, default_play, pass_target
@@ -63,47 +60,16 @@ def midgame_position() -> tuple[Hand, int]:
 # -- talking to a bot process --------------------------------------------------
 
 
-class BotPipe:
-    """A sample bot as a subprocess, one JSON line at a time."""
-
-    def __init__(self, name: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, str(SAMPLE_DIR / f"{name}_bot.py")],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            bufsize=1,
-        )
-        self.sel = selectors.DefaultSelector()
-        assert self.proc.stdout is not None
-        self.sel.register(self.proc.stdout, selectors.EVENT_READ)
-
-    def send(self, msg: dict[str, Any] | str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write((msg if isinstance(msg, str) else json.dumps(msg)) + "\n")
-        self.proc.stdin.flush()
-
-    def ask(self, msg: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
-        """Send a request; the reply must be one JSON object line, unprompted by nothing else."""
-        self.send(msg)
-        assert self.sel.select(timeout), f"no reply to {msg['type']} within {timeout} s"
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        reply = json.loads(line)
-        assert isinstance(reply, dict)
-        return reply
-
-    def finish(self, timeout: float = 5.0) -> tuple[int, str, str]:
-        out, err = self.proc.communicate(timeout=timeout)
-        return self.proc.returncode, out, err
+def bot_pipe(name: str) -> BotPipe:
+    """A sample bot as a subprocess."""
+    return BotPipe([sys.executable, str(SAMPLE_DIR / f"{name}_bot.py")])
 
 
 @pytest.mark.parametrize("name", BOTS)
 def test_bot_over_pipes(name: str) -> None:
     hand = Hand.new(1, deal_hands("sample-bot-test"))
     later, seat = midgame_position()  # the seat whose play request comes below
-    bot = BotPipe(name)
+    bot = bot_pipe(name)
     try:
         hello = bot.ask({"type": "hello", "id": 1, "protocol": "hearts-arena/1", "time_ms": 5000})
         assert hello["type"] == "hello"
@@ -173,7 +139,7 @@ def test_bot_over_pipes(name: str) -> None:
 
 @pytest.mark.parametrize("name", BOTS)
 def test_bot_exits_on_end_of_input(name: str) -> None:
-    bot = BotPipe(name)
+    bot = bot_pipe(name)
     assert (
         bot.ask({"type": "hello", "id": 5, "protocol": "hearts-arena/1", "time_ms": 5000})["id"]
         == 5

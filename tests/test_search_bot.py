@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import selectors
 import shutil
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT
-from sample_bot_harness import SAMPLE_DIR, load_bot, run_match
+from sample_bot_harness import SAMPLE_DIR, BotPipe, load_bot, run_match
 
 from arena.cards import mask_of_names, names_of, parse_card
 from arena.rules import Hand, Phase, deal_hands, default_pass, default_play, pass_target
@@ -107,38 +106,9 @@ QUIET = [done_trick(1, "2C", "4C", "5C", "AC"), done_trick(0, "3C", "KC", "6C", 
 # -- over pipes ------------------------------------------------------------------
 
 
-class BotPipe:
-    def __init__(self, *args: str, python_flags: tuple[str, ...] = ()) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, *python_flags, str(BOT), *args], cwd=SAMPLE_DIR,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, bufsize=1)  # fmt: skip
-        self.sel = selectors.DefaultSelector()
-        assert self.proc.stdout is not None
-        self.sel.register(self.proc.stdout, selectors.EVENT_READ)
-
-    def send(self, msg: dict[str, Any] | str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write((msg if isinstance(msg, str) else json.dumps(msg)) + "\n")
-        self.proc.stdin.flush()
-
-    def ask(self, msg: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
-        self.send(msg)
-        assert self.sel.select(timeout), f"no reply to {msg['type']} within {timeout} s"
-        assert self.proc.stdout is not None
-        reply = json.loads(self.proc.stdout.readline())
-        assert isinstance(reply, dict)
-        return reply
-
-    def close(self) -> tuple[int, str, str]:
-        self.send({"type": "bye"})
-        out, err = self.proc.communicate(timeout=10)
-        return self.proc.returncode, out, err
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+def search_pipe(*args: str, python_flags: tuple[str, ...] = ()) -> BotPipe:
+    """The search bot as a subprocess, run from its folder."""
+    return BotPipe([sys.executable, *python_flags, str(BOT), *args], cwd=SAMPLE_DIR)
 
 
 @pytest.mark.parametrize("flags", [(), ("-S",)], ids=["installed", "source-tree"])
@@ -148,7 +118,7 @@ def test_answers_over_pipes_and_exits_on_bye(flags: tuple[str, ...]) -> None:
     later = midgame()
     seat = later.turn
     hand = Hand.new(1, deal_hands("search-bot-test"))
-    bot = BotPipe(python_flags=flags)
+    bot = search_pipe(python_flags=flags)
     try:
         hello = bot.ask({"type": "hello", "id": 1, "protocol": "hearts-arena/1", "time_ms": 10000})
         assert hello["type"] == "hello" and hello["id"] == 1 and hello["name"] == "search"
@@ -236,7 +206,7 @@ def test_runs_from_the_installed_package_layout(open_tmp: Path) -> None:
 def test_answers_within_a_tiny_time_limit_over_pipes() -> None:
     # A huge budget: only the time cap (half of time_ms) or the world cap stops the search.
     play = play_request(midgame(trick=2), 2, time_ms=200)
-    bot = BotPipe("--budget", "1000000000")
+    bot = search_pipe("--budget", "1000000000")
     try:
         bot.ask({"type": "hello", "id": 1, "protocol": "hearts-arena/1", "time_ms": 10000})
         reply = bot.ask(play)
