@@ -126,6 +126,34 @@ class _Seat:
     slowest: float = 0.0
 
 
+def hand_record(
+    hand: Hand,
+    hand_number: int,
+    deal_seed: str,
+    dealt: Sequence[int],
+    tricks: list[dict[str, Any]],
+    scores: list[int],
+) -> dict[str, Any]:
+    """One finished hand as it is kept in a game record (``games.jsonl``):
+    the deal (card masks ``dealt``, before the pass), the passes, ``tricks``,
+    the points taken (``raw_points``) and scored after the moon rule (R11,
+    R12), the seat that shot the moon or ``None``, and the game ``scores``
+    after the hand."""
+    points, moon = hand.points()
+    return {
+        "hand_number": hand_number,
+        "deal_seed": deal_seed,
+        "direction": hand.direction.value,
+        "dealt": [names_of(m) for m in dealt],
+        "passes": [names_of(m) for m in hand.passes] if hand.passes is not None else None,
+        "tricks": tricks,
+        "raw_points": list(hand.taken_points),
+        "points": points,
+        "moon": moon,
+        "scores": scores,
+    }
+
+
 @dataclass
 class GameRecord:
     """Everything about a finished game: enough to replay it and to rebuild
@@ -446,18 +474,7 @@ class Referee:
             flush=True,
         )
         self.record.hands.append(
-            {
-                "hand_number": hand_number,
-                "deal_seed": deal_seed,
-                "direction": direction,
-                "dealt": [names_of(m) for m in dealt],
-                "passes": [names_of(m) for m in hand.passes] if hand.passes is not None else None,
-                "tricks": tricks,
-                "raw_points": list(hand.taken_points),
-                "points": points,
-                "moon": moon,
-                "scores": scores_after,
-            }
+            hand_record(hand, hand_number, deal_seed, dealt, tricks, scores_after)
         )
 
     async def _pass(self, hand: Hand) -> None:

@@ -16,9 +16,9 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from arena.cards import CARD_NAMES, cards_of, names_of
+from arena.cards import CARD_NAMES, cards_of
 from arena.faults import Fault
-from arena.referee import GameRecord, GameSpec
+from arena.referee import GameRecord, GameSpec, hand_record
 from arena.rules import GameScore, Hand, Phase, deal_hands, default_pass, default_play
 from arena.tournament import TournamentSettings, schedule_round_robin
 
@@ -68,22 +68,8 @@ def play_game(spec: GameSpec, policies: Mapping[str, str]) -> GameRecord:
                         "points": trick.points,
                     }
                 )
-        points, moon = hand.points()
-        score.add_hand(points)
-        record.hands.append(
-            {
-                "hand_number": number,
-                "deal_seed": deal_seed,
-                "direction": hand.direction.value,
-                "dealt": [names_of(m) for m in dealt],
-                "passes": [names_of(m) for m in hand.passes] if hand.passes is not None else None,
-                "tricks": tricks,
-                "raw_points": list(hand.taken_points),
-                "points": points,
-                "moon": moon,
-                "scores": list(score.scores),
-            }
-        )
+        score.add_hand(hand.points()[0])
+        record.hands.append(hand_record(hand, number, deal_seed, dealt, tricks, list(score.scores)))
     record.scores = list(score.scores)
     record.ranks = score.ranks()
     record.bot_names = [f"{pol[s]}-bot" for s in range(4)]
