@@ -765,12 +765,12 @@ def judge(run: ScenarioRun) -> list[CheckResult]:
             )
         else:
             base.passed = True
-            answered = [ex for ex in segment if ex.reply is not None]
-            slow = max((ex.elapsed for ex in answered), default=0.0)
+            # The handshake has its own (start-up) allowance: its time is not a reply's.
+            times = [ex.elapsed for ex in segment if ex.reply is not None and ex.kind != "hello"]
             n = len(segment)
-            base.reason = (
-                f"{_answer_text(at_focus)}; {n} request{'s' if n != 1 else ''}, slowest {_ms(slow)}"
-            )
+            base.reason = f"{_answer_text(at_focus)}; {n} request{'s' if n != 1 else ''}"
+            if times:
+                base.reason += f", slowest {_ms(max(times))}"
         results.append(base)
     return results
 
@@ -816,7 +816,7 @@ async def _run_all(
                 if ex.kind == "hello" or ex.reply is None:
                     continue  # the handshake has its own (start-up) allowance
                 if slowest is None or ex.elapsed > slowest[0]:
-                    slowest = (ex.elapsed, f"{scenario.name}: {ex.where()}")
+                    slowest = (ex.elapsed, f"scenario {scenario.name}, {ex.where()}")
         nursery.cancel_scope.cancel()
     return results, slowest
 

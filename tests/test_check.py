@@ -51,6 +51,15 @@ def test_check_passes_every_sample_bot(path: Path) -> None:
     assert report.passed, failed
     assert [r.name for r in report.results] == ALL_CHECKS
     assert report.slowest is not None and 0 < report.slowest[0] < 1.0
+    assert report.slowest[1].startswith("scenario ")
+    # A check's slowest reply is a reply (not the handshake), so never over the overall one.
+    per_check = [
+        float(r.reason.rsplit("slowest ", 1)[1].removesuffix(" ms")) / 1000
+        for r in report.results
+        if "slowest " in r.reason
+    ]
+    assert per_check and max(per_check) <= report.slowest[0] + 0.0001
+    assert "slowest" not in report.results[0].reason  # the handshake: its own allowance
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed here")
