@@ -436,7 +436,7 @@ class BotProcess:
         if transcript is not None:
             entry: dict[str, Any] = {"t": trio.current_time(), "id": rid}
             if reply.message is not None:
-                entry["received"] = reply.message
+                entry["received"] = protocol.transcript_reply(reply.message)
             else:
                 entry["fault"] = reply.fault.value if reply.fault else None
                 entry["detail"] = reply.detail
@@ -461,8 +461,7 @@ class BotProcess:
                             now = trio.current_time()
                             return Reply(None, FaultKind.MALFORMED, event.bad, now - start, rid)
                         assert event.obj is not None
-                        got = protocol.request_id_of(event.obj)
-                        if got == rid:
+                        if protocol.carries_id(event.obj, rid):
                             elapsed = trio.current_time() - start
                             try:
                                 protocol.check_reply(kind, event.obj)
@@ -473,7 +472,7 @@ class BotProcess:
                             # The rest of a burst that already cost an earlier
                             # request its reply: not counted again, up to that
                             # request's own (late) reply.
-                            if got == self._absorbing:
+                            if protocol.request_id_of(event.obj) == self._absorbing:
                                 self._absorbing = None
                             continue
                         unsolicited += 1

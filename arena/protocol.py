@@ -109,6 +109,10 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def decode_line(raw: bytes) -> dict[str, Any]:
     """Parse one line (without its newline) sent by a bot.
 
@@ -116,18 +120,25 @@ def decode_line(raw: bytes) -> dict[str, Any]:
         The JSON object.
 
     Raises:
-        ProtocolError: the bytes are not UTF-8, not JSON, or not an object.
+        ProtocolError: the bytes are not UTF-8, not JSON (``NaN`` and
+            ``Infinity``, which Python would accept, are not JSON), nested
+            too deeply for the parser, or not an object.
     """
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ProtocolError(f"line is not UTF-8 (byte {exc.start})") from None
     try:
-        obj = json.loads(text)
-    except ValueError as exc:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
         raise ProtocolError(
             f"line is not JSON: {exc.msg} at column {exc.colno}: {_short(text)}"
         ) from None
+    except RecursionError:
+        detail = f"line is not JSON we accept: nested too deeply: {_short(text)}"
+        raise ProtocolError(detail) from None
+    except ValueError as exc:  # NaN or Infinity, or an integer too long to convert
+        raise ProtocolError(f"line is not JSON we accept: {_short(str(exc))}") from None
     if not isinstance(obj, dict):
         raise ProtocolError(f"line is JSON but not an object: {_short(obj)}")
     return obj
@@ -137,6 +148,42 @@ def request_id_of(obj: dict[str, Any]) -> int | None:
     """The integer ``id`` an object carries, or ``None`` (booleans and floats are not ids)."""
     value = obj.get("id")
     return value if type(value) is int else None
+
+
+def carries_id(obj: dict[str, Any], rid: int) -> bool:
+    """Whether ``obj`` answers request ``rid``: its ``id`` is ``rid``, or a
+    value that means it although the schema refuses its type (``3.0``,
+    ``"3"``), so that the reply is judged and found malformed rather than
+    ignored as unsolicited (protocol/README.md, "Which line answers")."""
+    value = obj.get("id")
+    if type(value) is int or type(value) is float:
+        return value == rid
+    return type(value) is str and value.strip() == str(rid)
+
+
+#: Fields of a reply kept in a transcript (all a reply needs).
+_REPLY_FIELDS: Final = ("type", "id", "name", "author", "version", "card", "cards")
+_TRANSCRIPT_TEXT: Final = 200  # characters kept of a bot's own text field
+
+
+def transcript_reply(reply: dict[str, Any]) -> dict[str, Any]:
+    """A reply as kept in a transcript: its protocol fields (texts cut to
+    200 characters) and the names of any other fields under
+    ``"ignored_fields"`` (at most 8, each cut to 40 characters), so that a
+    bot cannot make the record large, deep or not strict JSON."""
+    out: dict[str, Any] = {}
+    for key in _REPLY_FIELDS:
+        if key in reply:
+            value = reply[key]
+            if isinstance(value, str) and len(value) > _TRANSCRIPT_TEXT:
+                value = value[:_TRANSCRIPT_TEXT] + "..."
+            out[key] = value
+    other = [k for k in reply if k not in _REPLY_FIELDS]
+    if other:
+        out["ignored_fields"] = [k[:40] for k in other[:8]]
+        if len(other) > 8:
+            out["ignored_fields"].append(f"... {len(other) - 8} more")
+    return out
 
 
 _CARD_SET: Final = frozenset(CARD_NAMES)

@@ -162,7 +162,9 @@ class GameRecord:
     ``transcripts`` (only with ``RefereeSettings.transcripts``): per seat, the
     messages of this game in order, each entry one of ``{"t", "sent":
     message}`` (a notification or request written to the bot), ``{"t", "id",
-    "received": message}`` (its valid answer to request ``id``), ``{"t", "id",
+    "received": message}`` (its valid answer to request ``id``, as
+    :func:`arena.protocol.transcript_reply` keeps it: the protocol's fields,
+    and only the names of any others), ``{"t", "id",
     "fault", "detail"}`` (no valid answer) or ``{"t", "truncated": n}`` (``n``
     entries over the cap were dropped); ``t`` is seconds since the game
     started. The handshake and ``bye`` belong to the process, not the game,

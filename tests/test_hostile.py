@@ -60,6 +60,19 @@ CASES = {
     "bad card text": Case(
         hostile("bad_lines", "bad-card"), {"malformed": GAMES}, "fails the schema at card"
     ),
+    "JSON nested 20,000 deep": Case(
+        hostile("bad_lines", "deep"), {"malformed": GAMES}, "nested too deeply"
+    ),
+    "a 5,000-digit number": Case(
+        hostile("bad_lines", "big-number"), {"malformed": GAMES}, "integer string conversion"
+    ),
+    "NaN in a reply": Case(hostile("bad_lines", "nan"), {"malformed": GAMES}, "NaN is not"),
+    # The right id in another type is judged, not ignored (which would cost a timeout):
+    # 3.0 is an integer for JSON Schema, so it answers; "3" fails the schema.
+    "id as a float": Case(hostile("bad_lines", "float-id"), {}),
+    "id as a string": Case(
+        hostile("bad_lines", "string-id"), {"malformed": GAMES}, "fails the schema at id"
+    ),
     "wrong id": Case(hostile("bad_lines", "wrong-id"), {"timeout": GAMES}, LATE),
     "missing id": Case(hostile("bad_lines", "missing-id"), {"timeout": GAMES}, LATE),
     "unsolicited lines": Case(

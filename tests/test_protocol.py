@@ -19,6 +19,10 @@ from arena.protocol import ProtocolError, check_reply, clean_text, decode_line, 
         (b'"play"', "not an object"),
         (b'{"type": "play", "card": "\xff"}', "not UTF-8"),
         (b'{"type": "play",', "not JSON"),
+        (b"[" * 20000 + b"]" * 20000, "nested too deeply"),
+        (b'{"n": ' + b"9" * 5000 + b"}", "integer string conversion"),
+        (b'{"type": "play", "id": 3, "card": "QS", "x": NaN}', "NaN is not a JSON number"),
+        (b'{"x": -Infinity}', "-Infinity is not a JSON number"),
     ],
 )
 def test_decode_line_rejects_with_a_reason(raw: bytes, fragment: str) -> None:
@@ -32,6 +36,23 @@ def test_decode_line_accepts_an_object_with_a_trailing_cr() -> None:
         "id": 3,
         "card": "QS",
     }
+
+
+def test_a_reply_carries_the_id_in_any_type_that_means_it() -> None:
+    assert protocol.carries_id({"id": 3}, 3) and protocol.carries_id({"id": 3.0}, 3)
+    assert protocol.carries_id({"id": " 3"}, 3)
+    assert not protocol.carries_id({"id": True}, 1) and not protocol.carries_id({"id": 4}, 3)
+    assert not protocol.carries_id({"id": [3]}, 3) and not protocol.carries_id({}, 3)
+
+
+def test_transcript_keeps_a_replys_fields_and_only_names_the_others() -> None:
+    reply = {"type": "hello", "id": 1, "name": "n" * 500, "version": "2"}
+    reply |= {f"extra{i}": [[{"deep": "x" * 1000}]] for i in range(10)}
+    kept = protocol.transcript_reply(reply)
+    assert kept["name"] == "n" * 200 + "..." and kept["version"] == "2"
+    assert kept["ignored_fields"] == [f"extra{i}" for i in range(8)] + ["... 2 more"]
+    play = {"type": "play", "id": 7, "card": "QS"}
+    assert protocol.transcript_reply(play) == play
 
 
 def test_request_id_is_an_integer_never_a_bool_or_float() -> None:
