@@ -22,6 +22,8 @@ IMG = '"><img src=x onerror=alert(1)>'
 TEXTAREA = "</textarea><b>bold</b>"
 FORMULA = '=HYPERLINK("http://example.invalid","x")'
 NAMES = [SCRIPT, IMG, TEXTAREA, FORMULA, "plain"]
+#: Terminal escapes, a bell and a right-to-left override in a bot's stderr.
+TERMINAL = "\x1b[2J\x07\u202eevil"
 #: Substrings that would mean a payload reached the page as markup.
 RAW = ("<script", "<img", "</textarea", "<textarea", "<b>", IMG)
 
@@ -40,7 +42,7 @@ class Tags(HTMLParser):
 def hostile_report(out: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Write the report of a synthetic tournament full of hostile text into ``out``."""
     settings = TournamentSettings(seed=5, rounds=1, hands=2, target_score=None)
-    log = f"starting {SCRIPT}\n{IMG}\n{TEXTAREA}\n"
+    log = f"starting {SCRIPT}\n{IMG}\n{TEXTAREA}\n{TERMINAL}\r\n"
     records = synthesize(
         NAMES,
         settings,
@@ -91,6 +93,9 @@ def test_self_names_stderr_and_fault_details_are_shown_escaped(hostile: Any) -> 
     out, _ = hostile
     entrant = (out / "entrants" / "0-script-alert-pwned-script.html").read_text(encoding="utf-8")
     assert "starting &lt;script&gt;" in entrant  # the stderr excerpt
+    # Control and bidi characters are shown as escapes, not acted on.
+    assert "\\x1b[2J\\x07\\u202eevil\n" in entrant  # (read_text makes CRLF a newline)
+    assert not re.search("[\x1b\x07\u202e]", entrant)
     assert "played &#34;&gt;&lt;img" in entrant  # the fault detail
     game = (out / "games" / "0-r1-t0-k0.html").read_text(encoding="utf-8")
     assert game.count("&lt;/textarea&gt;&lt;b&gt;bold&lt;/b&gt;") >= 2  # a name and a self-name
