@@ -11,7 +11,7 @@ Exit codes (also in the README):
 * 4: the environment: a requested facility is not available here.
 * 5: a verdict failed: a ``check`` failed, a ``run --fail-if`` condition
   held, or ``replay`` found the bot answering otherwise than recorded.
-* 130: interrupted (Ctrl-C); finished games are kept and partial standings written.
+* 130: interrupted (Ctrl-C or SIGTERM); finished games are kept and partial standings written.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from __future__ import annotations
 import argparse
 import math
 import secrets
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -208,8 +210,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _sigterm_as_ctrl_c(signum: int, frame: object) -> None:
+    signal.raise_signal(signal.SIGINT)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``hearts-arena`` console script; returns the exit code."""
+    """Entry point of the ``hearts-arena`` console script; returns the exit code.
+
+    SIGTERM (``kill``, ``timeout``, a CI job cancelled, ``docker stop``) is
+    handled as Ctrl-C: bots are stopped, finished games kept, exit code 130.
+    """
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _sigterm_as_ctrl_c)
+    try:
+        return _main(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command == "run":

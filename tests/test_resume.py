@@ -12,6 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
 from conftest import BOTS, ROOT, bot, load_outputs, run_arena, run_processes
 
 ENTRANTS = [
@@ -96,13 +97,14 @@ def test_resume_refuses_different_settings(tmp_path: Path, capsys) -> None:
     assert run_arena([*base, "--jobs", "1", "--out", str(out), "--resume"]) == 0
 
 
-def test_ctrl_c_stops_cleanly_with_partial_standings(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_stops_cleanly_with_partial_standings(tmp_path: Path, signum: int) -> None:
     out = tmp_path / "o"
     # About 0.7 s a game, and enough games (60) that --jobs 2 uses worker processes.
     slower = [f"slow={BOTS / 'stubborn.py'} 0.05", *ENTRANTS[1:], bot("first_legal", "g")]
     proc = start_arena(out, slower)
     wait_for_games(out, 1, proc)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
     assert "interrupted:" in stderr and "--resume" in stderr
@@ -113,3 +115,4 @@ def test_ctrl_c_stops_cleanly_with_partial_standings(tmp_path: Path) -> None:
     assert sum(row["games"] for row in results["standings"]) == 4 * len(records)
     assert (out / "index.html").exists()
     assert run_processes(out) == []
+    assert run_tmpdirs(out) == []
