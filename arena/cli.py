@@ -63,6 +63,27 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def output_file(text: str) -> Path:
+    """An argparse type for a file the arena will write (``--junit``):
+    refused at once when it is empty, an existing folder, or under a file."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("give a file name")
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name")
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            raise argparse.ArgumentTypeError(f"{parent} is a file, not a folder")
+    return path
+
+
+def output_folder(text: str) -> Path:
+    """An argparse type for ``--out``: any path but an empty one."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("give a folder name")
+    return Path(text)
+
+
 def _nonnegative_int(text: str) -> int:
     try:
         value = int(text)
@@ -178,7 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--transcripts", action="store_true", help="record every message sent and received per seat"
     )
     run.add_argument(
-        "--out", type=Path, default=Path("reports"), help="output folder (default reports/)"
+        "--out",
+        type=output_folder,
+        default=Path("reports"),
+        help="output folder (default reports/)",
     )
     run.add_argument(
         "--overwrite", action="store_true", help="replace a tournament already in --out"
@@ -220,14 +244,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     SIGTERM (``kill``, ``timeout``, a CI job cancelled, ``docker stop``) is
     handled as Ctrl-C: bots are stopped, finished games kept, exit code 130.
     """
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, _sigterm_as_ctrl_c)
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)
+    previous = signal.signal(signal.SIGTERM, _sigterm_as_ctrl_c)
+    # A background job of a script starts with SIGINT ignored; SIGTERM must still stop us.
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return _main(argv)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, previous)
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -259,6 +288,21 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BaseExceptionGroup as group:  # from inside Trio's nurseries
+        if group.subgroup(KeyboardInterrupt) is not None:
+            print("interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        errors = group.subgroup(CliError)
+        if errors is None:
+            raise
+        first = _first_leaf(errors)
+        print(f"error: {first}", file=sys.stderr)
+        return first.code
+
+
+def _first_leaf(group: BaseExceptionGroup[CliError]) -> CliError:
+    inner = group.exceptions[0]
+    return _first_leaf(inner) if isinstance(inner, BaseExceptionGroup) else inner
 
 
 def draw_seed() -> int:

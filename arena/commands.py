@@ -181,6 +181,15 @@ def _holds_tournament(out: Path) -> bool:
 
 def _prepare_out(args: argparse.Namespace, run_info: dict[str, Any]) -> list[dict[str, Any]]:
     """Check and prepare the output folder; return the records to resume from."""
+    try:
+        return _prepare_out_folder(args, run_info)
+    except OSError as exc:
+        raise CliError(
+            f"cannot use the output folder {args.out}: {exc.strerror or exc}", EXIT_OUTPUT
+        ) from None
+
+
+def _prepare_out_folder(args: argparse.Namespace, run_info: dict[str, Any]) -> list[dict[str, Any]]:
     out: Path = args.out
     if out.exists() and not out.is_dir():
         raise CliError(f"--out {out} is a file, not a folder", EXIT_OUTPUT)
@@ -197,15 +206,16 @@ def _prepare_out(args: argparse.Namespace, run_info: dict[str, Any]) -> list[dic
                 f"--resume: {out} holds no tournament to resume ({RUN_FILE} is missing)",
                 EXIT_OUTPUT,
             )
-        old = json.loads(run_path.read_text(encoding="utf-8"))
+        old = load_run_file(run_path)
         diff = settings_differences(old["settings"], run_info["settings"])
         if diff:
             raise CliError(
                 f"--resume: settings differ from the run in {out}: {', '.join(diff)}", EXIT_OUTPUT
             )
+        names = [e["name"] for e in run_info["settings"]["entrants"]]
         try:
-            return read_journal(out / GAMES_FILE)
-        except ValueError as exc:
+            return read_journal(out / GAMES_FILE, names)
+        except (OSError, ValueError) as exc:
             raise CliError(f"--resume: {exc}", EXIT_OUTPUT) from None
     if _holds_tournament(out):
         if not args.overwrite:
@@ -220,25 +230,48 @@ def _prepare_out(args: argparse.Namespace, run_info: dict[str, Any]) -> list[dic
     return []
 
 
-def _stored_run_id(args: argparse.Namespace) -> str | None:
+def load_run_file(path: Path) -> dict[str, Any]:
+    """A tournament's ``run.json``: an object with ``settings`` (an object
+    with ``seed`` and ``entrants``, each entrant an object with a ``name``)
+    and ``games_total``.
+
+    Raises:
+        CliError: (exit code 3) the file cannot be read or is not such an object.
+    """
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CliError(f"{path} cannot be read as a run file: {exc}", EXIT_OUTPUT) from None
+    settings = info.get("settings") if isinstance(info, dict) else None
+    entrants = settings.get("entrants") if isinstance(settings, dict) else None
+    if (
+        not isinstance(entrants, list)
+        or not all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in entrants)
+        or type(settings.get("seed")) is not int
+        or type(info.get("games_total")) is not int
+    ):
+        raise CliError(
+            f"{path} is not a tournament's run file (settings, seed, entrants or "
+            "games_total missing or of the wrong type)",
+            EXIT_OUTPUT,
+        )
+    return info
+
+
+def _stored_run_info(args: argparse.Namespace) -> dict[str, Any] | None:
     path = args.out / RUN_FILE
-    if args.resume and path.exists():
-        try:
-            value = json.loads(path.read_text(encoding="utf-8")).get("run_id")
-        except ValueError:
-            return None
-        return value if isinstance(value, str) else None
-    return None
+    return load_run_file(path) if args.resume and path.exists() else None
+
+
+def _stored_run_id(args: argparse.Namespace) -> str | None:
+    info = _stored_run_info(args)
+    value = info.get("run_id") if info else None
+    return value if isinstance(value, str) else None
 
 
 def _stored_seed(args: argparse.Namespace) -> int | None:
-    path = args.out / RUN_FILE
-    if args.resume and path.exists():
-        try:
-            return int(json.loads(path.read_text(encoding="utf-8"))["settings"]["seed"])
-        except (ValueError, KeyError, TypeError):
-            return None
-    return None
+    info = _stored_run_info(args)
+    return info["settings"]["seed"] if info else None
 
 
 class _Progress:
@@ -388,12 +421,21 @@ def report_command(args: argparse.Namespace) -> int:
     run_path = folder / RUN_FILE
     if not run_path.exists():
         raise CliError(f"{folder} holds no tournament ({RUN_FILE} is missing)", EXIT_OUTPUT)
-    run_info = json.loads(run_path.read_text(encoding="utf-8"))
-    try:
-        records = read_journal(folder / GAMES_FILE)
-    except ValueError as exc:
-        raise CliError(str(exc), EXIT_OUTPUT) from None
+    run_info = load_run_file(run_path)
     names = [e["name"] for e in run_info["settings"]["entrants"]]
-    results = write_outputs(folder, run_info["settings"], names, records, run_info["games_total"])
+    try:
+        records = read_journal(folder / GAMES_FILE, names)
+    except (OSError, ValueError) as exc:
+        raise CliError(str(exc), EXIT_OUTPUT) from None
+    try:
+        results = write_outputs(
+            folder, run_info["settings"], names, records, run_info["games_total"]
+        )
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise CliError(
+            f"{folder / GAMES_FILE} holds a game this version cannot show "
+            f"({type(exc).__name__}: {str(exc)[:200]})",
+            EXIT_OUTPUT,
+        ) from None
     _print_standings(results, folder)
     return EXIT_OK

@@ -95,6 +95,14 @@ def _python_file(path: Path) -> bool:
     return path.suffix == ".py" and path.is_file()
 
 
+def _exists(path: Path) -> bool:
+    """Whether ``path`` exists; a name too long for the file system does not."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
 def parse_entrant(text: str, *, base: Path | None = None) -> Entrant:
     """Parse one entrant given on the command line (see the module docstring).
 
@@ -108,10 +116,10 @@ def parse_entrant(text: str, *, base: Path | None = None) -> Entrant:
             or an empty command; the message is one line.
     """
     base = base or Path.cwd()
-    if text.startswith("sample:") and not Path(base, text).exists():
+    if text.startswith("sample:") and not _exists(Path(base, text)):
         return sample_entrant(text.removeprefix("sample:"))
     name, sep, command = text.partition("=")
-    if sep and name and "/" not in name and not Path(base, text).exists():
+    if sep and name and "/" not in name and not _exists(Path(base, text)):
         check_name(name)
         if command.startswith("sample:"):
             return sample_entrant(command.removeprefix("sample:"), name)
@@ -126,8 +134,8 @@ def parse_entrant(text: str, *, base: Path | None = None) -> Entrant:
             argv = [sys.executable, str(first.resolve()), *argv[1:]]
         return Entrant(name, tuple(argv), base.resolve(), text)
     path = Path(base, text)
-    if not path.exists():
-        raise EntrantError(f"bot file not found: {text}")
+    if not _exists(path):
+        raise EntrantError(f"bot file not found: {text[:200]}")
     if path.is_dir():
         raise EntrantError(f"bot {text} is a folder; give the program file inside it")
     path = path.resolve()

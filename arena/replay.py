@@ -137,7 +137,14 @@ def load_game(ref: str) -> tuple[dict[str, Any], dict[str, Any] | None, Path]:
             raise ReplayError(f"{games_file} has no game {selector!r}")
         record = matches[-1]
     run_file = folder / "run.json"
-    run_info = json.loads(run_file.read_text(encoding="utf-8")) if run_file.is_file() else None
+    run_info = None
+    if run_file.is_file():
+        from arena.commands import load_run_file
+
+        try:
+            run_info = load_run_file(run_file)
+        except CliError as exc:
+            raise ReplayError(str(exc)) from None
     return record, run_info, games_file
 
 
@@ -158,9 +165,16 @@ def recorded_entrant(run_info: dict[str, Any] | None, name: str) -> Entrant | No
     """The entrant ``name`` as the tournament's ``run.json`` recorded it."""
     if run_info is None:
         return None
-    for e in run_info.get("settings", {}).get("entrants", []):
-        if e.get("name") == name:
-            return Entrant(name, tuple(shlex.split(e["command"])), Path(e["cwd"]), e["given"])
+    for e in run_info["settings"]["entrants"]:
+        if e["name"] == name:
+            try:
+                argv = tuple(shlex.split(e["command"]))
+                return Entrant(name, argv, Path(e["cwd"]), str(e.get("given", "")))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ReplayError(
+                    f"run.json records {name!r} without a usable command and folder ({exc}); "
+                    "give --bot"
+                ) from None
     return None
 
 
@@ -450,7 +464,10 @@ def replay_command(args: argparse.Namespace) -> int:
     if args.bot is not None:
         entrant = parse_bot(args.bot)
     else:
-        found = recorded_entrant(run_info, name)
+        try:
+            found = recorded_entrant(run_info, name)
+        except ReplayError as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
         if found is None:
             raise CliError(
                 f"give --bot: no run.json beside the games file names {name!r}'s command"
@@ -466,8 +483,8 @@ def replay_command(args: argparse.Namespace) -> int:
     launcher = launcher_for(args, [entrant])
     try:
         result = trio.run(replay_decision, record, seat, decision, entrant, launcher, settings)
-    except ReplayError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
+    except* ReplayError as group:
+        raise CliError(str(group.exceptions[0]), EXIT_USAGE) from None
     if args.verbose:
         for entry in result.transcript:
             if "sent" in entry:

@@ -14,15 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from arena.cli import (
-    EXIT_ENVIRONMENT,
     EXIT_FAILED,
     EXIT_OK,
+    EXIT_OUTPUT,
     EXIT_USAGE,
     CliError,
     _nonnegative_int,
     _positive_float,
     _positive_int,
     add_isolation_flags,
+    output_file,
 )
 
 #: Default cap of transcript entries per seat and game (see ``--transcript-cap``).
@@ -70,7 +71,7 @@ def add_run_flags(run: argparse.ArgumentParser) -> None:
     ci.add_argument(
         "--junit",
         metavar="FILE",
-        type=Path,
+        type=output_file,
         default=None,
         help="write JUnit XML: one test case per entrant, failed on faults or a --fail-if",
     )
@@ -135,7 +136,7 @@ def add_tool_commands(sub: Any) -> None:
         help="consecutive timeouts before the bot is struck out of a game (default 3)",
     )
     check.add_argument(
-        "--junit", metavar="FILE", type=Path, help="write JUnit XML, one case per check"
+        "--junit", metavar="FILE", type=output_file, help="write JUnit XML, one case per check"
     )
     check.add_argument(
         "--scenarios",
@@ -296,7 +297,12 @@ def check_command(args: argparse.Namespace) -> int:
             )
             for r in report.results
         ]
-        write_junit(args.junit, f"hearts-arena check {entrant.name}", cases, time=report.duration)
+        try:
+            write_junit(
+                args.junit, f"hearts-arena check {entrant.name}", cases, time=report.duration
+            )
+        except OSError as exc:
+            raise CliError(f"--junit {args.junit}: {exc.strerror or exc}", EXIT_OUTPUT) from None
     return EXIT_OK if report.passed else EXIT_FAILED
 
 
@@ -371,7 +377,7 @@ def conclude_run(
         try:
             write_junit(junit, f"hearts-arena run {args.out}", cases)
         except OSError as exc:
-            raise CliError(f"--junit {junit}: {exc.strerror or exc}", EXIT_ENVIRONMENT) from None
+            raise CliError(f"--junit {junit}: {exc.strerror or exc}", EXIT_OUTPUT) from None
     return EXIT_FAILED if failed else EXIT_OK
 
 

@@ -24,6 +24,7 @@ order, so the standings do not depend on ``--jobs``.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -291,7 +292,7 @@ class Journal:
         What is on disk is read back, so no game is written twice."""
         self._file.close()
         _drop_partial_line(self.path)
-        on_disk = {r["game_index"] for r in read_journal(self.path)}
+        on_disk = {r["game_index"] for r in read_journal(self.path, checked=False)}
         missing = [r for r in records if r["game_index"] not in on_disk]
         if missing:
             self._file = self.path.open("a", encoding="utf-8")
@@ -326,12 +327,105 @@ def _drop_partial_line(path: Path) -> None:
         f.truncate(0)
 
 
-def read_journal(path: Path) -> list[dict[str, Any]]:
-    """The records of a ``games.jsonl``; a truncated last line (from a killed
-    arena) is ignored. A missing file gives no records.
+_FOUR_INTS: Final = {
+    "type": "array",
+    "minItems": 4,
+    "maxItems": 4,
+    "items": {"type": "integer", "minimum": -(10**6), "maximum": 10**6},
+}
+_SEAT: Final = {"type": "integer", "minimum": 0, "maximum": 3}
+
+#: The shape of a game record that standings and reports rely on (a
+#: ``games.jsonl`` written by hand or damaged is refused with the field).
+RECORD_SCHEMA: Final = {
+    "type": "object",
+    "required": [
+        "game_index",
+        "game_id",
+        "seats",
+        "deal_key",
+        "hands",
+        "scores",
+        "ranks",
+        "faults",
+    ],
+    "properties": {
+        "game_index": {"type": "integer", "minimum": 0, "maximum": 10**9},
+        "game_id": {"type": "string", "maxLength": 200},
+        "round": {"type": "integer"},
+        "table": {"type": "integer"},
+        "rotation": {"type": "integer"},
+        "seats": {"type": "array", "minItems": 4, "maxItems": 4, "items": {"type": "string"}},
+        "deal_key": {"type": "string"},
+        "scores": _FOUR_INTS,
+        "ranks": {**_FOUR_INTS, "items": {"type": "integer", "minimum": 1, "maximum": 4}},
+        "hands": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["points", "raw_points", "tricks", "dealt"],
+                "properties": {
+                    "points": _FOUR_INTS,
+                    "raw_points": _FOUR_INTS,
+                    "tricks": {"type": "array", "maxItems": 13},
+                    "dealt": {"type": "array", "minItems": 4, "maxItems": 4},
+                },
+            },
+        },
+        "faults": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["seat", "entrant", "reason"],
+                "properties": {
+                    "seat": _SEAT,
+                    "entrant": {"type": "string"},
+                    "reason": {"enum": ["timeout", "malformed", "illegal", "crashed"]},
+                },
+            },
+        },
+    },
+}
+
+
+@functools.cache
+def _record_validator() -> Any:
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(RECORD_SCHEMA)
+
+
+def check_record(record: Any, names: Sequence[str] | None = None) -> None:
+    """Check one game record against :data:`RECORD_SCHEMA` and, given the
+    tournament's entrant ``names``, that its seats and faults name them.
 
     Raises:
-        ValueError: a line other than the last is not a JSON object.
+        ValueError: the first problem, naming the field.
+    """
+    error = next(iter(_record_validator().iter_errors(record)), None)
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "the record"
+        raise ValueError(f"{where}: {error.message[:200]}")
+    if names is not None:
+        known = set(names)
+        strangers = [n for n in record["seats"] if n not in known]
+        strangers += [f["entrant"] for f in record["faults"] if f["entrant"] not in known]
+        if strangers:
+            raise ValueError(f"seats: {strangers[0][:80]!r} is not an entrant of this tournament")
+
+
+def read_journal(
+    path: Path, names: Sequence[str] | None = None, *, checked: bool = True
+) -> list[dict[str, Any]]:
+    """The records of a ``games.jsonl``; a truncated last line (from a killed
+    arena) is ignored. A missing file gives no records. Each record is
+    checked by :func:`check_record` (against ``names`` if given) unless
+    ``checked`` is false (then only that it is an object with a ``game_index``).
+
+    Raises:
+        ValueError: a line other than the last is not JSON, or not a game
+            record; the message names the file, the line and the field.
+        OSError: the file cannot be read.
     """
     if not path.exists():
         return []
@@ -346,8 +440,13 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
             if i >= len(lines) - 2:  # the last line, cut short by a kill
                 break
             raise ValueError(f"{path}: line {i + 1} is not JSON") from None
-        if not isinstance(rec, dict) or "game_index" not in rec:
-            raise ValueError(f"{path}: line {i + 1} is not a game record")
+        try:
+            if checked:
+                check_record(rec, names)
+            elif not isinstance(rec, dict) or "game_index" not in rec:
+                raise ValueError("not an object with a game_index")
+        except ValueError as exc:
+            raise ValueError(f"{path}: line {i + 1} is not a game record: {exc}") from None
         records.append(rec)
     return records
 

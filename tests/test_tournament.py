@@ -120,11 +120,14 @@ def test_journal_after_a_kill_mid_line_drops_the_partial_line(tmp_path: Path) ->
 
     path = tmp_path / "games.jsonl"
     path.write_text('{"game_index": 0, "x": 1}\n{"game_index": 1, "x"')
-    assert [r["game_index"] for r in read_journal(path)] == [0]
+    assert [r["game_index"] for r in read_journal(path, checked=False)] == [0]
     journal = Journal(path)
     journal.append({"game_index": 1, "x": 2})
     journal.close()
-    assert read_journal(path) == [{"game_index": 0, "x": 1}, {"game_index": 1, "x": 2}]
+    assert read_journal(path, checked=False) == [
+        {"game_index": 0, "x": 1},
+        {"game_index": 1, "x": 2},
+    ]
     assert path.read_text().count("\n") == 2
 
 
@@ -139,5 +142,5 @@ def test_journal_close_adds_only_the_records_missing_on_disk(tmp_path: Path) -> 
     journal.append({"game_index": 1, "x": 2})  # on disk already
     records = [{"game_index": 0, "x": 1}, {"game_index": 1, "x": 2}, {"game_index": 2, "x": 3}]
     journal.close(records)
-    assert [r["game_index"] for r in read_journal(path)] == [0, 1, 2]
+    assert [r["game_index"] for r in read_journal(path, checked=False)] == [0, 1, 2]
     assert path.read_text().count("\n") == 3
