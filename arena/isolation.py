@@ -150,7 +150,9 @@ class UidLease:
 def lease_uid(base: int = DEFAULT_UID_BASE, size: int = UID_POOL_SIZE) -> UidLease:
     """Reserve a free uid of the pool with an exclusive ``flock`` on its lock
     file (released automatically if the arena dies). Kills any process still
-    running as that uid (left by an arena that was killed).
+    running as that uid (left by an arena that was killed), and passes over
+    a uid that still has processes, zombies included (they count against the
+    process limit of the next bot).
 
     Raises:
         IsolationError: every uid of the pool is in use.
@@ -166,8 +168,27 @@ def lease_uid(base: int = DEFAULT_UID_BASE, size: int = UID_POOL_SIZE) -> UidLea
             os.close(fd)
             continue
         kill_processes(find_processes(uid=uid))
+        if _uid_has_processes(uid):
+            # Killed or zombie processes not yet reaped still count against
+            # the uid's process limit: a bot started now could not fork.
+            os.close(fd)
+            continue
         return UidLease(uid, fd)
     raise IsolationError(f"all {size} bot uids from {base} are in use")
+
+
+def _uid_has_processes(uid: int) -> bool:
+    """Whether any process, zombies included, has real uid ``uid``."""
+    needle = b"Uid:\t%d\t" % uid
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/status", "rb") as f:
+                    if needle in f.read():
+                        return True
+            except OSError:
+                continue
+    return False
 
 
 def _proc_uid(pid: str) -> int | None:

@@ -181,3 +181,35 @@ def test_bot_folder_unreadable_by_bot_users_is_refused(
     err = capsys.readouterr().err.strip()
     assert "entrant 'mine': an unprivileged user cannot" in err
     assert "--same-user" in err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="separate bot users need root")
+def test_a_uid_with_unreaped_processes_is_not_leased(tmp_path: Path) -> None:
+    """A fork bomb's killed children can linger as zombies, still counted
+    against their uid's process limit: the next bot must get another uid."""
+    from arena.isolation import IsolationError, lease_uid
+
+    base = 3_900_000  # away from the pool the other tests use
+    pid = os.fork()
+    if pid == 0:  # the child becomes a zombie of that uid
+        os.setuid(base)
+        os._exit(0)
+    try:
+        for _ in range(200):  # until the child has exited (not reaped: a zombie)
+            if "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]:
+                break
+            os.sched_yield()
+        other = lease_uid(base=base + 1, size=1)  # the pool's other uid is taken
+        try:
+            with pytest.raises(IsolationError, match="in use"):
+                lease_uid(base=base, size=2)
+        finally:
+            other.release()
+        lease = lease_uid(base=base, size=2)
+        assert lease.uid == base + 1
+        lease.release()
+    finally:
+        os.waitpid(pid, 0)
+    lease = lease_uid(base=base, size=1)  # reaped: the uid is free again
+    assert lease.uid == base
+    lease.release()
