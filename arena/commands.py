@@ -363,7 +363,11 @@ def run_command(args: argparse.Namespace) -> int:
     finally:
         progress.close()
         journal.close(records)
-        remove_tmpdirs_of_run(launch.run_id)  # any left by a killed worker process
+        # Bots and folders a killed or interrupted worker process left on this machine.
+        left = kill_all(env=f"{RUN_VARIABLE}={launch.run_id}")
+        if left:
+            print(f"killed {left} bot processes left by worker processes", file=sys.stderr)
+        remove_tmpdirs_of_run(launch.run_id)
     results = write_outputs(out, settings_json, names, records, total)
     _print_standings(results, out)
     if interrupted:
