@@ -36,6 +36,7 @@ from arena.botproc import BotProcess
 from arena.cards import CARD_NAMES, SUITS, mask_of_names
 from arena.entrants import Entrant
 from arena.launcher import Launcher
+from arena.protocol import visible_text
 from arena.referee import (
     GameSpec,
     Referee,
@@ -250,7 +251,7 @@ def load_scenario(path: Path) -> Scenario:
     where = path.name
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ScenarioError(f"{where}: {exc}") from None
     unknown = set(data) - _SCENARIO_KEYS
     if unknown:
@@ -711,7 +712,7 @@ def judge(run: ScenarioRun) -> list[CheckResult]:
         focus.append(found)
     found_at = [(i, f) for i, f in enumerate(focus) if f is not None]
     results = []
-    stderr = _tail("\n".join(run.stderr))
+    stderr = visible_text(_tail("\n".join(run.stderr)))  # printed on a terminal
     for i, check in enumerate(scenario.checks):
         start = focus[i]
         base = CheckResult(check.name, scenario.name, check.about, False, "")

@@ -135,7 +135,7 @@ def load_config(path: Path) -> tuple[dict[str, Any], list[str]]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise CliError(f"--config {path}: {exc.strerror or exc}", EXIT_USAGE) from None
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise CliError(f"{path}: not TOML: {exc}", EXIT_USAGE) from None
     base = path.resolve().parent
     actions = _run_actions()

@@ -16,6 +16,7 @@ nothing on the per-move path re-reads or re-compiles a schema.
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from functools import cache
 from typing import Any, Final
@@ -272,3 +273,17 @@ def clean_text(text: str, limit: int = MAX_NAME_CHARS) -> str:
         if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn")
     )
     return " ".join(kept.split())[:limit]
+
+
+_INVISIBLE: Final = re.compile(
+    "\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"
+)
+
+
+def visible_text(text: str) -> str:
+    """A bot's stderr for display: control characters (but newline, tab and
+    the carriage return of a CRLF) and invisible format characters,
+    bidirectional overrides included, are shown as escapes such as ``\\x1b``
+    or ``\\u202e`` instead of acting on the page. HTML escaping stays the
+    template's job."""
+    return _INVISIBLE.sub(lambda m: ascii(m.group())[1:-1], text)

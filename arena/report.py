@@ -41,6 +41,7 @@ from markupsafe import Markup, escape
 
 from arena import charts, stats
 from arena.faults import FAULT_KINDS
+from arena.protocol import visible_text
 from arena.rating import Ladder, environment, environment_settings
 from arena.resources import templates_dir
 from arena.standings import compute_standings, sort_records
@@ -107,20 +108,6 @@ def _env() -> jinja2.Environment:
     env.filters["signed"] = _signed
     env.filters["visible"] = visible_text
     return env
-
-
-_INVISIBLE: Final = re.compile(
-    "\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"
-)
-
-
-def visible_text(text: str) -> str:
-    """A bot's stderr for display: control characters (but newline, tab and
-    the carriage return of a CRLF) and invisible format characters,
-    bidirectional overrides included, are shown as escapes such as ``\\x1b``
-    or ``\\u202e`` instead of acting on the page. HTML escaping stays the
-    template's job."""
-    return _INVISIBLE.sub(lambda m: ascii(m.group())[1:-1], text)
 
 
 def _setting(value: object) -> str:
