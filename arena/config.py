@@ -87,7 +87,7 @@ def _one(action: argparse.Action, value: Any, where: str, base: Path) -> Any:
     if action.choices is not None and result not in action.choices:
         choices = ", ".join(map(str, action.choices))
         raise CliError(f"{where}: must be one of {choices}, got {value!r}")
-    if convert is Path and not result.is_absolute():
+    if isinstance(result, Path) and not result.is_absolute():  # relative to the file
         result = Path(os.path.normpath(base / result))
     return result
 
