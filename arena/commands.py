@@ -32,10 +32,12 @@ from arena.referee import GameSpec, RefereeSettings
 from arena.report import GAMES_FILE, INDEX_FILE, RESULTS_FILE, RUN_FILE, write_outputs
 from arena.tools_cli import conclude_run, prepare_run
 from arena.tournament import (
+    MAX_SCHEDULED_GAMES,
     Journal,
     TournamentSettings,
     read_journal,
     schedule,
+    scheduled_games,
     settings_differences,
     settings_record,
     tables_of,
@@ -311,6 +313,12 @@ def run_command(args: argparse.Namespace) -> int:
     settings = _settings(args, seed)
     names = [e.name for e in entrants]
     ladder = settings.format == "ladder"
+    if not ladder and (n := scheduled_games(len(names), settings)) > MAX_SCHEDULED_GAMES:
+        raise CliError(
+            f"{n:,} games: more than {MAX_SCHEDULED_GAMES:,} in one tournament; "
+            "use fewer --rounds, or --format ladder --games G for a large field",
+            EXIT_USAGE,
+        )
     games = [] if ladder else schedule(names, settings)  # a ladder chooses as it goes
     total = big.games_total(settings, games)
     if args.dry_run:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import math
 import os
 import shutil
 from collections.abc import Callable, Iterable, Sequence
@@ -189,6 +190,19 @@ def schedule_gauntlet(
     if candidate not in names:
         raise ValueError(f"the candidate {candidate!r} is not an entrant")
     return _schedule(names, settings, candidate)
+
+
+#: The most games a scheduled tournament may have (a larger field wants a ladder).
+MAX_SCHEDULED_GAMES: Final = 10_000_000
+
+
+def scheduled_games(entrants: int, settings: TournamentSettings) -> int:
+    """How many games :func:`schedule` would make, without making them:
+    tables (every group of four, or only the candidate's) × seatings per
+    table (4 rotations or 24) × rounds."""
+    others = entrants - 1 if settings.format == "gauntlet" else entrants
+    groups = math.comb(others, 3 if settings.format == "gauntlet" else 4)
+    return groups * (24 if settings.seating == "full" else 4) * settings.rounds
 
 
 def schedule(names: Sequence[str], settings: TournamentSettings) -> list[GameSpec]:

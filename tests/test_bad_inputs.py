@@ -126,3 +126,9 @@ def test_replay_with_a_bot_that_fails_its_handshake_is_one_line(
     assert run_arena(["replay", f"{played}#r1-t0-k0", "--seat", "a", "--bot", bad]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.startswith("error: the bot failed its handshake") and err.count("\n") == 1
+
+
+def test_a_schedule_too_large_is_refused_before_it_is_built(capsys) -> None:
+    huge = ["run", *FOUR, "--rounds", "99999999999999999999", "--dry-run"]
+    assert run_arena(huge) == EXIT_USAGE
+    assert "399,999,999,999,999,999,996 games: more than 10,000,000" in capsys.readouterr().err

@@ -144,3 +144,13 @@ def test_journal_close_adds_only_the_records_missing_on_disk(tmp_path: Path) -> 
     journal.close(records)
     assert [r["game_index"] for r in read_journal(path, checked=False)] == [0, 1, 2]
     assert path.read_text().count("\n") == 3
+
+
+def test_scheduled_games_counts_what_schedule_makes() -> None:
+    from arena.tournament import schedule, scheduled_games
+
+    names = [f"e{i}" for i in range(7)]
+    for kw in [{}, {"seating": "full"}, {"format": "gauntlet", "candidate": "e0"}]:
+        settings = TournamentSettings(seed=1, rounds=2, **kw)
+        assert scheduled_games(7, settings) == len(schedule(names, settings))
+    assert scheduled_games(7, TournamentSettings(seed=1, rounds=2)) == 35 * 4 * 2
