@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from arena.cli import (
     EXIT_ENVIRONMENT,
@@ -297,8 +300,52 @@ class _Progress:
             self.bar.close()
 
 
+LOCK_FILE: Final = ".hearts-arena.lock"
+
+
+@contextlib.contextmanager
+def out_lock(out: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the output folder (created if needed) for
+    the run, so that a second run on the same ``--out``, even with
+    ``--overwrite``, is refused instead of destroying this one's games.
+
+    Raises:
+        CliError: (exit code 3) another run holds the folder, or it cannot be used.
+    """
+    try:
+        if out.exists() and not out.is_dir():
+            raise CliError(f"--out {out} is a file, not a folder", EXIT_OUTPUT)
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(
+            f"cannot create the output folder {out}: {exc.strerror or exc}", EXIT_OUTPUT
+        ) from None
+    try:
+        fd = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise CliError(
+            f"cannot use the output folder {out}: {exc.strerror or exc}", EXIT_OUTPUT
+        ) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CliError(
+                f"another hearts-arena run is writing to {out}; wait for it or use another --out",
+                EXIT_OUTPUT,
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
 def run_command(args: argparse.Namespace) -> int:
-    """``hearts-arena run``: see ``hearts-arena run --help``."""
+    """``hearts-arena run``: see ``hearts-arena run --help``; returns the exit code."""
+    with contextlib.ExitStack() as stack:  # holds the output folder's lock
+        return _run_command(args, stack)
+
+
+def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     if args.resume and args.overwrite:
         raise CliError("--resume and --overwrite cannot be used together")
     entrants = _entrants(args)
@@ -334,6 +381,7 @@ def run_command(args: argparse.Namespace) -> int:
     _check_launcher(launcher, entrants)
     settings_json = settings_record(settings, describe(entrants), {"isolation": launch.describe()})
     run_info = {"settings": settings_json, "games_total": total, "run_id": launch.run_id}
+    stack.enter_context(out_lock(args.out))
     records = _prepare_out(args, run_info)
     if drawn:
         print(f"seed {seed} (drawn; give --seed {seed} to repeat this tournament)", file=sys.stderr)

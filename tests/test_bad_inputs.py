@@ -132,3 +132,16 @@ def test_a_schedule_too_large_is_refused_before_it_is_built(capsys) -> None:
     huge = ["run", *FOUR, "--rounds", "99999999999999999999", "--dry-run"]
     assert run_arena(huge) == EXIT_USAGE
     assert "399,999,999,999,999,999,996 games: more than 10,000,000" in capsys.readouterr().err
+
+
+def test_a_second_run_on_a_busy_out_is_refused_even_with_overwrite(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from arena.commands import out_lock
+
+    out = tmp_path / "o"
+    with out_lock(out):  # as a running tournament holds it
+        code = run_arena(["run", *FOUR, *SHORT, "--out", str(out), "--overwrite"])
+        assert code == EXIT_OUTPUT
+        assert "another hearts-arena run is writing to" in capsys.readouterr().err
+    assert run_arena(["run", *FOUR, *SHORT, "--out", str(out), "--overwrite"]) == EXIT_OK
