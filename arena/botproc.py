@@ -97,6 +97,13 @@ class LaunchSpec:
     token: str | None = None
     limits: Limits | None = None
 
+    def release(self) -> None:
+        """Give back what the spec reserved: its uid lease and its folder."""
+        if self.lease is not None:
+            self.lease.release()
+        if self.tmpdir is not None:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+
 
 @dataclass(slots=True)
 class _Line:
@@ -163,22 +170,26 @@ class BotProcess:
         Raises:
             OSError: the program could not be started (missing, not
                 executable, bad working directory). The caller records it as
-                the fault ``crashed``.
+                the fault ``crashed``; the spec's uid and folder are released.
         """
-        process = await trio.lowlevel.open_process(
-            list(spec.argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=spec.cwd,
-            env=spec.env,
-            start_new_session=True,
-            preexec_fn=spec.preexec,
-            user=spec.user,
-            group=spec.group,
-            extra_groups=[] if spec.group is not None else None,
-            close_fds=True,
-        )
+        try:
+            process = await trio.lowlevel.open_process(
+                list(spec.argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=spec.cwd,
+                env=spec.env,
+                start_new_session=True,
+                preexec_fn=spec.preexec,
+                user=spec.user,
+                group=spec.group,
+                extra_groups=[] if spec.group is not None else None,
+                close_fds=True,
+            )
+        except BaseException:
+            spec.release()  # never started: nothing will close it
+            raise
         pidfd = os.pidfd_open(process.pid)
         bot = cls(spec, process, pidfd)
         nursery.start_soon(bot._run_io)
@@ -546,10 +557,7 @@ class BotProcess:
             os.close(self._pidfd)
             if self.dead is None:
                 self.dead = "closed by the referee"
-            if spec.lease is not None:
-                spec.lease.release()
-            if spec.tmpdir is not None:
-                shutil.rmtree(spec.tmpdir, ignore_errors=True)
+            spec.release()
 
     def abandon(self, reason: str) -> None:
         """Stop using the process now: mark it dead and SIGKILL its group, so a

@@ -22,7 +22,6 @@ import hashlib
 import json
 import random
 import re
-import shutil
 import time
 import tomllib
 from collections.abc import Iterable, Sequence
@@ -615,11 +614,7 @@ async def _run_one(
     spec = launcher.spec(entrant)
     try:
         bot = await BotProcess.start(spec, nursery)
-    except OSError as exc:
-        if spec.lease is not None:
-            spec.lease.release()
-        if spec.tmpdir is not None:
-            shutil.rmtree(spec.tmpdir, ignore_errors=True)
+    except OSError as exc:  # BotProcess.start released the spec
         run = ScenarioRun(scenario)
         run.stopped = f"could not start {spec.argv[0]!r}: {exc.strerror or exc}"
         return run

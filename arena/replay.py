@@ -312,9 +312,7 @@ async def replay_decision(
     async with trio.open_nursery() as nursery:
         try:
             bot = await BotProcess.start(spec, nursery)
-        except OSError as exc:
-            if spec.lease is not None:
-                spec.lease.release()
+        except OSError as exc:  # BotProcess.start released the spec
             raise ReplayError(f"could not start {spec.argv[0]!r}: {exc.strerror or exc}") from None
         try:
             recorder = RecordingSeat(bot)

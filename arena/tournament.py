@@ -29,7 +29,6 @@ import itertools
 import json
 import math
 import os
-import shutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -552,11 +551,6 @@ class TournamentRunner:
             entrant = self.entrants[game.seats[seat]]
             spec = self.launcher.spec(entrant)
             bot, fault = await start_bot(spec, seat, referee.startup_time, nursery)
-            if bot is None:  # never started: release what the spec reserved
-                if spec.lease is not None:
-                    spec.lease.release()
-                if spec.tmpdir is not None:
-                    shutil.rmtree(spec.tmpdir, ignore_errors=True)
             if fault is not None:
                 setups[seat].startup_fault = fault
                 if bot is not None:

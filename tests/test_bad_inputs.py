@@ -145,3 +145,18 @@ def test_a_second_run_on_a_busy_out_is_refused_even_with_overwrite(
         assert code == EXIT_OUTPUT
         assert "another hearts-arena run is writing to" in capsys.readouterr().err
     assert run_arena(["run", *FOUR, *SHORT, "--out", str(out), "--overwrite"]) == EXIT_OK
+
+
+def test_a_bot_that_cannot_be_executed_leaves_no_folder(
+    played: Path, open_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tempfile
+
+    binary = open_tmp / "binfile"
+    binary.write_bytes(b"\x7fELF\x01\x02 not a program")
+    binary.chmod(0o755)
+    folders = set(Path(tempfile.gettempdir()).glob("hearts-bot-*"))
+    code = run_arena(["replay", f"{played}#r1-t0-k0", "--seat", "a", "--bot", str(binary)])
+    assert code == EXIT_USAGE
+    assert "Exec format error" in capsys.readouterr().err
+    assert set(Path(tempfile.gettempdir()).glob("hearts-bot-*")) <= folders
