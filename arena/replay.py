@@ -117,7 +117,7 @@ def load_game(ref: str) -> tuple[dict[str, Any], dict[str, Any] | None, Path]:
         raise ReplayError(f"no games file: {games_file}")
     try:
         records = read_journal(games_file)
-    except ValueError as exc:
+    except (OSError, ValueError) as exc:
         raise ReplayError(str(exc)) from None
     if not records:
         raise ReplayError(f"{games_file} holds no game")
@@ -125,7 +125,7 @@ def load_game(ref: str) -> tuple[dict[str, Any], dict[str, Any] | None, Path]:
         if len(records) != 1:
             ids = ", ".join(r["game_id"] for r in records[:5])
             raise ReplayError(
-                f"{games_file} holds {len(records)} games: name one, as {ref}#ID "
+                f"{games_file} holds {len(records)} games: name one, as {path_text or ref}#ID "
                 f"(a game id such as {records[0]['game_id']}, or an index); ids: {ids}, ..."
             )
         record = records[0]
