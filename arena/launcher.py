@@ -87,6 +87,10 @@ class Launcher:
             program = _program_file(e)
             if not program.exists():
                 raise IsolationError(f"entrant {e.name!r}: bot file not found: {program}")
+            if not program.is_file():
+                raise IsolationError(f"entrant {e.name!r}: {program} is not a regular file")
+            if not e.cwd.is_dir():
+                raise IsolationError(f"entrant {e.name!r}: its folder {e.cwd} does not exist")
         if not opts.uses_separate_users:
             return
         lease = isolation.lease_uid(opts.uid_base)
