@@ -18,9 +18,7 @@ Typical use::
 
 from __future__ import annotations
 
-import hashlib
 import json
-import random
 import re
 import time
 import tomllib
@@ -34,6 +32,7 @@ import trio
 from arena.botproc import BotProcess
 from arena.cards import CARD_NAMES, SUITS, mask_of_names
 from arena.entrants import Entrant
+from arena.keys import MasterKey
 from arena.launcher import Launcher
 from arena.protocol import visible_text
 from arena.referee import (
@@ -41,10 +40,9 @@ from arena.referee import (
     Referee,
     RefereeSettings,
     SeatSetup,
-    derive_seed,
     handshake,
 )
-from arena.rules import deal_hands
+from arena.rules import deal_hands, shuffled_deck
 from arena.seats import Exchange, Message, RecordingSeat, ScriptedSeat, preference_play
 
 #: The scenarios shipped with the package.
@@ -146,28 +144,32 @@ class Scenario:
     passes: dict[int, dict[int, list[str]]] = field(default_factory=dict)
     plays: dict[int, dict[int, list[str]]] = field(default_factory=dict)
 
-    def deal(self, game: int, hand: int) -> tuple[str, tuple[int, int, int, int]]:
-        """The seed text and the four dealt card masks of a hand of ``game``.
+    def key(self) -> MasterKey:
+        """The scenario's key: public, from its seed text (``check:SEED``)."""
+        return MasterKey.from_seed(f"check:{self.seed}")
 
-        Seats listed in ``deals`` get their cards; the rest of the deck is
-        shuffled (SHA-256 of the seed text, as :func:`arena.rules.deal_hands`)
-        and fills the other seats up to 13 cards in seat order.
+    def deal(self, game: int, hand: int) -> tuple[str, tuple[int, int, int, int]]:
+        """The deal's name and the four dealt card masks of a hand of ``game``.
+
+        Seats listed in ``deals`` get their cards; the other cards, in the order
+        of the deal the tournament algorithm makes for this hand
+        (:func:`arena.rules.shuffled_deck` under the scenario's table key),
+        fill the other seats up to 13 cards in seat order.
         """
-        seed_text = f"check:{self.seed}:{game}:{hand}"
+        label = f"check:{self.seed}:{game}:{hand}"
+        table_key = self.key().table_key(str(game))
         given = self.deals.get(hand)
         if not given:
-            return seed_text, deal_hands(seed_text)
+            return label, deal_hands(str(hand), table_key)
         masks = [mask_of_names(given.get(s, [])) for s in range(4)]
         taken = masks[0] | masks[1] | masks[2] | masks[3]
-        rest = [c for c in range(52) if not taken >> c & 1]
-        digest = hashlib.sha256(seed_text.encode("utf-8")).digest()
-        random.Random(int.from_bytes(digest, "big")).shuffle(rest)
+        rest = [c for c in shuffled_deck(table_key, str(hand)) if not taken >> c & 1]
         for s in range(4):
             need = 13 - masks[s].bit_count()
             for card in rest[:need]:
                 masks[s] |= 1 << card
             rest = rest[need:]
-        return seed_text, (masks[0], masks[1], masks[2], masks[3])
+        return label, (masks[0], masks[1], masks[2], masks[3])
 
 
 # -- loading ------------------------------------------------------------------
@@ -525,14 +527,10 @@ def game_spec(scenario: Scenario, game: int, entrant_name: str) -> GameSpec:
         rotation=0,
         seats=(seats[0], seats[1], seats[2], seats[3]),
         deal_key=f"check:{scenario.seed}:{game}",
-        bot_seeds=(
-            derive_seed("check", scenario.seed, game, 0),
-            derive_seed("check", scenario.seed, game, 1),
-            derive_seed("check", scenario.seed, game, 2),
-            derive_seed("check", scenario.seed, game, 3),
-        ),
+        bot_seeds=scenario.key().bot_seeds(f"check-{scenario.name}-{game}"),
         target_score=None,
         hands=scenario.hands,
+        table_key=scenario.key().table_key(str(game)),
     )
 
 

@@ -159,7 +159,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed",
         type=int,
         default=None,
-        help="seed of every random choice (default: drawn and printed)",
+        help="a public seed every random choice derives from, for reproducible runs: anyone "
+        "who knows it can compute every deal (default: a secret 256-bit key is drawn)",
+    )
+    run.add_argument(
+        "--key-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the tournament's master key (64 hexadecimal digits, as results.json reveals "
+        "it), to play a tournament again exactly",
     )
     length = run.add_mutually_exclusive_group()
     length.add_argument(
@@ -230,6 +239,12 @@ def build_parser() -> argparse.ArgumentParser:
         "report", allow_abbrev=False, help="rebuild the HTML report of a tournament folder"
     )
     rep.add_argument("folder", type=Path)
+    ver = sub.add_parser(
+        "verify",
+        allow_abbrev=False,
+        help="check a finished tournament's deals and seeds against its revealed key",
+    )
+    ver.add_argument("folder", type=Path)
     add_tool_commands(sub)
     return parser
 
@@ -272,6 +287,10 @@ def _main(argv: Sequence[str] | None) -> int:
             from arena.commands import report_command
 
             return report_command(args)
+        if args.command == "verify":
+            from arena.commands import verify_command
+
+            return verify_command(args)
         from arena.tools_cli import TOOL_COMMANDS
 
         if args.command in TOOL_COMMANDS:

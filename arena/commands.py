@@ -14,12 +14,12 @@ from typing import Any, Final
 
 from arena.cli import (
     EXIT_ENVIRONMENT,
+    EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_OUTPUT,
     EXIT_USAGE,
     CliError,
-    draw_seed,
 )
 from arena.entrants import (
     Entrant,
@@ -30,11 +30,13 @@ from arena.entrants import (
     sample_entrants,
 )
 from arena.isolation import IsolationError, Limits, kill_all
+from arena.keys import BadKeyError, MasterKey
 from arena.launcher import RUN_VARIABLE, Launcher, LaunchOptions
 from arena.referee import GameSpec, RefereeSettings
 from arena.report import GAMES_FILE, INDEX_FILE, RESULTS_FILE, RUN_FILE, write_outputs
 from arena.tools_cli import conclude_run, prepare_run
 from arena.tournament import (
+    FORMAT_VERSION,
     MAX_SCHEDULED_GAMES,
     Journal,
     TournamentSettings,
@@ -69,12 +71,13 @@ def _entrants(args: argparse.Namespace) -> list[Entrant]:
     return entrants
 
 
-def _settings(args: argparse.Namespace, seed: int) -> TournamentSettings:
+def _settings(args: argparse.Namespace, key: MasterKey) -> TournamentSettings:
     target = args.target_score if args.hands is None else None
     if target is None and args.hands is None:
         target = 100
     return TournamentSettings(
-        seed=seed,
+        seed=key.seed,
+        key=key,
         rounds=args.rounds,
         target_score=target,
         hands=args.hands,
@@ -212,6 +215,13 @@ def _prepare_out_folder(args: argparse.Namespace, run_info: dict[str, Any]) -> l
                 EXIT_OUTPUT,
             )
         old = load_run_file(run_path)
+        if old.get("format_version") != FORMAT_VERSION:
+            raise CliError(
+                f"--resume: {out} was written by an older hearts-arena (format "
+                f"{old.get('format_version', 1)}, this one writes {FORMAT_VERSION}); "
+                "start it again with --overwrite",
+                EXIT_OUTPUT,
+            )
         diff = settings_differences(old["settings"], run_info["settings"])
         if diff:
             raise CliError(
@@ -252,7 +262,7 @@ def load_run_file(path: Path) -> dict[str, Any]:
     if (
         not isinstance(entrants, list)
         or not all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in entrants)
-        or type(settings.get("seed")) is not int
+        or not isinstance(settings.get("seed"), int | str | None)
         or type(info.get("games_total")) is not int
     ):
         raise CliError(
@@ -274,9 +284,57 @@ def _stored_run_id(args: argparse.Namespace) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _stored_seed(args: argparse.Namespace) -> int | None:
+#: The master key of a run, in its output folder (owner-only, as the folder).
+KEY_FILE: Final = "tournament.key"
+
+
+def read_key_file(path: Path) -> MasterKey:
+    """A master key from a file of 64 hexadecimal digits (``--key-file``,
+    or a run's ``tournament.key``).
+
+    Raises:
+        CliError: (exit code 2) the file cannot be read or holds no key.
+    """
+    try:
+        text = path.read_text(encoding="ascii", errors="strict")[:1000]
+        return MasterKey.from_hex(text)
+    except (OSError, UnicodeDecodeError, BadKeyError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise CliError(f"key file {path}: {reason}", EXIT_USAGE) from None
+
+
+def _master_key(args: argparse.Namespace) -> MasterKey:
+    """The run's master key: from ``--key-file``, from ``--seed`` (public), from
+    the output folder on ``--resume``, or drawn fresh (:mod:`arena.keys`)."""
+    if getattr(args, "key_file", None) is not None and args.seed is not None:
+        raise CliError("give --seed or --key-file, not both")
+    if getattr(args, "key_file", None) is not None:
+        return read_key_file(args.key_file)
+    if args.seed is not None:
+        return MasterKey.from_seed(args.seed)
     info = _stored_run_info(args)
-    return info["settings"]["seed"] if info else None
+    if info is not None:
+        stored_seed = info["settings"].get("seed")
+        if stored_seed is not None:
+            return MasterKey.from_seed(stored_seed)
+        path = args.out / KEY_FILE
+        if not path.exists():
+            raise CliError(
+                f"--resume: the key of the run in {args.out} is missing ({KEY_FILE}); "
+                "give it with --key-file",
+                EXIT_OUTPUT,
+            )
+        return read_key_file(path)
+    return MasterKey.generate()
+
+
+def _write_key_file(out: Path, key: MasterKey) -> None:
+    """Keep the key for ``--resume`` in the output folder, readable by its owner only."""
+    path = out / KEY_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        os.fchmod(f.fileno(), 0o600)
+        f.write(key.hex() + "\n")
 
 
 class _Progress:
@@ -315,13 +373,15 @@ def out_lock(out: Path) -> Iterator[None]:
     try:
         if out.exists() and not out.is_dir():
             raise CliError(f"--out {out} is a file, not a folder", EXIT_OUTPUT)
-        out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Owner-only: the key, run.json and the journal are no bot's business.
+        os.chmod(out, 0o700)
     except OSError as exc:
         raise CliError(
             f"cannot create the output folder {out}: {exc.strerror or exc}", EXIT_OUTPUT
         ) from None
     try:
-        fd = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError as exc:
         raise CliError(
             f"cannot use the output folder {out}: {exc.strerror or exc}", EXIT_OUTPUT
@@ -340,9 +400,15 @@ def out_lock(out: Path) -> Iterator[None]:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """``hearts-arena run``: see ``hearts-arena run --help``; returns the exit code."""
-    with contextlib.ExitStack() as stack:  # holds the output folder's lock
-        return _run_command(args, stack)
+    """``hearts-arena run``: see ``hearts-arena run --help``; returns the exit code.
+
+    Files and folders the run creates are owner-only (umask 077 meanwhile)."""
+    old_umask = os.umask(0o077)
+    try:
+        with contextlib.ExitStack() as stack:  # holds the output folder's lock
+            return _run_command(args, stack)
+    finally:
+        os.umask(old_umask)
 
 
 def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
@@ -353,11 +419,8 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     from arena import competition_cli as big  # --format ladder, --executor dask
 
     big.check_competition_args(args)
-    seed = args.seed if args.seed is not None else _stored_seed(args)
-    drawn = seed is None
-    if seed is None:
-        seed = draw_seed()
-    settings = _settings(args, seed)
+    key = _master_key(args)
+    settings = _settings(args, key)
     names = [e.name for e in entrants]
     ladder = settings.format == "ladder"
     if not ladder and (n := scheduled_games(len(names), settings)) > MAX_SCHEDULED_GAMES:
@@ -369,8 +432,6 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     games = [] if ladder else schedule(names, settings)  # a ladder chooses as it goes
     total = big.games_total(settings, games)
     if args.dry_run:
-        if drawn:
-            print(f"seed {seed} (drawn)")
         if ladder:
             big.dry_run_ladder(entrants, settings)
             return EXIT_OK
@@ -380,11 +441,16 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     launcher = Launcher(launch)
     _check_launcher(launcher, entrants)
     settings_json = settings_record(settings, describe(entrants), {"isolation": launch.describe()})
-    run_info = {"settings": settings_json, "games_total": total, "run_id": launch.run_id}
+    run_info = {
+        "format_version": FORMAT_VERSION,
+        "settings": settings_json,
+        "games_total": total,
+        "run_id": launch.run_id,
+    }
     stack.enter_context(out_lock(args.out))
     records = _prepare_out(args, run_info)
-    if drawn:
-        print(f"seed {seed} (drawn; give --seed {seed} to repeat this tournament)", file=sys.stderr)
+    _write_key_file(args.out, key)
+    _announce_key(key, launch)
     if old_run_id:
         left = kill_all(env=f"{RUN_VARIABLE}={old_run_id}")
         if left:
@@ -424,7 +490,9 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         if left:
             print(f"killed {left} bot processes left by worker processes", file=sys.stderr)
         remove_tmpdirs_of_run(launch.run_id)
-    results = write_outputs(out, settings_json, names, records, total)
+    results = write_outputs(
+        out, settings_json, names, records, total, None if interrupted else key.hex()
+    )
     _print_standings(results, out)
     if interrupted:
         print(
@@ -435,6 +503,23 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         return EXIT_INTERRUPTED
     _warn_faults(records)
     return conclude_run(args, results, records)
+
+
+def _announce_key(key: MasterKey, launch: LaunchOptions) -> None:
+    """Print the key's commitment (stderr), and say so when bots could read the
+    output folder (they run as the arena's own user, unsealed)."""
+    if key.seed is None:  # a public seed's deals are no secret (README)
+        print(
+            f"key commitment: SHA-256 {key.commitment()} "
+            "(the key is revealed in results.json once every game is played)",
+            file=sys.stderr,
+        )
+    if not launch.uses_separate_users and not launch.sandbox:
+        print(
+            "note: bots run as this arena's own user without the sandbox: they can read "
+            "the output folder, its key and the journal",
+            file=sys.stderr,
+        )
 
 
 def _warn_faults(records: list[dict[str, Any]]) -> None:
@@ -487,9 +572,11 @@ def report_command(args: argparse.Namespace) -> int:
         records = read_journal(folder / GAMES_FILE, names)
     except (OSError, ValueError) as exc:
         raise CliError(str(exc), EXIT_OUTPUT) from None
+    key_path = folder / KEY_FILE
+    key = read_key_file(key_path).hex() if key_path.exists() else None
     try:
         results = write_outputs(
-            folder, run_info["settings"], names, records, run_info["games_total"]
+            folder, run_info["settings"], names, records, run_info["games_total"], key
         )
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise CliError(
@@ -498,4 +585,31 @@ def report_command(args: argparse.Namespace) -> int:
             EXIT_OUTPUT,
         ) from None
     _print_standings(results, folder)
+    return EXIT_OK
+
+
+def verify_command(args: argparse.Namespace) -> int:
+    """``hearts-arena verify DIR``: check a finished tournament's deals, seeds
+    and hands against its revealed key (:mod:`arena.verify`). Exit 0 if all
+    holds, 5 with one line per problem if not, 3 if the folder cannot be verified."""
+    from arena.verify import MAX_PROBLEMS, VerifyError, verify_folder
+
+    folder: Path = args.folder
+    if not (folder / RUN_FILE).exists():
+        raise CliError(f"{folder} holds no tournament ({RUN_FILE} is missing)", EXIT_OUTPUT)
+    try:
+        games, problems = verify_folder(folder)
+    except VerifyError as exc:
+        raise CliError(f"verify: {exc}", EXIT_OUTPUT) from None
+    if problems:
+        for line in problems[:MAX_PROBLEMS]:
+            print(f"FAIL {line}")
+        if len(problems) > MAX_PROBLEMS:
+            print(f"... and {len(problems) - MAX_PROBLEMS} more")
+        print(f"verify: {len(problems)} problems in {games} games of {folder}")
+        return EXIT_FAILED
+    print(
+        f"verified: {games} games of {folder}: the key matches its commitment, and every "
+        "deal, bot seed and hand is the one the key and the rules give"
+    )
     return EXIT_OK

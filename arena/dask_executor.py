@@ -3,10 +3,11 @@
 Imported only when ``--executor dask`` is asked for: it needs the optional
 extra ``pip install 'hearts-arena[dask]'`` (``dask[distributed]``).
 
-The coordinator (the ``run`` command) sends each *work unit* -- a ladder
-table's four rotations, or a round-robin chain (:func:`work_units`) -- to
-the cluster as one task. The task runs on a worker with Trio: the unit's
-games one after another, with four bot processes at a time
+The coordinator (the ``run`` command) sends each *work unit* -- all the games
+of one table (:func:`work_units`), so the games of one deal are never in play
+at once -- to the cluster as one task, with the settings without the master
+key: each game carries its own table key and bot seeds. The task runs on a
+worker with Trio: the unit's games one after another, with four bot processes at a time
 (:class:`TournamentRunner` with ``jobs=1``), and returns their
 ``games.jsonl`` records. The coordinator keeps the journal, the ratings and
 the report, and records each game once (by ``game_index``) as its task
@@ -47,7 +48,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import trio
-from distributed import Client, Future, LocalCluster, as_completed
+from distributed import Client, Future, LocalCluster, Security, as_completed
 from distributed.client import FutureCancelledError
 
 from arena.entrants import Entrant
@@ -145,14 +146,18 @@ class DaskExecutor:
         options: LaunchOptions,
         scheduler: str | None = None,
     ) -> None:
-        self.job = TableJob(tuple(entrants), settings, options, sys.executable)
+        self.job = TableJob(tuple(entrants), settings.without_key(), options, sys.executable)
         self.settings = settings
         self.cluster: LocalCluster | None = None
         self._token = secrets.token_hex(4)
         self._recorded: set[int] = set()
         try:
             if scheduler is None:
+                # Its ports are on loopback, where bots (when not sealed) could
+                # connect: TLS with a throw-away certificate authority.
+                security = Security.temporary()
                 self.cluster = LocalCluster(
+                    security=security,
                     n_workers=settings.jobs,
                     threads_per_worker=1,
                     processes=True,
@@ -199,7 +204,7 @@ class DaskExecutor:
             ExecutorUnavailable: a unit was lost with too many workers in a
                 row (Dask's ``KilledWorker``); finished games are recorded.
         """
-        units = work_units(games, self.settings)
+        units = work_units(games)
         futures: dict[Future[Any], list[GameSpec]] = {}
         for unit in units:
             key = f"hearts-table-{unit[0].game_id}-{self._token}-{uuid.uuid4().hex[:8]}"

@@ -24,8 +24,9 @@ from typing import Any, Final
 import trio
 
 from arena.entrants import Entrant, sample_entrants
+from arena.keys import MasterKey
 from arena.launcher import Launcher
-from arena.referee import GameSpec, RefereeSettings, derive_seed
+from arena.referee import GameSpec, RefereeSettings
 from arena.resources import protocol_dir
 from arena.tournament import TournamentRunner, TournamentSettings
 
@@ -45,6 +46,7 @@ def _entrants() -> list[Entrant]:
 
 def example_record() -> dict[str, Any]:
     """Play the example game (one hand, transcripts on) and return its record."""
+    key = MasterKey.from_seed(EXAMPLE_SEED)
     spec = GameSpec(
         game_index=0,
         game_id="r1-t0-k0",
@@ -52,10 +54,11 @@ def example_record() -> dict[str, Any]:
         table=0,
         rotation=0,
         seats=EXAMPLE_SEATS,
-        deal_key=f"{EXAMPLE_SEED}:1",
-        bot_seeds=tuple(derive_seed(EXAMPLE_SEED, "bot", 0, s) for s in range(4)),  # type: ignore[arg-type]
+        deal_key="r1-t0",
+        bot_seeds=key.bot_seeds("r1-t0-k0"),
         target_score=None,
         hands=1,
+        table_key=key.table_key("r1-t0"),
     )
     settings = TournamentSettings(
         seed=EXAMPLE_SEED,

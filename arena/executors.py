@@ -26,7 +26,7 @@ from arena.entrants import Entrant
 from arena.launcher import Launcher
 from arena.pool import ProcessPool, worker_count
 from arena.referee import GameSpec
-from arena.tournament import TournamentRunner, TournamentSettings, chains_of
+from arena.tournament import TournamentRunner, TournamentSettings
 
 #: Games per worker process below which a local run stays in one process.
 POOL_MIN_GAMES: int = 8
@@ -99,13 +99,13 @@ class LocalExecutor:
             self._pool = None
 
 
-def work_units(games: Sequence[GameSpec], settings: TournamentSettings) -> list[list[GameSpec]]:
+def work_units(games: Sequence[GameSpec]) -> list[list[GameSpec]]:
     """The games grouped into units a remote worker plays as one task, in
-    schedule order of their first games: a ladder table's four rotations
-    (one deal), or a round-robin or gauntlet chain (one table and seating
-    across the rounds, :func:`chains_of`, so processes are reused)."""
-    if settings.format != "ladder":
-        return chains_of(games)
+    schedule order of their first games: all the games of one table (a
+    ladder table's four rotations of one deal; a round-robin or gauntlet
+    table's seatings over the rounds, played as chains that reuse processes).
+    Games that share a deal are always in one unit, whose games the worker
+    plays one at a time, so no two games of a deal are in play at once."""
     tables: dict[int, list[GameSpec]] = {}
     for g in sorted(games, key=lambda g: g.game_index):
         tables.setdefault(g.table, []).append(g)

@@ -16,8 +16,9 @@ do it:
   entrant ``i`` at seat ``(i + k) % 4``, as in the round-robin.
 
 A ladder table is one deal played in its four seat rotations, so four games
-(``GAMES_PER_TABLE``) with the same ``deal_key`` (``"{seed}:L{t}"`` for
-table ``t``, never shared with another table), so each entrant holds each
+(``GAMES_PER_TABLE``) with the same ``deal_key`` (``"L{t}"`` for
+table ``t``, never shared with another table; the cards come from the
+tournament's master key, :mod:`arena.keys`), so each entrant holds each
 seat's cards once (duplicate deals) and no process plays two games dealt
 from the same cards. Table ``t``'s rotation ``k`` is game ``4 t + k``, with
 id ``"l{t}-k{k}"``; its ``round`` is the 1-based batch number.
@@ -25,7 +26,8 @@ id ``"l{t}-k{k}"``; its ``round`` is the 1-based batch number.
 Determinism: tables are chosen in batches of ``settings.ladder_batch``
 tables (a setting of the tournament, not of the machine: never tied to
 ``--jobs`` or the cluster's size), from the ratings at the start of the
-batch, with a generator seeded from ``(seed, "ladder", batch)``. A batch is
+batch, with a generator seeded from the master key's ``"ladder"`` subkey and
+the batch number. A batch is
 played whole, its results are applied in schedule order (``game_index``),
 then the next batch is chosen. So the same seed and entrants give the same
 tables and games whatever the parallelism, and a resumed ladder replays its
@@ -43,8 +45,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from arena.rating import Ladder
-from arena.referee import GameSpec, derive_seed
-from arena.tournament import TournamentSettings, bot_seeds_of
+from arena.referee import GameSpec
+from arena.tournament import TournamentSettings
 
 #: Games of one ladder table: its deal in the four seat rotations.
 GAMES_PER_TABLE: Final = 4
@@ -140,8 +142,12 @@ def table_games(
 ) -> list[GameSpec]:
     """The four games of ladder table ``table`` (0-based), chosen in batch
     ``batch`` (0-based): rotation ``k`` seats ``seating[i]`` at seat
-    ``(i + k) % 4``; all four are dealt from ``deal_key = f"{seed}:L{table}"``."""
+    ``(i + k) % 4``; all four play the deals named ``deal_key = f"L{table}"``
+    (dealt under that name's table key, :mod:`arena.keys`)."""
     games = []
+    key = settings.master_key
+    deal_key = f"L{table}"
+    table_key = key.table_key(deal_key)
     for k in range(GAMES_PER_TABLE):
         seats = ["", "", "", ""]
         for i, name in enumerate(seating):
@@ -155,10 +161,11 @@ def table_games(
                 table=table,
                 rotation=k,
                 seats=(seats[0], seats[1], seats[2], seats[3]),
-                deal_key=f"{settings.seed}:L{table}",
-                bot_seeds=bot_seeds_of(settings.seed, index),
+                deal_key=deal_key,
+                bot_seeds=key.bot_seeds(f"l{table}-k{k}"),
                 target_score=settings.target_score,
                 hands=settings.hands,
+                table_key=table_key,
             )
         )
     return games
@@ -220,7 +227,7 @@ class LadderPlanner:
             self.stop_reason = "sigma"
             return []
         count = min(self.settings.ladder_batch, left)
-        rng = random.Random(derive_seed(self.settings.seed, "ladder", self.batches))
+        rng = random.Random(self.settings.master_key.draw_seed("ladder", str(self.batches)))
         snapshot = {n: (r.mu, r.sigma) for n, r in self.ladder.ratings.items()}
         chosen = choose_tables(snapshot, self.games, count, rng, self.window)
         first = self.tables

@@ -26,7 +26,8 @@ import trio
 from arena.cards import SUITS
 from arena.cli import EXIT_INTERRUPTED, EXIT_OK, CliError, draw_seed
 from arena.entrants import Entrant, EntrantError, parse_entrants, sample_entrants
-from arena.referee import GameSpec, Referee, RefereeSettings, SeatSetup, derive_seed, start_bot
+from arena.keys import MasterKey
+from arena.referee import GameSpec, Referee, RefereeSettings, SeatSetup, start_bot
 from arena.seats import InProcessSeat, Message
 
 HUMAN = "you"
@@ -304,6 +305,7 @@ async def play_game(
     if human is not None:
         names.insert(human, HUMAN)
     narrator = Narrator(names, human, out, delay)
+    key = MasterKey.from_seed(f"play:{seed}")
     spec = GameSpec(
         game_index=0,
         game_id=f"play-{seed}",
@@ -312,9 +314,10 @@ async def play_game(
         rotation=0,
         seats=(names[0], names[1], names[2], names[3]),
         deal_key=f"play:{seed}",
-        bot_seeds=tuple(derive_seed(seed, "play", s) for s in range(4)),  # type: ignore[arg-type]
+        bot_seeds=key.bot_seeds(f"play-{seed}"),
         target_score=target_score,
         hands=hands,
+        table_key=key.table_key(f"play:{seed}"),
     )
     async with trio.open_nursery() as nursery:
         bots: list[Any] = []

@@ -8,19 +8,23 @@ record goes back to the coordinator at once, which journals it: a chain's
 first game is not held back until the chain ends.
 
 Results do not depend on the number of workers: every game carries its own
-seeds, and the coordinator applies ratings in schedule order.
+seeds, and the coordinator applies ratings in schedule order. Workers get the
+settings without the master key (each game carries its derived table key and
+bot seeds) and share :class:`SharedDealLocks`, so no two games of one deal
+are in play at once across all of them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import hashlib
 import math
 import multiprocessing
 import os
 import queue
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import trio
@@ -32,6 +36,44 @@ from arena.tournament import TournamentRunner, TournamentSettings, chains_of
 
 RecordSink = Callable[[dict[str, Any]], None]
 _PR_SET_PDEATHSIG = 1
+
+
+#: Locks shared by the workers; deal keys are spread over them by a hash.
+DEAL_LOCK_STRIPES: int = 64
+#: Seconds between two tries of a taken deal lock.
+DEAL_LOCK_POLL: float = 0.005
+
+
+class SharedDealLocks:
+    """At most one game of a deal key in play at a time, across processes.
+
+    Deal keys are hashed (SHA-256) onto :data:`DEAL_LOCK_STRIPES`
+    ``multiprocessing`` locks made before the workers start; two keys on one
+    lock only wait for each other, never play together. A taken lock is
+    polled from Trio (never a blocking call, so cancellation stays prompt).
+
+    Args:
+        locks: the shared locks (a list of ``multiprocessing`` ``Lock``).
+    """
+
+    def __init__(self, locks: Sequence[Any]) -> None:
+        self.locks = list(locks)
+
+    def _lock_of(self, deal_key: str) -> Any:
+        digest = hashlib.sha256(deal_key.encode("utf-8")).digest()
+        return self.locks[int.from_bytes(digest[:4], "big") % len(self.locks)]
+
+    @contextlib.asynccontextmanager
+    async def hold(self, deal_key: str) -> AsyncIterator[None]:
+        """Wait until no other game of ``deal_key`` is in play, and hold it."""
+        lock = self._lock_of(deal_key)
+        # A lock of another process cannot wake a Trio task: poll it.
+        while not lock.acquire(False):  # noqa: ASYNC110
+            await trio.sleep(DEAL_LOCK_POLL)
+        try:
+            yield
+        finally:
+            lock.release()
 
 
 def worker_count(jobs: int, cores: int | None = None) -> int:
@@ -58,12 +100,17 @@ def _worker(
     tasks: Any,
     results: Any,
     slots: int,
+    deal_locks: list[Any],
 ) -> None:
     _die_with_parent()
     # Ctrl-C reaches the coordinator, which stops workers with SIGTERM.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     runner = TournamentRunner(
-        entrants, settings, Launcher(options), lambda r: results.put(("record", r))
+        entrants,
+        settings,
+        Launcher(options),
+        lambda r: results.put(("record", r)),
+        SharedDealLocks(deal_locks),
     )
     stopped = False
 
@@ -119,18 +166,21 @@ class ProcessPool:
         workers: int,
     ) -> None:
         self.entrants = list(entrants)
-        self.settings = settings
+        self.settings = settings.without_key()
         self.options = options
         self.workers = workers
         self.slots = math.ceil(settings.jobs / workers)
         self._procs: list[Any] = []
         self._tasks: Any = None
         self._results: Any = None
+        self._locks: list[Any] = []
 
     def _start(self) -> None:
         ctx = multiprocessing.get_context("spawn")
         self._tasks = ctx.Queue()
         self._results = ctx.Queue()
+        # Kept referenced: a spawned worker opens them by name after start().
+        self._locks = locks = [ctx.Lock() for _ in range(DEAL_LOCK_STRIPES)]
         for _ in range(self.workers):
             proc = ctx.Process(
                 target=_worker,
@@ -141,6 +191,7 @@ class ProcessPool:
                     self._tasks,
                     self._results,
                     self.slots,
+                    locks,
                 ),
                 daemon=True,
             )

@@ -73,13 +73,18 @@ class GameSpec:
     Attributes:
         game_index: position in the schedule (ratings are applied in this order).
         game_id: a readable unique id such as ``"r1-t0-k2"``.
-        round: 1-based round; all games of a round use the same deals.
+        round: 1-based round.
         table: index of the table (the group of four entrants).
         rotation: the seat rotation (0..3) of the table.
         seats: the entrant's name at each seat 0..3.
-        deal_key: the deal of every hand is ``deal_hands(f"{deal_key}:{h}")``;
-            a process never plays two games with the same ``deal_key``.
+        deal_key: the public name of the game's deals (``"r1-t3"``: every
+            rotation of a table in a round plays the same deals); a process
+            never plays two games with the same ``deal_key``, and no two games
+            with the same ``deal_key`` are played at the same time.
         bot_seeds: the ``seed`` each seat's bot gets in ``game_start``.
+        table_key: the secret the deals derive from (32 bytes,
+            :meth:`arena.keys.MasterKey.table_key` of ``deal_key``): hand ``h``
+            is ``deal_hands(str(h), table_key)`` (R2). Never shown to a bot.
         target_score: play to this total (R13), or ``None`` with ``hands``.
         hands: play exactly this many hands, or ``None``.
     """
@@ -94,6 +99,7 @@ class GameSpec:
     bot_seeds: tuple[int, int, int, int]
     target_score: int | None
     hands: int | None
+    table_key: bytes = field(repr=False)
 
 
 def derive_seed(*parts: object) -> int:
@@ -407,12 +413,13 @@ class Referee:
             rec.transcripts = transcripts
 
     def deal(self, hand_number: int) -> tuple[str, tuple[int, int, int, int]]:
-        """The seed text and the four dealt card masks of hand ``hand_number``
-        (R2): ``deal_hands(f"{deal_key}:{hand_number}")``. The conformance
+        """The deal's public name (``f"{deal_key}:{hand_number}"``) and the four
+        dealt card masks of hand ``hand_number`` (R2):
+        ``deal_hands(str(hand_number), table_key)``. The conformance
         checker (:mod:`arena.check`) and ``replay`` override it to play
         constructed or recorded deals through this same referee."""
         deal_seed = f"{self.spec.deal_key}:{hand_number}"
-        return deal_seed, deal_hands(deal_seed)
+        return deal_seed, deal_hands(str(hand_number), self.spec.table_key)
 
     async def _play_hand(self, hand_number: int) -> None:
         deal_seed, dealt = self.deal(hand_number)

@@ -249,6 +249,7 @@ def game_spec(record: dict[str, Any]) -> GameSpec:
         bot_seeds=(seeds[0], seeds[1], seeds[2], seeds[3]),
         target_score=record["target_score"],
         hands=record["hands_limit"],
+        table_key=b"",  # deals come from the record (_RecordReferee.deal)
     )
 
 

@@ -257,10 +257,16 @@ def build_results(
     records: Sequence[dict[str, Any]],
     games_total: int,
     analysis: Analysis | None = None,
+    key: str | None = None,
 ) -> dict[str, Any]:
     """The content of ``results.json``.
 
-    Keys: ``format_version``, ``generated_at``, ``seed``, ``settings``
+    ``key`` (the master key in hexadecimal, :mod:`arena.keys`) is revealed,
+    as ``key``, only when every scheduled game was played; ``key_commitment``
+    (its SHA-256, printed when the run started) is always there.
+
+    Keys: ``format_version``, ``generated_at``, ``seed``, ``key_commitment``,
+    ``key`` (once complete), ``settings``
     (flag names, times in seconds), ``rating`` (the TrueSkill environment),
     ``games_total``, ``games_played``, ``complete``, ``standings`` (see
     ``compute_standings``; each row also has ``points_per_hand_low``/``_high``,
@@ -270,15 +276,21 @@ def build_results(
     """
     a = analysis or analyse(settings, names, records)
     played = len(a.records)
-    return {
+    complete = played >= games_total
+    out: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "generated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "seed": settings["seed"],
+        "seed": settings.get("seed"),
+        "key_commitment": settings.get("key_commitment"),
+    }
+    if key is not None and complete:
+        out["key"] = key
+    return out | {
         "settings": settings,
         "rating": {"system": "trueskill", **environment_settings(environment())},
         "games_total": games_total,
         "games_played": played,
-        "complete": played >= games_total,
+        "complete": complete,
         "standings": a.standings,
         "confidence": {
             "bootstrap": a.statistics["bootstrap"],
@@ -690,12 +702,14 @@ def write_outputs(
     names: Sequence[str],
     records: Sequence[dict[str, Any]],
     games_total: int,
+    key: str | None = None,
 ) -> dict[str, Any]:
     """Write ``results.json``, ``standings.csv`` and the HTML report into
     ``out_dir``; return the results. Report pages left from an earlier run in
-    ``entrants/`` and ``games/`` that this run does not have are removed."""
+    ``entrants/`` and ``games/`` that this run does not have are removed.
+    ``key`` is revealed only if every game was played (:func:`build_results`)."""
     a = analyse(settings, names, records)
-    results = build_results(settings, names, records, games_total, a)
+    results = build_results(settings, names, records, games_total, a, key)
     _write_atomic(out_dir / RESULTS_FILE, json.dumps(results, indent=2) + "\n")
     _write_atomic(out_dir / CSV_FILE, standings_csv(a.standings))
     env = _env()

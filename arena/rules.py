@@ -16,6 +16,7 @@ Two levels:
 from __future__ import annotations
 
 import hashlib
+import hmac
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -108,19 +109,52 @@ def pass_source(seat: int, direction: PassDirection) -> int | None:
     return (seat - direction.offset) % 4
 
 
-def deal_hands(seed_text: str) -> tuple[int, int, int, int]:
-    """Deal 13 cards to each seat from a seed string (R2).
+def shuffled_deck(key: bytes, label: str) -> list[int]:
+    """The 52 cards (0..51, protocol order) shuffled under ``key`` for ``label`` (R2).
 
-    The sorted deck (protocol order) is shuffled by ``random.Random`` seeded
-    with the SHA-256 digest of ``seed_text`` (never Python's ``hash()``, which
-    varies between runs); seat ``s`` gets cards ``13*s .. 13*s+12`` of the
-    shuffled deck. Returns the four hands as card masks.
+    The algorithm (``protocol/DEALS.md``, portable to any language): a stream of
+    32-bit big-endian words taken in order from the blocks
+    ``HMAC-SHA256(key, UTF-8(label + ":" + n))`` for ``n = 0, 1, 2, ...``
+    (``n`` in decimal; 8 words a block); then Fisher-Yates from the top: for
+    ``i = 51`` down to ``1``, with ``m = i + 1``, take words until one is below
+    ``2^32 - (2^32 mod m)`` (rejection sampling, so no card is favoured), let
+    ``j = word mod m`` and swap the cards at ``i`` and ``j``.
     """
-    digest = hashlib.sha256(seed_text.encode("utf-8")).digest()
     deck = list(range(52))
-    random.Random(int.from_bytes(digest, "big")).shuffle(deck)
+    block = 0
+    words: list[int] = []
+    pos = 0
+    for i in range(51, 0, -1):
+        m = i + 1
+        limit = (1 << 32) - ((1 << 32) % m)
+        while True:
+            if pos == len(words):
+                digest = hmac.new(key, f"{label}:{block}".encode(), hashlib.sha256).digest()
+                block += 1
+                words = [int.from_bytes(digest[k : k + 4], "big") for k in range(0, 32, 4)]
+                pos = 0
+            word = words[pos]
+            pos += 1
+            if word < limit:
+                break
+        j = word % m
+        deck[i], deck[j] = deck[j], deck[i]
+    return deck
+
+
+def deal_hands(label: str, key: bytes = b"") -> tuple[int, int, int, int]:
+    """Deal 13 cards to each seat (R2): seat ``s`` gets cards ``13*s .. 13*s+12``
+    of :func:`shuffled_deck` ``(key, label)``.
+
+    In a tournament ``key`` is the game's table key (:meth:`arena.keys.MasterKey.table_key`,
+    secret until the key is revealed) and ``label`` the hand number; with the
+    empty key (the default) the deal is public, for tests and examples.
+
+    Returns:
+        The four hands as card masks (bit ``c`` set for card ``c``).
+    """
     hands = [0, 0, 0, 0]
-    for i, card in enumerate(deck):
+    for i, card in enumerate(shuffled_deck(key, label)):
         hands[i // 13] |= 1 << card
     return hands[0], hands[1], hands[2], hands[3]
 

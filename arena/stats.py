@@ -5,8 +5,8 @@ and returns plain data. Points are penalty points per hand after the moon
 rule (R11, R12): lower is better, for the duplicate score too.
 
 Duplicate score (the idea of duplicate bridge, applied to the round-robin's
-seatings): every game of round ``r`` deals hand ``h`` from the same seed
-``f"{deal_key}:{h}"`` (R2), and a table plays each round in every seating
+seatings): every game of a table in round ``r`` deals hand ``h`` from the same
+deal, named ``f"{deal_key}:{h}"`` (R2), and a table plays each round in every seating
 (4 rotations, or 24 permutations with ``--seating full``), so the cards of
 one seat of one deal -- identified by ``(deal seed, seat)`` -- are held in
 turn by each of the table's four entrants. A *board* is those cards at one
@@ -21,9 +21,10 @@ per hand.
 
 Confidence: 95% percentile bootstrap intervals (Efron and Tibshirani, *An
 Introduction to the Bootstrap*, 1993, ch. 13) with the *deal* as the
-resampling unit -- a deal seed is played at every table of its round, so
+resampling unit -- a deal is played in every seating of its table, so
 resampling whole deals keeps those correlated hands together. The replicates
-use numpy's ``Generator`` seeded from the tournament seed, so the same run
+use numpy's ``Generator`` seeded from the tournament key (the settings'
+``bootstrap_seed``; the ``seed`` of older runs), so the same run
 always gives the same intervals. A pair of entrants differs significantly
 when the 95% interval of the difference of their means (computed on the same
 replicates, so paired) excludes zero. A bootstrap over a handful of deals
@@ -188,7 +189,8 @@ def compute_statistics(
         deals, replicates, seed, confidence, ``reliable``).
     """
     settings = settings or {}
-    seed = derive_seed(settings.get("seed", 0), "bootstrap")
+    stored = settings.get("bootstrap_seed")
+    seed = stored if isinstance(stored, int) else derive_seed(settings.get("seed", 0), "bootstrap")
     points = point_observations(records)
     dup = duplicate_observations(records, seatings_per_table(settings))
     deals: dict[str, int] = {}

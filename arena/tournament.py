@@ -10,38 +10,50 @@ Fairness of the round-robin schedule (:func:`schedule_round_robin`):
   ``SEAT_PERMUTATIONS[k][i]``, so each entrant also meets every order of its
   three neighbours (the pass goes left, right and across, R3), and holds each
   seat's cards six times per round;
-* every game of round ``r`` uses the same deals: hand ``h`` is dealt from
-  ``"{seed}:{r}:{h}"`` (R2), so over the four rotations each entrant holds
-  each seat's cards once per round (duplicate deals).
+* the rotations (or seatings) of table ``t`` in round ``r`` play the same
+  deals, named by the deal key ``"r{r}-t{t}"``; hand ``h`` is dealt under the
+  table key derived from the tournament's master key and that name
+  (:mod:`arena.keys`, R2), so over the four rotations each entrant holds each
+  seat's cards once per round (duplicate deals), and a game's deals and bot
+  seeds depend only on its identity (round, table, rotation), never on its
+  position in a schedule: a gauntlet's ``r1-t3-k2`` is the round-robin's.
 
 The runner plays *chains*: the games of one table and rotation across the
 rounds. A chain keeps its four bot processes from game to game (their deals
 differ from round to round), restarting a process only after it crashed or
 failed its handshake; ``--jobs`` chains run at once, each with one game in
-flight. Results are recorded as each game ends and rated later in schedule
-order, so the standings do not depend on ``--jobs``.
+flight. Chain ``k`` of a table starts at round ``1 + k mod R`` and goes round
+the rounds from there, so the rotations of a table mostly play different
+deals at any moment; and a game only starts once no other game of its deal
+key is being played (:class:`DealLocks`): **no entrant ever has two processes
+holding cards of the same deal at the same time**. Results are recorded as
+each game ends and rated later in schedule order, so the standings do not
+depend on ``--jobs``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import trio
 
 from arena.botproc import BotProcess
 from arena.entrants import Entrant
+from arena.keys import MasterKey
 from arena.launcher import Launcher
-from arena.referee import GameSpec, Referee, RefereeSettings, SeatSetup, derive_seed, start_bot
+from arena.referee import GameSpec, Referee, RefereeSettings, SeatSetup, start_bot
 
-FORMAT_VERSION: Final = 1
+#: Version of the output folder's files; 2: deals and seeds from a master key.
+FORMAT_VERSION: Final = 2
 
 #: Seatings of a table per round: ``"rotations"`` (4, the default) or ``"full"`` (24).
 SEATINGS: Final = ("rotations", "full")
@@ -61,7 +73,11 @@ class TournamentSettings:
     """Settings of one tournament. Times are in seconds.
 
     Attributes:
-        seed: the seed every random choice derives from.
+        seed: a public seed (``--seed``) the master key is made from, or
+            ``None`` when the key is secret (drawn, or from a key file).
+        key: the tournament's master key (:mod:`arena.keys`); every random
+            choice derives from it. Made from ``seed`` when not given.
+            :meth:`without_key` drops it from what is sent to workers.
         rounds: rounds of the round-robin (each plays every table in four rotations).
         seating: ``"rotations"`` (4 seatings of a table per round) or
             ``"full"`` (all 24 seat permutations per round).
@@ -81,7 +97,8 @@ class TournamentSettings:
             the ratings (a setting of the tournament, never of the machine).
     """
 
-    seed: int
+    seed: int | str | None = None
+    key: MasterKey | None = field(default=None, repr=False, compare=False)
     rounds: int = 2
     target_score: int | None = 100
     hands: int | None = None
@@ -96,6 +113,8 @@ class TournamentSettings:
     ladder_batch: int = 16
 
     def __post_init__(self) -> None:
+        if self.key is None and self.seed is not None:
+            object.__setattr__(self, "key", MasterKey.from_seed(self.seed))
         if self.rounds < 1:
             raise ValueError("rounds must be at least 1")
         if self.jobs < 1:
@@ -115,11 +134,31 @@ class TournamentSettings:
         if self.ladder_batch < 1:
             raise ValueError("ladder_batch must be at least 1")
 
+    @property
+    def master_key(self) -> MasterKey:
+        """The master key.
+
+        Raises:
+            RuntimeError: these settings carry no key (a worker's copy).
+        """
+        if self.key is None:
+            raise RuntimeError("these tournament settings carry no key (a worker's copy)")
+        return self.key
+
+    def without_key(self) -> TournamentSettings:
+        """A copy without the key or the seed it came from, for worker
+        processes: they are given each game's derived values only."""
+        return replace(self, seed=None, key=None)
+
     def to_json(self) -> dict[str, Any]:
-        """The settings under their command-line flag names (times in seconds)."""
+        """The settings under their command-line flag names (times in seconds),
+        with the key's commitment (never the key) and the bootstrap's seed."""
         ref = self.referee
+        key = self.master_key
         out: dict[str, Any] = {
             "seed": self.seed,
+            "key_commitment": key.commitment(),
+            "bootstrap_seed": key.draw_seed("bootstrap", "intervals"),
             "format": self.format,
             "candidate": self.candidate,
             "rounds": self.rounds,
@@ -227,6 +266,7 @@ def _schedule(
     if len(names) < 4:
         raise ValueError(f"a tournament needs at least four entrants, got {len(names)}")
     games: list[GameSpec] = []
+    key = settings.master_key
     tables = tables_of(names)
     if settings.seating == "full":
         seatings, tag = SEAT_PERMUTATIONS, "p"
@@ -236,7 +276,10 @@ def _schedule(
         for t, table in enumerate(tables):
             if candidate is not None and candidate not in table:
                 continue
+            deal_key = f"r{rnd}-t{t}"
+            table_key = key.table_key(deal_key)
             for k in range(len(seatings)):
+                game_id = f"r{rnd}-t{t}-{tag}{k}"
                 seats = ["", "", "", ""]
                 for i, name in enumerate(table):
                     seats[seatings[k][i]] = name
@@ -244,40 +287,67 @@ def _schedule(
                 games.append(
                     GameSpec(
                         game_index=index,
-                        game_id=f"r{rnd}-t{t}-{tag}{k}",
+                        game_id=game_id,
                         round=rnd,
                         table=t,
                         rotation=k,
                         seats=(seats[0], seats[1], seats[2], seats[3]),
-                        deal_key=f"{settings.seed}:{rnd}",
-                        bot_seeds=bot_seeds_of(settings.seed, index),
+                        deal_key=deal_key,
+                        bot_seeds=key.bot_seeds(game_id),
                         target_score=settings.target_score,
                         hands=settings.hands,
+                        table_key=table_key,
                     )
                 )
     return games
 
 
-def bot_seeds_of(seed: int, game_index: int) -> tuple[int, int, int, int]:
-    """The ``game_start`` seeds of the four seats of game ``game_index``,
-    derived from the tournament seed (so a game's bots see the same seeds
-    whatever the parallelism)."""
-    return (
-        derive_seed(seed, "bot", game_index, 0),
-        derive_seed(seed, "bot", game_index, 1),
-        derive_seed(seed, "bot", game_index, 2),
-        derive_seed(seed, "bot", game_index, 3),
-    )
-
-
 def chains_of(games: Iterable[GameSpec]) -> list[list[GameSpec]]:
     """Group games into chains that one set of processes can play in turn:
     same table and rotation (so the same entrant at each seat), different
-    rounds. Chains are ordered by their first game."""
+    rounds. Chains are ordered by their first game in the schedule; chain
+    ``k`` of a table is turned to start at its ``k mod n``-th game (of ``n``),
+    so the rotations of a table start on different deals where there are
+    rounds enough (see the module docstring)."""
     chains: dict[tuple[int, int], list[GameSpec]] = {}
     for g in sorted(games, key=lambda g: g.game_index):
         chains.setdefault((g.table, g.rotation), []).append(g)
-    return sorted(chains.values(), key=lambda c: c[0].game_index)
+    ordered = sorted(chains.values(), key=lambda c: c[0].game_index)
+    turned = []
+    for chain in ordered:
+        shift = chain[0].rotation % len(chain)
+        turned.append(chain[shift:] + chain[:shift])
+    return turned
+
+
+class DealLockSet(Protocol):
+    """Something that holds a deal key for the length of a game."""
+
+    def hold(self, deal_key: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """Wait until no other game of ``deal_key`` is in play, and hold it."""
+        ...
+
+
+class DealLocks:
+    """At most one game of a deal key in play at a time, within this process.
+
+    The runner holds a deal key's lock for the whole of each game
+    (:meth:`hold`), so an entrant never has two processes holding cards of
+    one deal at once. :class:`arena.pool.SharedDealLocks` does the same
+    across worker processes.
+    """
+
+    def __init__(self) -> None:
+        self._locks: dict[str, trio.Lock] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, deal_key: str) -> AsyncIterator[None]:
+        """Wait until no other game of ``deal_key`` is in play, and hold it."""
+        lock = self._locks.setdefault(deal_key, trio.Lock())
+        async with lock:
+            yield
+        if not lock.locked() and lock.statistics().tasks_waiting == 0:
+            self._locks.pop(deal_key, None)
 
 
 # -- the journal -------------------------------------------------------------
@@ -485,6 +555,9 @@ class TournamentRunner:
         launcher: makes launch specs for bot processes.
         on_record: called with each finished game's JSON record, in
             completion order (the journal and progress display hang here).
+        deal_locks: what keeps two games of one deal key from being played at
+            once (:class:`DealLocks` by default; worker processes share
+            :class:`arena.pool.SharedDealLocks`).
     """
 
     def __init__(
@@ -493,11 +566,13 @@ class TournamentRunner:
         settings: TournamentSettings,
         launcher: Launcher,
         on_record: Callable[[dict[str, Any]], None],
+        deal_locks: DealLockSet | None = None,
     ) -> None:
         self.entrants = {e.name: e for e in entrants}
         self.settings = settings
         self.launcher = launcher
         self.on_record = on_record
+        self.deal_locks: DealLockSet = deal_locks if deal_locks is not None else DealLocks()
 
     async def run(self, games: Sequence[GameSpec]) -> None:
         """Play ``games`` (any subset of a schedule). Returns when all are done.
@@ -517,8 +592,9 @@ class TournamentRunner:
             procs: list[BotProcess | None] = [None, None, None, None]
             try:
                 for game in chain:
-                    setups = await self._seat_processes(game, procs, nursery)
-                    record = await Referee(game, setups, self.settings.referee).play()
+                    async with self.deal_locks.hold(game.deal_key):
+                        setups = await self._seat_processes(game, procs, nursery)
+                        record = await Referee(game, setups, self.settings.referee).play()
                     for seat in range(4):
                         bot = procs[seat]
                         if bot is None:

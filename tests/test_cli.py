@@ -129,7 +129,7 @@ def test_output_folder_is_not_overwritten_unless_asked(
     assert len(records) == 4 and results["complete"] is True
 
 
-def test_drawn_seed_is_printed_and_recorded(
+def test_drawn_key_commitment_is_printed_and_recorded(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "o"
@@ -139,8 +139,9 @@ def test_drawn_seed_is_printed_and_recorded(
     )
     err = capsys.readouterr().err
     results, _ = load_outputs(out)
-    assert f"seed {results['seed']} (drawn; give --seed {results['seed']}" in err
-    assert results["settings"]["seed"] == results["seed"]
+    assert f"key commitment: SHA-256 {results['key_commitment']} (the key is revealed" in err
+    assert results["settings"]["key_commitment"] == results["key_commitment"]
+    assert results["seed"] is None and results["settings"]["seed"] is None
 
 
 def test_dry_run_prints_tables_games_and_estimate(

@@ -78,7 +78,7 @@ def test_planner_batches_tables_rotations_and_deals() -> None:
         table = games[4 * t : 4 * t + 4]
         assert {g.table for g in table} == {t}
         assert [g.rotation for g in table] == [0, 1, 2, 3]
-        assert {g.deal_key for g in table} == {f"5:L{t}"}  # one deal per table, never reused
+        assert {g.deal_key for g in table} == {f"L{t}"}  # one deal per table, never reused
         for name in table[0].seats:  # each entrant holds each seat's cards once
             assert sorted(g.seats.index(name) for g in table) == [0, 1, 2, 3]
     assert len({g.deal_key for g in games}) == 10

@@ -47,12 +47,15 @@ def test_messages_validate_and_views_are_private(tmp_path: Path, open_tmp: Path)
         for entry in lines:
             check_referee_message(entry["msg"])
             by_pid[entry["pid"]].append(entry["msg"])
-        # Processes are reused along a chain: each plays round 1 then round 2.
+        # Processes are reused along a chain: each plays both rounds (rotation
+        # k starts at round 1 + k mod 2, so the rotations start on different deals).
         assert len(by_pid) == 4
         for msgs in by_pid.values():
             assert msgs[0]["type"] == "hello"
             starts = [m for m in msgs if m["type"] == "game_start"]
-            assert [games[m["game_id"]]["round"] for m in starts] == [1, 2]
+            rounds = [games[m["game_id"]]["round"] for m in starts]
+            rotation = games[starts[0]["game_id"]]["rotation"]
+            assert rounds == ([1, 2] if rotation % 2 == 0 else [2, 1])
             assert msgs[-1]["type"] == "bye"
             check_privacy(msgs, games)
 

@@ -195,7 +195,8 @@ def test_duplicate_scores_balance_and_cover_every_hand(six: Any) -> None:
     # a complete board's duplicate scores add to zero.
     assert {r["duplicate_hands"] for r in rows} == {120}
     assert sum(r["duplicate"] * r["duplicate_hands"] for r in rows) == pytest.approx(0, abs=1e-6)
-    assert results["confidence"]["bootstrap"]["deals"] == 3  # one deal per round
+    # One deal per table and round: 15 tables x 3 rounds.
+    assert results["confidence"]["bootstrap"]["deals"] == 45
 
 
 def test_index_head_to_head_matches_results(six: Any) -> None:

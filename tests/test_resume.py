@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import BOTS, ROOT, bot, load_outputs, run_arena, run_processes
 
+from arena.keys import MasterKey
+
 ENTRANTS = [
     f"slow={BOTS / 'stubborn.py'} 0.01",
     bot("random_legal", "r1"),
@@ -24,10 +26,12 @@ ENTRANTS = [
 ARGS = ["--hands", "1", "--rounds", "3", "--seed", "99", "--jobs", "2", "--quiet"]
 
 
-def start_arena(out: Path, entrants: list[str] = ENTRANTS) -> subprocess.Popen[str]:
+def start_arena(
+    out: Path, entrants: list[str] = ENTRANTS, args: list[str] = ARGS
+) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
-        [sys.executable, "-m", "arena", "run", *entrants, *ARGS, "--out", str(out)],
+        [sys.executable, "-m", "arena", "run", *entrants, *args, "--out", str(out)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
@@ -76,6 +80,34 @@ def test_kill_9_then_resume_gives_the_uninterrupted_standings(tmp_path: Path) ->
     assert run_tmpdirs(out) == []
 
 
+def test_kill_9_then_resume_with_a_secret_key(tmp_path: Path) -> None:
+    """A drawn key is kept owner-only in the folder (tournament.key): --resume
+    uses it without being given it, and ends with the tournament the same key
+    plays uninterrupted (--key-file), revealed and verifiable."""
+    args = [a for a in ARGS if a not in ("--seed", "99")]
+    key_file = tmp_path / "k.key"
+    key_file.write_text(MasterKey.generate().hex())
+    reference = tmp_path / "reference"
+    assert (
+        run_arena(["run", *ENTRANTS, *args, "--key-file", str(key_file), "--out", str(reference)])
+        == 0
+    )
+    out = tmp_path / "killed"
+    proc = start_arena(out, ENTRANTS, [*args, "--key-file", str(key_file)])
+    wait_for_games(out, 3, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert run_arena(["run", *ENTRANTS, *args, "--out", str(out), "--resume"]) == 0
+    (ref, ref_records), (results, records) = load_outputs(reference), load_outputs(out)
+    assert results["standings"] == ref["standings"]
+    assert [r["hands"] for r in sorted(records, key=lambda r: r["game_index"])] == [
+        r["hands"] for r in sorted(ref_records, key=lambda r: r["game_index"])
+    ]
+    assert results["key"] == key_file.read_text().strip()
+    assert run_arena(["verify", str(out)]) == 0
+    assert run_processes(out) == []
+
+
 def test_resume_refuses_different_settings(tmp_path: Path, capsys) -> None:
     out = tmp_path / "o"
     base = [
@@ -111,6 +143,11 @@ def test_ctrl_c_stops_cleanly_with_partial_standings(tmp_path: Path, signum: int
     results = json.loads((out / "results.json").read_text())
     records = [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
     assert results["complete"] is False
+    assert "key" not in results  # an interrupted run never reveals its key
+    assert (
+        results["key_commitment"]
+        == json.loads((out / "run.json").read_text())["settings"]["key_commitment"]
+    )
     assert results["games_played"] == len(records) < 60
     assert sum(row["games"] for row in results["standings"]) == 4 * len(records)
     assert (out / "index.html").exists()

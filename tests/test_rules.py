@@ -104,14 +104,17 @@ def test_r2_deal_gives_13_disjoint_cards_to_each_seat() -> None:
 
 
 def test_r2_deal_is_deterministic_fixed_value() -> None:
-    """R2: a deal is derived from its seed alone (a fixed, replayable value)."""
-    assert [names(h) for h in deal_hands("7:1:1")] == [
-        cards("6C 7C 3D 6D 9D TD QD AD 4S 8H JH QH AH"),
-        cards("5C 9C JC KC 2D 5D 7D 2S 6S 9S QS 7H 9H"),
-        cards("TC QC 4D KD 3S 5S TS AS 2H 3H 4H 5H 6H"),
-        cards("2C 3C 4C 8C AC 8D JD 7S 8S JS KS TH KH"),
+    """R2: a deal is derived from its key and label alone (a fixed, replayable
+    value; the same vector is in protocol/DEALS.md for other languages)."""
+    key = bytes(range(32))
+    assert [names(h) for h in deal_hands("1", key)] == [
+        cards("2C 8C QC 3D 4D 8D 9D 2S 4S KS 5H 8H KH"),
+        cards("3C 7C 2D 6D 7D JD AD 5S 9S TS QS 4H AH"),
+        cards("9C TC JC KC 5D QD 7S 8S JS 3H 9H JH QH"),
+        cards("4C 5C 6C AC TD KD 3S 6S AS 2H 6H 7H TH"),
     ]
-    assert deal_hands("7:1:1") == deal_hands("7:1:1")
+    assert deal_hands("1", key) == deal_hands("1", key)
+    assert deal_hands("1", key) != deal_hands("1", bytes(32))
 
 
 def test_r2_different_seeds_give_different_deals() -> None:

@@ -199,7 +199,7 @@ def test_full_seating_plays_all_24_permutations_per_table_and_round() -> None:
             # Each entrant holds each seat's cards six times per round.
             for name in members:
                 assert Counter(g.seats.index(name) for g in table) == {0: 6, 1: 6, 2: 6, 3: 6}
-            assert {g.deal_key for g in table} == {f"9:{rnd}"}
+            assert {g.deal_key for g in table} == {f"r{rnd}-t{t}"}
 
 
 def test_default_seating_keeps_the_four_rotations() -> None:

@@ -31,7 +31,7 @@ def test_schedule_seats_every_entrant_at_every_seat_of_every_table() -> None:
             # Each entrant holds each seat (and so each seat's cards) once per round.
             for name in members:
                 assert sorted(g.seats.index(name) for g in rotations) == [0, 1, 2, 3]
-            assert {g.deal_key for g in rotations} == {f"9:{rnd}"}
+            assert {g.deal_key for g in rotations} == {f"r{rnd}-t{t}"}
 
 
 def test_schedule_is_pure_and_orders_round_table_rotation() -> None:
@@ -66,7 +66,10 @@ def test_chains_keep_seating_and_differ_in_round() -> None:
     assert Counter(len(c) for c in chains) == {3: 20}
     for chain in chains:
         assert len({g.seats for g in chain}) == 1
-        assert [g.round for g in chain] == [1, 2, 3]
+        # Rotation k starts at round 1 + k mod 3 (the rotations of a table
+        # start on different deals) and goes round the rounds from there.
+        k = chain[0].rotation
+        assert [g.round for g in chain] == [1 + (k + i) % 3 for i in range(3)]
 
 
 def test_same_seed_gives_same_standings_for_any_jobs(
