@@ -352,7 +352,7 @@ def verdict(
     out.update(difference=d, low=lo, high=hi, agrees=agrees)
     boot = statistics["bootstrap"]
     figure = (
-        f"{lead} (first) takes {_gap_words(d, second)} (second) "
+        f"{lead}, first, takes {_gap_words(d, second)}, second, "
         f"on {label}; 95% interval {_range(lo, hi)}"
     )
     disagree = (

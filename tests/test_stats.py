@@ -245,8 +245,8 @@ def test_verdict_is_about_the_first_two_rows_and_says_when_duplicate_disagrees()
     v = stats.verdict(standings, result, rounds_played=10)
     assert (v["leader"], v["runner_up"], v["agrees"], v["settled"]) == ("a", "b", False, False)
     assert v["difference"] < 0 and v["high"] < 0
-    gap = f"{-v['difference']:.2f} more points per hand than b (second) on duplicate score"
-    assert f"a (first) takes {gap}" in v["text"]
+    gap = f"{-v['difference']:.2f} more points per hand than b, second, on duplicate score"
+    assert f"a, first, takes {gap}" in v["text"]
     assert f"95% interval {-v['high']:.2f} to {-v['low']:.2f} more" in v["text"]
     assert "the table puts a first, but b is significantly better on duplicate score" in v["text"]
     assert "disagree" in v["text"] and "lead over" not in v["text"]
@@ -263,4 +263,4 @@ def test_verdict_is_about_the_first_two_rows_and_says_when_duplicate_disagrees()
     standings = [{"name": n, "games": 40} for n in ("b", "a", "c", "d")]
     v = stats.verdict(standings, result, rounds_played=2)
     assert v["leader"] == "b" and v["agrees"] is True and "disagree" not in v["text"]
-    assert f"b (first) takes {v['difference']:.2f} fewer points per hand than a" in v["text"]
+    assert f"b, first, takes {v['difference']:.2f} fewer points per hand than a" in v["text"]
