@@ -698,6 +698,9 @@ def _tail(text: str, lines: int = 8) -> str:
     return "\n".join(kept[-lines:])
 
 
+#: Most requests ``-v`` shows under one check (its first, then faulted ones).
+VERBOSE_REQUESTS: Final = 3
+
 #: Hints for the commonest mistakes, keyed by what the fault detail holds.
 HINT_NOT_JSON: Final = (
     "hint: stdout carries protocol lines only; a debug print there is a line that is "
@@ -934,8 +937,8 @@ def run_checks(
 def format_report(report: CheckReport, *, verbose: bool = False) -> str:
     """The report printed by ``hearts-arena check``: one line per check
     (``PASS``/``FAIL``/``SKIP``, the name, the reason), the failures' details
-    (indented: a hint for a common mistake, the request, the bot's stderr,
-    each stderr text printed once), the slowest reply and a summary.
+    (indented: a hint for a common mistake, the request, the bot's stderr;
+    each hint and each stderr text printed once), the slowest reply and a summary.
 
     A check that was not reached or not run for the reason of the check
     before it says ``(as above)``. With ``verbose``: skipped checks too, and
@@ -947,6 +950,7 @@ def format_report(report: CheckReport, *, verbose: bool = False) -> str:
         f"{report.settings.time_limit:g} s per decision"
     ]
     shown_stderr: set[str] = set()
+    shown_hints: set[str] = set()
     previous = ""
     for r in report.results:
         if r.skipped and not verbose:
@@ -957,15 +961,22 @@ def format_report(report: CheckReport, *, verbose: bool = False) -> str:
         previous = r.reason
         if verbose:
             shown = r.exchanges[:1] + [ex for ex in r.exchanges[1:] if ex.fault is not None]
-            for ex in shown:
+            for ex in shown[:VERBOSE_REQUESTS]:
                 lines.extend("        " + line for line in _exchange_lines(ex))
+            if len(shown) > VERBOSE_REQUESTS:
+                more = len(shown) - VERBOSE_REQUESTS
+                lines.append(f"        ... and {more} more faulted requests")
         if r.details and (not r.passed or verbose) and not repeated:
             head, sep, stderr = r.details.partition("bot stderr:\n")
             details = head.rstrip("\n") if sep else r.details
             if verbose and sep:
                 details = "\n".join(x for x in details.splitlines() if x.startswith("hint:"))
-            if details:
-                lines.extend("        " + line for line in details.splitlines())
+            for line in details.splitlines():
+                if line.startswith("hint:"):  # each hint once per report
+                    if line in shown_hints:
+                        continue
+                    shown_hints.add(line)
+                lines.append("        " + line)
             if sep and stderr in shown_stderr:
                 lines.append("        bot stderr: as above")
             elif sep:

@@ -193,3 +193,14 @@ def test_standings_rows_are_even_at_1280_px(run: Any) -> None:
     assert len(heights) == 5
     assert max(heights) - min(heights) <= 2, heights  # one shape for every row
     assert table["width"] <= wrap["width"] + 1  # no horizontal scrolling at 1280 px
+
+
+def test_terminal_table_escapes_hostile_names() -> None:
+    row = {
+        "rank": 1, "conservative": 1.0, "mu": 2.0, "sigma": 0.5, "games": 3, "wins": 1,
+        "points_per_hand": None, "faults": {"crashed": 0},
+    }  # fmt: skip
+    lines = standings_table([{**row, "name": "red\x1b[31mX\u202e"}, {**row, "name": "ok"}])
+    assert "\x1b" not in "".join(lines) and "\u202e" not in "".join(lines)
+    assert "red\\x1b[31mX\\u202e" in lines[1]
+    assert len({display_width(line) for line in lines[1:]}) == 1
