@@ -122,7 +122,11 @@ def rating_history(
                 "last_sigma": pts[-1][2],
             }
         )
-    y_ticks = [{"pos": round(y(v), 1), "label": f"{v:g}"} for v in nice_ticks(lo, hi)]
+    # U+2212 for a negative tick, as every number of the report.
+    y_ticks = [
+        {"pos": round(y(v), 1), "label": f"{v:g}".replace("-", "\u2212")}
+        for v in nice_ticks(lo, hi)
+    ]
     x_ticks = [
         {"pos": round(x(v - 1), 1), "label": f"{int(v)}"}
         for v in nice_ticks(0, x_max, 6)

@@ -446,6 +446,7 @@ class CheckResult:
         time: seconds the bot spent answering the check's requests.
         requests: number of requests it judged.
         skipped: not run at all (``--only``).
+        exchanges: the requests it judged, as asked and answered (``-v`` shows them).
     """
 
     name: str
@@ -457,6 +458,7 @@ class CheckResult:
     time: float = 0.0
     requests: int = 0
     skipped: bool = False
+    exchanges: list[Exchange] = field(default_factory=list)
 
 
 @dataclass
@@ -467,6 +469,7 @@ class ScenarioRun:
     exchanges: list[Exchange] = field(default_factory=list)
     stopped: str | None = None  # why later positions were not reached
     hello_timeout: bool = False
+    hello_failed: bool = False  # any handshake fault: the later scenarios are not run
     bye: tuple[bool, str, float] | None = None  # (passed, text, seconds)
     stderr: list[str] = field(default_factory=list)
 
@@ -624,6 +627,7 @@ async def _run_one(
             run.exchanges = recorder.exchanges
             run.stopped = f"the handshake failed: {fault.reason}: {fault.detail}"
             run.hello_timeout = fault.reason == "timeout"
+            run.hello_failed = True
             run.stderr.append(bot.stderr.take())
             return run
         setup = SeatSetup(entrant.name, recorder)  # type: ignore[arg-type]
@@ -692,24 +696,91 @@ def _tail(text: str, lines: int = 8) -> str:
     return "\n".join(kept[-lines:])
 
 
+#: Most requests ``-v`` shows under one check (its first, then faulted ones).
+VERBOSE_REQUESTS: Final = 3
+
+#: Hints for the commonest mistakes, keyed by what the fault detail holds.
+HINT_NOT_JSON: Final = (
+    "hint: stdout carries protocol lines only; a debug print there is a line that is "
+    "not JSON. Write debug output to stderr: print(..., file=sys.stderr)"
+)
+HINT_FLUSH: Final = (
+    "hint: did you flush stdout? An answer left in the bot's output buffer never "
+    "reaches the referee: print(..., flush=True), or sys.stdout.flush() after each line"
+)
+HINT_CARD: Final = (
+    'hint: a card is two characters, rank then suit: "TS" is the ten of spades '
+    "(ranks 2-9 T J Q K A, suits C D S H)"
+)
+
+
+def hint_for(ex: Exchange) -> str | None:
+    """A hint for the fault of ``ex`` when it looks like one of the commonest
+    mistakes: a debug ``print`` to stdout (a line that is not JSON or not an
+    object), a missing flush (a timeout), a card written ``"10S"``."""
+    detail = ex.detail or ""
+    if ex.fault == "malformed" and (
+        "line is not JSON" in detail or "line is JSON but not an object" in detail
+    ):
+        return HINT_NOT_JSON
+    if ex.fault == "timeout":
+        return HINT_FLUSH
+    if ex.fault == "malformed" and "is not a card" in detail:
+        return HINT_CARD
+    return None
+
+
+def _exchange_lines(ex: Exchange) -> list[str]:
+    """What ``-v`` shows of one request: what was asked and what came back."""
+    asked = json.dumps(ex.request, separators=(",", ":"))
+    lines = [f"asked:    {_cut(asked, 400)}"]
+    if ex.reply is not None:
+        answered = json.dumps(ex.reply, separators=(",", ":"))
+        lines.append(f"answered: {_cut(answered, 400)} in {_ms(ex.elapsed)}")
+    if ex.fault is not None:
+        lines.append(f"fault:    {ex.fault}: {ex.detail} (after {_ms(ex.elapsed)})")
+    return lines
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _positions(check: CheckSpec, exchanges: Sequence[Exchange]) -> list[int]:
+    """The indices of the requests a check judges: its one request (the
+    handshake, a pass, a play), or every request of its game (``at = { game = G }``)."""
+    at = check.at
+    if at.hello or at.hand is not None:
+        found = next((i for i, ex in enumerate(exchanges) if at.matches(ex)), None)
+        return [] if found is None else [found]
+    return [i for i, ex in enumerate(exchanges) if ex.kind != "hello" and ex.game == at.game]
+
+
 def judge(run: ScenarioRun) -> list[CheckResult]:
-    """Turn a scenario's run into one :class:`CheckResult` per check."""
+    """Turn a scenario's run into one :class:`CheckResult` per check, and
+    one more, ``SCENARIO-other-requests``, when the bot faulted at a request
+    no check covers (a play of trick 3 in a scenario that checks passes):
+    a fault is reported under the check whose position it is, never under
+    an unrelated earlier one."""
     scenario = run.scenario
     exchanges = run.exchanges
-    focus: list[int | None] = []
-    for check in scenario.checks:
-        if check.at.bye:
-            focus.append(len(exchanges) if run.bye is not None else None)
-            continue
-        found = next((i for i, ex in enumerate(exchanges) if check.at.matches(ex)), None)
-        focus.append(found)
-    found_at = [(i, f) for i, f in enumerate(focus) if f is not None]
-    results = []
     stderr = visible_text(_tail("\n".join(run.stderr)))  # printed on a terminal
-    for i, check in enumerate(scenario.checks):
-        start = focus[i]
+    covered: set[int] = set()
+    results = []
+    for check in scenario.checks:
         base = CheckResult(check.name, scenario.name, check.about, False, "")
-        if start is None:
+        if check.at.bye:
+            if run.bye is None:
+                base.reason = f"not reached: {run.stopped or 'the bot was gone before bye'}"
+                base.details = f"bot stderr:\n{stderr}" if stderr else ""
+            else:
+                base.passed, base.reason, base.time = run.bye
+                if not base.passed and stderr:
+                    base.details = f"bot stderr:\n{stderr}"
+            results.append(base)
+            continue
+        found = _positions(check, exchanges)
+        if not found:
             why = run.stopped or (
                 "the scenario never reached its position (a bug in the scenario, not the bot)"
             )
@@ -717,41 +788,20 @@ def judge(run: ScenarioRun) -> list[CheckResult]:
             base.details = f"bot stderr:\n{stderr}" if stderr else ""
             results.append(base)
             continue
-        if i == found_at[0][0]:
-            start = 0
-        later = [f for j, f in found_at if j > i]
-        end = later[0] if later else len(exchanges)
-        segment = exchanges[start:end]
+        covered.update(found)
+        segment = [exchanges[i] for i in found]
+        at_focus = segment[0]
         base.requests = len(segment)
         base.time = sum(ex.elapsed for ex in segment)
-        faulted = [ex for ex in segment if ex.fault is not None]
-        if check.at.bye:
-            assert run.bye is not None
-            ok, text, waited = run.bye
-            base.time += waited
-            base.passed = ok and not faulted
-            base.reason = text if not faulted else _fault_line(faulted[0])
-            if not base.passed and stderr:
-                base.details = f"bot stderr:\n{stderr}"
-            results.append(base)
-            continue
-        at_focus = exchanges[focus[i]]  # type: ignore[index]
+        base.exchanges = segment
         passed_hand = any(
             ex.kind == "pass" and ex.game == at_focus.game and ex.hand == at_focus.hand
             for ex in exchanges
         )
         problems = expectation_problems(check.expect, at_focus.request, passed_hand)
+        faulted = [ex for ex in segment if ex.fault is not None]
         if faulted:
-            first = faulted[0]
-            base.reason = _fault_line(first)
-            if exchanges.index(first) < focus[i]:  # type: ignore[operator]
-                base.reason += f" (before this check's position, {check.at.describe()})"
-            if len(faulted) > 1:
-                base.reason += f" (and {len(faulted) - 1} more faults)"
-            details = ["request: " + json.dumps(first.request, separators=(",", ":"))]
-            if stderr:
-                details.append(f"bot stderr:\n{stderr}")
-            base.details = "\n".join(details)
+            _fail_with(base, faulted, stderr)
         elif problems:
             base.reason = (
                 f"scenario error at {check.at.describe()}: {'; '.join(problems)} "
@@ -766,7 +816,40 @@ def judge(run: ScenarioRun) -> list[CheckResult]:
             if times:
                 base.reason += f", slowest {_ms(max(times))}"
         results.append(base)
+    stray = [
+        ex
+        for i, ex in enumerate(exchanges)
+        if i not in covered and ex.fault is not None and ex.kind != "hello"
+    ]
+    if stray:
+        other = CheckResult(
+            f"{scenario.name}-other-requests",
+            scenario.name,
+            f"the requests of scenario {scenario.name} that no check is about",
+            False,
+            "",
+        )
+        other.requests = len(stray)
+        other.time = sum(ex.elapsed for ex in stray)
+        other.exchanges = stray
+        _fail_with(other, stray, stderr)
+        results.append(other)
     return results
+
+
+def _fail_with(result: CheckResult, faulted: Sequence[Exchange], stderr: str) -> None:
+    """Fill in a failed result from its faulted requests (the first is named)."""
+    first = faulted[0]
+    result.reason = _fault_line(first)
+    if len(faulted) > 1:
+        result.reason += f" (and {len(faulted) - 1} more faults)"
+    details = ["request: " + _cut(json.dumps(first.request, separators=(",", ":")), 2000)]
+    hint = hint_for(first)
+    if hint is not None:
+        details.insert(0, hint)
+    if stderr:
+        details.append(f"bot stderr:\n{stderr}")
+    result.details = "\n".join(details)
 
 
 async def _run_all(
@@ -799,13 +882,17 @@ async def _run_all(
             run = await _run_one(scenario, entrant, launcher, settings, nursery)
             if run.hello_timeout:
                 no_hello = f"the bot did not answer hello in scenario {scenario.name}"
-            names = {c.name: c for c in judge(run)}
+            elif run.hello_failed:
+                no_hello = f"the bot failed its handshake in scenario {scenario.name}"
+            judged = judge(run)
+            names = {c.name: c for c in judged}
             for check in scenario.checks:
-                result = names[check.name]
+                result = names.pop(check.name)
                 if only is not None and check.name not in only:
                     result.skipped, result.passed = True, True
                     result.reason = "not selected (--only)"
                 results.append(result)
+            results.extend(names.values())  # the scenario's other requests, if they faulted
             for ex in run.exchanges:
                 if ex.kind == "hello" or ex.reply is None:
                     continue  # the handshake has its own (start-up) allowance
@@ -848,19 +935,52 @@ def run_checks(
 def format_report(report: CheckReport, *, verbose: bool = False) -> str:
     """The report printed by ``hearts-arena check``: one line per check
     (``PASS``/``FAIL``/``SKIP``, the name, the reason), the failures' details
-    (indented; all of them with ``verbose``), the slowest reply and a summary."""
+    (indented: a hint for a common mistake, the request, the bot's stderr;
+    each hint and each stderr text printed once), the slowest reply and a summary.
+
+    A check that was not reached or not run for the reason of the check
+    before it says ``(as above)``. With ``verbose``: skipped checks too, and
+    under every check what the bot was asked and answered at its position
+    (for a whole-game check, its first request and any faulted ones)."""
     width = max([len(r.name) for r in report.results] + [10])
     lines = [
         f"checking {report.entrant.name} ({' '.join(report.entrant.argv)}), "
         f"{report.settings.time_limit:g} s per decision"
     ]
+    shown_stderr: set[str] = set()
+    shown_hints: set[str] = set()
+    previous = ""
     for r in report.results:
         if r.skipped and not verbose:
             continue
         mark = "SKIP" if r.skipped else ("PASS" if r.passed else "FAIL")
-        lines.append(f"{mark}  {r.name:<{width}}  {r.reason}")
-        if r.details and (not r.passed or verbose):
-            lines.extend("        " + line for line in r.details.splitlines())
+        repeated = r.reason == previous and r.reason.startswith(("not run:", "not reached:"))
+        lines.append(f"{mark}  {r.name:<{width}}  {'(as above)' if repeated else r.reason}")
+        previous = r.reason
+        if verbose:
+            shown = r.exchanges[:1] + [ex for ex in r.exchanges[1:] if ex.fault is not None]
+            for ex in shown[:VERBOSE_REQUESTS]:
+                lines.extend("        " + line for line in _exchange_lines(ex))
+            if len(shown) > VERBOSE_REQUESTS:
+                more = len(shown) - VERBOSE_REQUESTS
+                lines.append(f"        ... and {more} more faulted requests")
+        if r.details and (not r.passed or verbose) and not repeated:
+            head, sep, stderr = r.details.partition("bot stderr:\n")
+            details = head.rstrip("\n") if sep else r.details
+            if verbose and sep:
+                details = "\n".join(x for x in details.splitlines() if x.startswith("hint:"))
+            for line in details.splitlines():
+                if line.startswith("hint:"):  # each hint once per report
+                    if line in shown_hints:
+                        continue
+                    shown_hints.add(line)
+                lines.append("        " + line)
+            if sep and stderr in shown_stderr:
+                lines.append("        bot stderr: as above")
+            elif sep:
+                shown_stderr.add(stderr)
+                lines.append("        bot stderr:")
+                lines.extend("        " + line for line in stderr.splitlines())
     if report.slowest is not None:
         seconds, where = report.slowest
         lines.append(

@@ -196,6 +196,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="consecutive timeouts before a seat is struck out (default 3; 0: never)",
     )
     run.add_argument(
+        "--disqualify-after",
+        type=_positive_int,
+        metavar="N",
+        default=None,
+        help="rank an entrant with N or more faults in the tournament after every other "
+        "(marked in the report, standings.csv and results.json; its games still count "
+        "for the others); default: off",
+    )
+    run.add_argument(
         "--jobs",
         type=_positive_int,
         default=os.cpu_count() or 1,

@@ -86,6 +86,7 @@ def _settings(args: argparse.Namespace, key: MasterKey) -> TournamentSettings:
         seating=getattr(args, "seating", "rotations"),
         format=getattr(args, "format", "round-robin"),
         candidate=getattr(args, "candidate", None),
+        disqualify_after=getattr(args, "disqualify_after", None),
         **_ladder_settings(args),
         referee=RefereeSettings(
             time_limit=args.time_limit,
@@ -541,19 +542,9 @@ def _warn_faults(records: list[dict[str, Any]]) -> None:
 
 
 def _print_standings(results: dict[str, Any], out: Path) -> None:
-    rows = results["standings"]
-    width = max([len(r["name"]) for r in rows] + [6])
-    print(
-        f"{'#':>2}  {'entrant':<{width}}  {'mu-3sigma':>9}  {'mu':>6}  {'sigma':>5}  "
-        f"{'games':>5}  {'wins':>4}  {'pts/hand':>8}  faults"
-    )
-    for r in rows:
-        ppH = "-" if r["points_per_hand"] is None else f"{r['points_per_hand']:.2f}"
-        faults = sum(r["faults"].values())
-        print(
-            f"{r['rank']:>2}  {r['name']:<{width}}  {r['conservative']:>9.2f}  {r['mu']:>6.2f}  "
-            f"{r['sigma']:>5.2f}  {r['games']:>5}  {r['wins']:>4}  {ppH:>8}  {faults}"
-        )
+    from arena.terminal import standings_table
+
+    print("\n".join(standings_table(results["standings"])))
     print(
         f"{results['games_played']} of {results['games_total']} games; report: {out / INDEX_FILE}"
     )

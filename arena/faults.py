@@ -33,6 +33,11 @@ class Fault:
         request: the request type (``hello``, ``pass``, ``play``) or ``None``
             for a crash noticed outside a request.
         request_id: the id of the faulted request, or ``None``.
+        answer: for an ``illegal`` fault, the move the bot answered, as data:
+            the card (``"QS"``) of a play, the list of cards of a pass (as
+            given, possibly not three); ``None`` for the other reasons.
+            Records written before this field existed lack it (``replay``
+            then reads the move back from ``detail``).
     """
 
     seat: int
@@ -43,6 +48,7 @@ class Fault:
     trick_number: int | None = None
     request: str | None = None
     request_id: int | None = None
+    answer: str | list[str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict for ``games.jsonl``."""

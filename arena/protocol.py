@@ -228,7 +228,15 @@ def check_reply(kind: str, obj: dict[str, Any]) -> None:
     if v.is_valid(obj):
         return
     error = best_match(v.iter_errors(obj))
-    where = "/".join(str(p) for p in error.absolute_path) or "(message)"
+    path = list(error.absolute_path)
+    where = "/".join(str(p) for p in path) or "(message)"
+    is_card = bool(path) and (path[-1] == "card" or (len(path) > 1 and path[-2] == "cards"))
+    if is_card and isinstance(error.instance, str) and error.instance not in _CARD_SET:
+        # jsonschema would say "'10S' is too long": say what a card looks like.
+        raise ProtocolError(
+            f"reply to {kind!r} fails the schema at {where}: {_short(error.instance)} is "
+            'not a card: a card is two characters, rank then suit, like "TS" (ten of spades)'
+        )
     raise ProtocolError(
         f"reply to {kind!r} fails the schema at {where}: {_short(error.message, 160)}"
     )

@@ -296,7 +296,16 @@ class Referee:
                 if flush:
                     s.bot.flush()
 
-    def _fault(self, s: _Seat, reason: str, detail: str, request: str, rid: int | None) -> None:
+    def _fault(
+        self,
+        s: _Seat,
+        reason: str,
+        detail: str,
+        request: str,
+        rid: int | None,
+        answer: str | list[str] | None = None,
+    ) -> None:
+        """Record a fault of seat ``s``; ``answer`` is the move of an illegal one."""
         hand = self.hand
         trick = hand.trick_number if hand is not None and hand.phase is Phase.PLAY else None
         self.record.faults.append(
@@ -309,6 +318,7 @@ class Referee:
                 trick,
                 request,
                 rid,
+                answer,
             )
         )
 
@@ -524,6 +534,7 @@ class Referee:
                             f"pass {' '.join(map(str, cards))}: {exc}",
                             "pass",
                             reply.request_id,
+                            [str(c) for c in cards],
                         )
                         self._forfeit(s, reply.request_id, "illegal", str(exc), passed=mask)
                     else:
@@ -585,7 +596,7 @@ class Referee:
                 detail = f"{name} is not legal"  # pragma: no cover - legal says otherwise
             except IllegalMoveError as exc:
                 detail = f"played {name}: {exc}; legal: {' '.join(names_of(legal))}"
-            self._fault(s, "illegal", detail, "play", reply.request_id)
+            self._fault(s, "illegal", detail, "play", reply.request_id, str(name))
             self._forfeit(s, reply.request_id, "illegal", detail, played=fallback)
             return fallback
         self._judge(s, reply, "play")

@@ -68,8 +68,9 @@ class ReplayResult:
         recorded_fault: the recorded fault at that decision (``"timeout: ..."``) or ``None``.
         recorded_answer: what the bot answered in the game: ``recorded``, the
             illegal move of an ``illegal`` fault, or ``None`` (no valid answer).
-        answer: the bot's move now, or ``None`` if it faulted.
-        fault: its fault now (``"timeout: no reply within 1000 ms"``) or ``None``.
+        answer: the bot's move now (legal or not), or ``None`` if it gave none.
+        fault: its fault now (``"timeout: no reply within 1000 ms"``,
+            ``"illegal: 2H is not in legal"``) or ``None``.
         elapsed: seconds it took to answer.
         transcript: every message of the game sent to the bot and answered,
             up to the decision (``{"sent": m}`` or ``{"id", "received": m}``,
@@ -86,15 +87,39 @@ class ReplayResult:
     transcript: list[dict[str, Any]] = field(default_factory=list)
 
     @property
+    def outcome_then(self) -> tuple[str, Any]:
+        """The recorded outcome: see :func:`outcome`."""
+        reason = self.recorded_fault.split(":", 1)[0] if self.recorded_fault else None
+        return outcome(reason, self.recorded_answer)
+
+    @property
+    def outcome_now(self) -> tuple[str, Any]:
+        """The outcome now: see :func:`outcome`."""
+        reason = self.fault.split(":", 1)[0] if self.fault else None
+        return outcome(reason, self.answer)
+
+    @property
     def same(self) -> bool:
-        """The bot answers as it did in the game (for a pass: the same three
-        cards); a bot that gave no valid answer then never counts as the same."""
-        then = self.recorded_answer
-        if self.answer is None or then is None:
-            return False
-        if isinstance(then, list):
-            return isinstance(self.answer, list) and sorted(self.answer) == sorted(then)
-        return bool(self.answer == then)
+        """The bot does at the decision what it did in the game, judged the
+        same way for every kind of outcome (:func:`outcome`): the same legal
+        move (a pass: the same three cards in any order), the same illegal
+        move, or a fault of the same kind (``malformed``, ``timeout``,
+        ``crashed``; their details, which hold times and exit codes, may differ)."""
+        return self.outcome_then == self.outcome_now
+
+
+def outcome(reason: str | None, move: Any) -> tuple[str, Any]:
+    """What a bot did at a decision, as a comparable value:
+    ``("move", m)`` for a legal move, ``("illegal", m)`` for an illegal one
+    (``m`` a card, or a pass's cards sorted), ``(reason, None)`` for the other
+    faults (``malformed``, ``timeout``, ``crashed``)."""
+    if isinstance(move, list):
+        move = tuple(sorted(str(c) for c in move))
+    if reason is None:
+        return ("move", move)
+    if reason == "illegal":
+        return ("illegal", move)
+    return (reason, None)
 
 
 # -- finding the game -------------------------------------------------------------
@@ -186,19 +211,23 @@ def choose_decision(
     record: dict[str, Any], seat: int, hand: int | None, trick: int | None, pass_: bool
 ) -> Decision:
     """The decision to replay: ``--hand``/``--trick``/``--pass`` as given;
-    with none of them the seat's first faulted decision, else its first
-    decision of hand 1; ``--hand`` alone means that hand's pass, or trick 1
-    on a hold hand.
+    with none of them the seat's first faulted decision (a crash too: the
+    request at which the bot crashed), else its first decision of hand 1;
+    ``--hand`` alone means that hand's pass, or trick 1 on a hold hand.
+
+    The request at which a bot crashed, or was struck out, is itself
+    replayable (the bot is asked it again, so a fixed bot can show its
+    answer there); only decisions after it are not.
 
     Raises:
         ReplayError: a hand or trick the game does not have, a pass asked
             on a hold hand, or a decision the seat's bot was never asked
-            (it crashed, was struck out, or failed its handshake before it).
+            (it crashed or was struck out before it, or failed its handshake).
     """
     hands = record["hands"]
     if hand is None and trick is None and not pass_:
         for f in _faults_of(record, seat):
-            if f["request"] in ("pass", "play") and f["reason"] != "crashed":
+            if f["request"] in ("pass", "play") and f["hand_number"] is not None:
                 hand, trick = f["hand_number"], f["trick_number"]
                 pass_ = f["request"] == "pass"
                 break
@@ -214,24 +243,35 @@ def choose_decision(
     if trick is not None and not 1 <= trick <= len(hands[hand - 1]["tricks"]):
         raise ReplayError(f"hand {hand} has tricks 1..{len(hands[hand - 1]['tricks'])}")
     decision = Decision(hand, None if pass_ else trick)
+    here = _position(hand, decision.trick)
     for f in _faults_of(record, seat):
-        before = (f["hand_number"] or 0, f["trick_number"] or 0) <= (hand, trick or 0)
         if f["request"] == "hello":
             raise ReplayError(f"seat {seat}'s bot failed its handshake: {f['detail']}")
-        if f["reason"] == "crashed" and before:
+        at = _position(f["hand_number"] or 0, f["trick_number"])
+        if f["reason"] == "crashed" and at < here:
             raise ReplayError(
-                f"seat {seat}'s bot crashed before {decision.describe()}: {f['detail']}"
+                f"seat {seat}'s bot crashed at {_fault_place(f)}, before "
+                f"{decision.describe()}: {f['detail']} (replay hand {f['hand_number']}"
+                + (f" trick {f['trick_number']}" if f["trick_number"] else " --pass")
+                + " to ask it that request again)"
             )
-    if seat in record.get("struck_out", []):
-        timeouts = [f for f in _faults_of(record, seat) if "struck out" in f["detail"]]
-        if timeouts:
-            f = timeouts[0]
-            if (f["hand_number"], f["trick_number"] or 0) < (hand, trick or 0):
-                raise ReplayError(
-                    f"seat {seat}'s bot was struck out at hand {f['hand_number']} "
-                    f"before {decision.describe()}"
-                )
+        if f["reason"] == "timeout" and _STRUCK_OUT in f["detail"] and at < here:
+            raise ReplayError(
+                f"seat {seat}'s bot was struck out at {_fault_place(f)}, "
+                f"before {decision.describe()}"
+            )
     return decision
+
+
+def _position(hand: int, trick: int | None) -> tuple[int, int]:
+    """A decision's place in the game's order: a hand's pass (trick ``None``)
+    comes before its trick 1."""
+    return (hand, trick or 0)
+
+
+def _fault_place(fault: dict[str, Any]) -> str:
+    place = f"hand {fault['hand_number']}"
+    return place + (f" trick {fault['trick_number']}" if fault["trick_number"] else " pass")
 
 
 def game_spec(record: dict[str, Any]) -> GameSpec:
@@ -327,13 +367,14 @@ async def replay_decision(
                 recorded = _recorded_move(record, seat, ex)
                 rf = _recorded_fault(record, seat, ex.kind, at.hand, at.trick)
                 if at == decision:
-                    answer = None
+                    answer, fault = None, f"{ex.fault}: {ex.detail}" if ex.fault else None
                     if ex.reply is not None:
                         answer = ex.reply["cards"] if ex.kind == "pass" else ex.reply["card"]
+                        why = illegal_reason(ex.request, answer)
+                        fault = f"illegal: {why}" if why else None
                     then: Any = recorded
                     if rf is not None:
-                        steered = _faulted_reply(ex, rf, reply.request_id).message or {}
-                        then = steered.get("cards", steered.get("card"))
+                        then = recorded_illegal_move(rf, ex.kind)
                     result.append(
                         ReplayResult(
                             request=ex.request,
@@ -341,7 +382,7 @@ async def replay_decision(
                             recorded_fault=f"{rf['reason']}: {rf['detail']}" if rf else None,
                             recorded_answer=then,
                             answer=answer,
-                            fault=f"{ex.fault}: {ex.detail}" if ex.fault else None,
+                            fault=fault,
                             elapsed=ex.elapsed,
                             transcript=list(bot.stats.transcript or []),
                         )
@@ -381,19 +422,50 @@ _ILLEGAL_PASS = re.compile(r"^pass ([^:]*): ")
 _STRUCK_OUT = "; struck out after"
 
 
+def recorded_illegal_move(fault: dict[str, Any], kind: str) -> Any:
+    """The move of a recorded ``illegal`` fault (a card, or a pass's cards),
+    or ``None`` for another reason. Read from the fault's ``answer`` field;
+    records written before it existed give it only in ``detail``, which the
+    referee wrote as ``"played QS: ..."`` or ``"pass 2C 3C 9H: ..."``."""
+    if fault["reason"] != "illegal":
+        return None
+    answer = fault.get("answer")
+    if answer is not None:
+        return list(answer) if isinstance(answer, list) else str(answer)
+    detail: str = fault["detail"]
+    if kind == "play" and (m := _ILLEGAL_PLAY.match(detail)):
+        return m.group(1)
+    if kind == "pass" and (m := _ILLEGAL_PASS.match(detail)):
+        return m.group(1).split()
+    return None
+
+
+def illegal_reason(request: Message, answer: Any) -> str | None:
+    """Why a schema-valid ``answer`` to ``request`` is illegal (R3 for a pass:
+    three distinct cards of the hand; a play: one card of ``legal``), or
+    ``None`` when it is legal."""
+    if request["type"] == "pass":
+        hand = set(request["hand"])
+        if len(answer) != 3 or len(set(answer)) != 3:
+            return f"pass {' '.join(answer)}: a pass is three distinct cards (R3)"
+        foreign = [c for c in answer if c not in hand]
+        if foreign:
+            return f"pass {' '.join(answer)}: {foreign[0]} is not in the hand (R3)"
+        return None
+    if answer not in request["legal"]:
+        return f"played {answer}: not in legal: {' '.join(request['legal'])}"
+    return None
+
+
 def _faulted_reply(ex: Exchange, fault: dict[str, Any], rid: int) -> Reply:
     """The reply that makes the referee record ``fault`` again and send the
-    same ``forfeit``: for an illegal move the move itself (read back from the
-    fault's detail, which the referee wrote), else the fault."""
-    detail: str = fault["detail"]
-    if fault["reason"] == "illegal":
-        if ex.kind == "play" and (m := _ILLEGAL_PLAY.match(detail)):
-            return Reply({"type": "play", "id": rid, "card": m.group(1)}, None, "", ex.elapsed, rid)
-        if ex.kind == "pass" and (m := _ILLEGAL_PASS.match(detail)):
-            cards = m.group(1).split()
-            return Reply({"type": "pass", "id": rid, "cards": cards}, None, "", ex.elapsed, rid)
+    same ``forfeit``: for an illegal move the move itself, else the fault."""
+    move = recorded_illegal_move(fault, ex.kind)
+    if move is not None:
+        field_ = {"cards": move} if ex.kind == "pass" else {"card": move}
+        return Reply({"type": ex.kind, "id": rid, **field_}, None, "", ex.elapsed, rid)
     # The referee adds the strike-out note to the fault, not to the forfeit.
-    detail = detail.split(_STRUCK_OUT, 1)[0]
+    detail = fault["detail"].split(_STRUCK_OUT, 1)[0]
     return Reply(None, FaultKind(fault["reason"]), detail, ex.elapsed, rid)
 
 
@@ -442,15 +514,35 @@ def format_result(
         lines.append(f"recorded: {_cards(r.recorded)}")
     if r.answer is None:
         lines.append(f"now:      fault: {r.fault}")
+    elif r.fault is not None:
+        lines.append(f"now:      {_cards(r.answer)}   ({r.fault}; {r.elapsed * 1000:.1f} ms)")
     else:
         lines.append(f"now:      {_cards(r.answer)}   ({r.elapsed * 1000:.1f} ms)")
-    lines.append("same as recorded" if r.same else "DIFFERENT from the record")
+    lines.append(verdict_line(r))
     return "\n".join(lines)
 
 
+def verdict_line(r: ReplayResult) -> str:
+    """The last line of ``replay``'s output: ``same as recorded`` or
+    ``DIFFERENT from the record``, with what changed when a fault came or went."""
+    if r.same:
+        kind = r.outcome_now[0]
+        return "same as recorded" + ("" if kind == "move" else f" (the same {kind} fault)")
+    then, now = r.outcome_then[0], r.outcome_now[0]
+    if then != "move" and now == "move":
+        return f"DIFFERENT from the record: the recorded {then} fault is gone (a legal move now)"
+    if then == "move" and now != "move":
+        return f"DIFFERENT from the record: a {now} fault now, a legal move then"
+    if then != now:
+        return f"DIFFERENT from the record: a {now} fault now, a {then} fault then"
+    return "DIFFERENT from the record"
+
+
 def replay_command(args: argparse.Namespace) -> int:
-    """``hearts-arena replay``: exit 0 if the bot answers as recorded, 5 if
-    not (or if it faults now), 2 on a bad reference, seat or decision."""
+    """``hearts-arena replay``: exit 0 if the bot does as recorded (the same
+    move, or the same fault: :attr:`ReplayResult.same`), 5 if not (a fixed
+    bot that no longer faults exits 5 too, and says so), 2 on a bad
+    reference, seat or decision."""
     from arena.tools_cli import launcher_for, parse_bot
 
     try:

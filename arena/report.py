@@ -44,7 +44,7 @@ from arena.faults import FAULT_KINDS
 from arena.protocol import visible_text
 from arena.rating import Ladder, environment, environment_settings
 from arena.resources import templates_dir
-from arena.standings import compute_standings, sort_records
+from arena.standings import compute_standings, disqualify, sort_records
 from arena.tournament import FORMAT_VERSION
 
 RESULTS_FILE = "results.json"
@@ -126,16 +126,22 @@ def _setting(value: object) -> str:
     return str(value)
 
 
+#: The minus sign of every number on the pages (values and intervals alike).
+MINUS: Final = "\u2212"
+
+
 def _num(value: float | None, digits: int = 2) -> str:
+    """A number with ``digits`` decimals, negative ones with U+2212 (the
+    same sign as :func:`_signed`); ``–`` for none."""
     if value is None:
         return "–"
-    return f"{value:.{digits}f}"
+    return f"{value:.{digits}f}".replace("-", MINUS)
 
 
 def _signed(value: float | None, digits: int = 2) -> str:
     if value is None:
         return "–"
-    return f"{value:+.{digits}f}".replace("-", "−")
+    return f"{value:+.{digits}f}".replace("-", MINUS)
 
 
 def card_html(name: str) -> Markup:
@@ -153,10 +159,20 @@ def cards_html(names: Sequence[str] | None, presorted: bool = False) -> Markup:
     return Markup(" ".join(_CARD_HTML.get(c) or escape(c) for c in ordered))
 
 
-def tricks_html(tricks: Sequence[Mapping[str, Any]]) -> Markup:
+#: The mark after a card the referee played for a seat (a default move, protocol "Faults").
+DEFAULT_MARK: Final = Markup(
+    '<sup class="auto-mark" title="a default move made by the referee">d</sup>'
+)
+
+
+def tricks_html(
+    tricks: Sequence[Mapping[str, Any]], defaults: frozenset[tuple[int, int]] = frozenset()
+) -> Markup:
     """The ``<tr>`` rows of a hand's trick table: number, leader, the card of
-    each seat 0..3 (leader's cell ``lead``, winner's ``win``), winner, points,
-    and each seat's points taken so far this hand (before the moon rule).
+    each seat 0..3 (leader's cell ``lead``, winner's ``win``; a default move
+    the referee made, ``(trick number, seat)`` in ``defaults``, has class
+    ``auto`` and the mark :data:`DEFAULT_MARK`), winner, points, and each
+    seat's points taken so far this hand (before the moon rule).
 
     Built here rather than in the template because a replay has up to
     thirteen such rows per hand and they dominate the report's render time;
@@ -171,6 +187,10 @@ def tricks_html(tricks: Sequence[Mapping[str, Any]]) -> Markup:
         for k, c in enumerate(trick["cards"]):
             seat = (leader + k) % 4
             cls = _TD_CLASS[seat == leader][seat == winner]
+            if (n, seat) in defaults:
+                klass = f"{cls} auto".strip()
+                cells[seat] = f'<td class="{klass}">{card_html(c)}{DEFAULT_MARK}</td>'
+                continue
             td = _CARD_TD.get(c)
             cells[seat] = td[cls] if td else f'<td class="{cls}">{escape(c)}</td>'
         running[winner % 4] += points
@@ -180,6 +200,62 @@ def tricks_html(tricks: Sequence[Mapping[str, Any]]) -> Markup:
             f"{running[2]} · {running[3]}</td></tr>"
         )
     return Markup("\n".join(rows))
+
+
+def default_moves(
+    rec: Mapping[str, Any],
+) -> tuple[dict[int, frozenset[tuple[int, int]]], set[tuple[int, int]]]:
+    """The moves the referee made for a seat in a game (protocol: "Faults"):
+    ``(plays, passes)``, ``plays`` by hand number the ``(trick, seat)`` pairs,
+    ``passes`` the ``(hand, seat)`` pairs. A timeout, malformed or illegal
+    answer makes that one move a default; a crash, a strike-out or a failed
+    handshake makes every later move of the seat in the game one too."""
+    hands = rec.get("hands") or []
+    plays: dict[int, set[tuple[int, int]]] = {}
+    passes: set[tuple[int, int]] = set()
+    auto_from: dict[int, tuple[int, int]] = {}  # seat -> (hand, trick; 0 = the pass)
+    for f in rec.get("faults") or []:
+        seat, hand, trick = int(f["seat"]), f.get("hand_number"), f.get("trick_number")
+        where = (int(hand or 0), int(trick or 0))
+        whole = (
+            f["reason"] == "crashed"
+            or f.get("request") == "hello"
+            or (f["reason"] == "timeout" and "; struck out after" in str(f.get("detail", "")))
+        )
+        if whole:
+            if seat not in auto_from or where < auto_from[seat]:
+                auto_from[seat] = where
+        elif hand is not None and f.get("request") == "pass":
+            passes.add((int(hand), seat))
+        elif hand is not None and trick is not None:
+            plays.setdefault(int(hand), set()).add((int(trick), seat))
+    for seat, start in auto_from.items():
+        for h in hands:
+            number = int(h["hand_number"])
+            if h.get("passes") is not None and (number, 0) >= start:
+                passes.add((number, seat))
+            for t in range(1, len(h["tricks"]) + 1):
+                if (number, t) >= start:
+                    plays.setdefault(number, set()).add((t, seat))
+    return {h: frozenset(v) for h, v in plays.items()}, passes
+
+
+def stderr_last_line(rec: Mapping[str, Any], seat: int, limit: int = 200) -> str:
+    """The last non-blank line a seat wrote on stderr in a game (cut to
+    ``limit`` characters, invisible characters escaped), or ``""``."""
+    text = (rec.get("stderr") or [""] * 4)[seat] or ""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    last = visible_text(lines[-1].strip())
+    return last if len(last) <= limit else last[: limit - 3] + "..."
+
+
+def _fault_view(f: Mapping[str, Any], rec: Mapping[str, Any]) -> dict[str, Any]:
+    """A fault for the pages: with ``stderr_last``, the last line of the
+    seat's stderr for a crash (where the cause usually is), else ``""``."""
+    last = stderr_last_line(rec, int(f["seat"])) if f["reason"] == "crashed" else ""
+    return {**f, "stderr_last": last}
 
 
 def slug(text: str, limit: int = 32) -> str:
@@ -232,6 +308,7 @@ def analyse(
     """Standings, ratings, intervals, head-to-head and verdict of ``records``."""
     ordered = sort_records(records)
     standings, ladder = compute_standings(names, ordered)
+    disqualify(standings, settings.get("disqualify_after"))
     statistics = stats.compute_statistics(names, ordered, settings)
     for row in standings:
         row.update(statistics["entrants"][row["name"]])
@@ -325,6 +402,7 @@ CSV_COLUMNS: Final = (
     "queens",
     *(f"faults_{k}" for k in FAULT_KINDS),
     "self_names",
+    "disqualified",
 )
 
 
@@ -349,6 +427,8 @@ def standings_csv(standings: Sequence[Mapping[str, Any]]) -> str:
                 value = _csv_text("; ".join(row["self_names"]))
             elif col == "name":
                 value = _csv_text(row["name"])
+            elif col == "disqualified":
+                value = "yes" if row.get("disqualified") else "no"
             else:
                 value = row.get(col)
             if isinstance(value, float):
@@ -368,7 +448,7 @@ def fault_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                     "game_id": rec["game_id"],
                     "game_index": rec["game_index"],
                     "href": game_page(rec),
-                    **f,
+                    **_fault_view(f, rec),
                 }
             )
     return rows
@@ -493,7 +573,9 @@ def entrant_context(a: Analysis, name: str, results: Mapping[str, Any]) -> dict[
             if f["seat"] == seat:
                 faults_total += 1
                 if len(faults) < ENTRANT_FAULTS:
-                    faults.append({**f, "game_id": rec["game_id"], "href": g["href"]})
+                    faults.append(
+                        {**_fault_view(f, rec), "game_id": rec["game_id"], "href": g["href"]}
+                    )
         text = (rec.get("stderr") or [""] * 4)[seat]
         if text:
             stderr_total += 1
@@ -584,6 +666,7 @@ def replay_hands(rec: Mapping[str, Any]) -> list[ReplayHand]:
     which Jinja reads faster than dicts)."""
     out = []
     before = [0, 0, 0, 0]
+    default_plays, default_passes = default_moves(rec)
     for hand in rec["hands"]:
         direction = hand.get("direction", "hold")
         offset = PASS_OFFSETS.get(direction, 0)
@@ -597,7 +680,8 @@ def replay_hands(rec: Mapping[str, Any]) -> list[ReplayHand]:
             if passes is not None and offset:
                 src = (s - offset) % 4
                 extra = {
-                    "passed": cards_html(passes[s], presorted=True),
+                    "passed": cards_html(passes[s], presorted=True)
+                    + (DEFAULT_MARK if (hand["hand_number"], s) in default_passes else ""),
                     "to": (s + offset) % 4,
                     "received": cards_html(passes[src], presorted=True),
                     "source": src,
@@ -619,7 +703,9 @@ def replay_hands(rec: Mapping[str, Any]) -> list[ReplayHand]:
                 direction=direction,
                 deal_seed=hand.get("deal_seed"),
                 seats=seats,
-                tricks=tricks_html(hand["tricks"]),
+                tricks=tricks_html(
+                    hand["tricks"], default_plays.get(hand["hand_number"], frozenset())
+                ),
                 moon=hand.get("moon"),
                 scores=hand["scores"],
             )
@@ -659,7 +745,8 @@ def game_context(
         "game": rec,
         "seats": seats,
         "hands": replay_hands(rec),
-        "faults": rec["faults"],
+        "faults": [_fault_view(f, rec) for f in rec["faults"]],
+        "has_defaults": any(bool(part) for part in default_moves(rec)),
         "prev": {"href": site.game(prev_rec["game_index"], root), "game_id": prev_rec["game_id"]}
         if prev_rec
         else None,

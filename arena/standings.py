@@ -109,3 +109,28 @@ def compute_standings(
     for i, row in enumerate(table, 1):
         row["rank"] = i
     return table, ladder
+
+
+def disqualify(standings: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
+    """Rank every entrant with ``limit`` or more faults (all kinds, in the
+    whole tournament) after every other, in place, and return the rows.
+
+    Each row gets ``disqualified`` (bool) and, when true,
+    ``disqualified_reason`` (``"34 faults (the limit is 5)"``). Disqualified
+    rows keep their order among themselves (by rating); ``rank`` is
+    renumbered 1..n. With ``limit`` ``None`` nobody is disqualified. The
+    entrant's games are not removed: the ratings and points of the others
+    are computed from every game.
+    """
+    for row in standings:
+        total = sum(row["faults"].values())
+        out = limit is not None and total >= limit
+        row["disqualified"] = out
+        if out:
+            row["disqualified_reason"] = f"{total} faults (the limit is {limit})"
+        else:
+            row.pop("disqualified_reason", None)
+    standings.sort(key=lambda row: bool(row["disqualified"]))  # stable: rating order kept
+    for i, row in enumerate(standings, 1):
+        row["rank"] = i
+    return standings

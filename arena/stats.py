@@ -266,6 +266,25 @@ def pair_lookup(pairs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], dic
     return out
 
 
+def _gap_words(value: float, other: str) -> str:
+    """A gap of ``value`` points per hand (``other``'s minus this entrant's)
+    in words: ``"1.17 fewer points per hand than kit"``, ``"0.50 more ..."``,
+    ``"as many points per hand as kit"``."""
+    if abs(value) < 0.005:
+        return f"as many points per hand as {other}"
+    return f"{abs(value):.2f} {'fewer' if value > 0 else 'more'} points per hand than {other}"
+
+
+def _range(lo: float, hi: float) -> str:
+    """A 95% interval of ``second - first`` in words, as the first row's
+    points per hand: ``"2.14 to 5.81 fewer"``, ``"0.50 more to 1.20 fewer"``."""
+    if lo > 0:
+        return f"{lo:.2f} to {hi:.2f} fewer"
+    if hi < 0:
+        return f"{-hi:.2f} to {-lo:.2f} more"
+    return f"{-lo:.2f} more to {hi:.2f} fewer"
+
+
 def verdict(
     standings: Sequence[Mapping[str, Any]],
     statistics: Mapping[str, Any],
@@ -274,15 +293,18 @@ def verdict(
 ) -> dict[str, Any]:
     """Whether the top of the table is settled, in one sentence.
 
-    The leader and runner-up are ranks 1 and 2 of ``standings`` (by the
-    conservative rating ``mu - 3 sigma``). They are compared on the duplicate
-    score (points per hand on the same cards; lower is better) when both have
-    complete boards, else on points per hand. The lead is settled when the
-    95% interval of the difference excludes zero in the leader's favour.
-    Otherwise the interval's half-width ``w`` shrinks roughly as
+    The sentence is about the first two rows of ``standings`` as sorted (the
+    table the report shows: by the conservative rating ``mu - 3 sigma``,
+    disqualified entrants last), never about other rows. It gives their
+    duplicate-score gap (points per hand on the same cards; lower is better;
+    points per hand when either lacks complete boards) with its 95%
+    interval, and when that gap favours the second row it says in plain
+    words that the duplicate score and the table's order disagree.
+
+    The top is settled when the interval excludes zero in the first row's
+    favour. Otherwise the interval's half-width ``w`` shrinks roughly as
     ``1 / sqrt(deals)``, so the rounds needed for it to fall below the
     observed difference ``d`` are about ``rounds * (w / d) ** 2``.
-
     With fewer than :data:`MIN_RELIABLE_DEALS` deals the lead is never
     settled, and the rounds asked for are those that reach that many deals.
 
@@ -290,10 +312,11 @@ def verdict(
     and ``unit="game"``, and the same formulas count games.
 
     Returns:
-        ``settled`` (bool), ``metric``, ``leader``, ``runner_up``,
-        ``difference`` (runner-up minus leader: positive favours the leader),
-        ``low``, ``high``, ``more_rounds`` (int or None, in ``unit``s),
-        ``unit`` and ``text``.
+        ``settled`` (bool), ``metric``, ``leader`` and ``runner_up`` (the
+        first two rows), ``difference`` (runner-up minus leader, points per
+        hand: positive favours the leader), ``low``, ``high``, ``agrees``
+        (the gap favours the leader, or is zero; ``None`` when unknown),
+        ``more_rounds`` (int or None, in ``unit``s), ``unit`` and ``text``.
     """
     out: dict[str, Any] = {
         "settled": False,
@@ -303,11 +326,12 @@ def verdict(
         "difference": None,
         "low": None,
         "high": None,
+        "agrees": None,
         "more_rounds": None,
         "unit": unit,
     }
-    rows = [r for r in standings if r.get("games")]
-    if len(rows) < 2:
+    rows = list(standings[:2])
+    if len(rows) < 2 or not all(r.get("games") for r in rows):
         out["text"] = "Too few games have been played to judge the top of the table."
         return out
     lead, second = rows[0]["name"], rows[1]["name"]
@@ -321,13 +345,23 @@ def verdict(
     label = "duplicate score" if metric == DUPLICATE else "points per hand"
     if pair is None or pair["low"] is None:
         out["text"] = (
-            f"Not settled: too few deals to put an interval on {lead}'s lead over {second}; "
-            f"play more {unit}s."
+            f"Not settled: too few deals to put an interval on the gap between {lead} "
+            f"(first) and {second} (second); play more {unit}s."
         )
         return out
     d, lo, hi = pair["difference"], pair["low"], pair["high"]
-    out.update(difference=d, low=lo, high=hi)
+    agrees = d >= 0
+    out.update(difference=d, low=lo, high=hi, agrees=agrees)
     boot = statistics["bootstrap"]
+    figure = (
+        f"{lead}, first, takes {_gap_words(d, second)}, second, "
+        f"on {label}; 95% interval {_range(lo, hi)}"
+    )
+    disagree = (
+        ""
+        if agrees
+        else f" The {label} puts {second} ahead of {lead}: it disagrees with the table's order."
+    )
     if not boot.get("reliable", True):
         rounds = max(1, rounds_played)
         per_round = boot["deals"] / rounds
@@ -335,12 +369,10 @@ def verdict(
         out["more_rounds"] = more
         out["text"] = (
             f"Not settled: only {boot['deals']} deals have been played, too few to judge "
-            f"{lead}'s lead over {second}; play about {more} more "
-            f"{unit}{'s' if more != 1 else ''} (at least {MIN_RELIABLE_DEALS} deals)."
+            f"the top two ({figure}); play about {more} more "
+            f"{unit}{'s' if more != 1 else ''} (at least {MIN_RELIABLE_DEALS} deals).{disagree}"
         )
         return out
-    gap = f"{abs(d):.2f} points per hand {'fewer' if d >= 0 else 'more'}"
-    figure = f"{lead} takes {gap} on {label}; 95% interval of the gap {lo:+.2f} to {hi:+.2f}"
     if lo > 0:
         out["settled"] = True
         out["more_rounds"] = 0
@@ -348,8 +380,9 @@ def verdict(
         return out
     if hi < 0:
         out["text"] = (
-            f"Not settled: the ratings put {lead} first, but {second} is significantly better "
-            f"({figure}); more {unit}s are needed for the ratings to agree."
+            f"Not settled: the table puts {lead} first, but {second} is significantly "
+            f"better on {label} ({figure}): the rating and the {label} disagree; "
+            f"more {unit}s are needed for them to agree."
         )
         return out
     half = (hi - lo) / 2
@@ -357,15 +390,15 @@ def verdict(
     if abs(d) < 1e-9 or (half / abs(d)) ** 2 > MAX_ROUNDS_FACTOR:
         out["text"] = (
             f"Not settled: {lead} and {second} cannot be told apart ({figure}); "
-            f"even {MAX_ROUNDS_FACTOR} times as many {unit}s might not separate them."
+            f"even {MAX_ROUNDS_FACTOR} times as many {unit}s might not separate them.{disagree}"
         )
         return out
     more = max(1, math.ceil(rounds * (half / abs(d)) ** 2) - rounds)
     out["more_rounds"] = more
     out["text"] = (
-        f"Not settled: {lead}'s lead over {second} is within the noise ({figure}); "
+        f"Not settled: the gap between the top two is within the noise ({figure}); "
         f"about {more} more {unit}{'s' if more != 1 else ''} ({rounds + more} in all) "
-        "would likely settle it."
+        f"would likely settle it.{disagree}"
     )
     return out
 

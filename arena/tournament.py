@@ -95,6 +95,10 @@ class TournamentSettings:
             ``sigma`` is below this, or ``None``.
         ladder_batch: tables a ladder chooses at a time from one snapshot of
             the ratings (a setting of the tournament, never of the machine).
+        disqualify_after: rank an entrant with this many faults or more (of
+            every kind, over the tournament) after every other entrant, or
+            ``None`` (off). A standings rule only: its games are played and
+            count for the others (:func:`arena.standings.disqualify`).
     """
 
     seed: int | str | None = None
@@ -111,6 +115,7 @@ class TournamentSettings:
     games: int | None = None
     sigma_target: float | None = None
     ladder_batch: int = 16
+    disqualify_after: int | None = None
 
     def __post_init__(self) -> None:
         if self.key is None and self.seed is not None:
@@ -176,6 +181,8 @@ class TournamentSettings:
         }
         if ref.transcripts:  # recorded only then, so older runs still resume
             out["transcript_cap"] = ref.transcript_cap
+        if self.disqualify_after is not None:  # likewise
+            out["disqualify_after"] = self.disqualify_after
         if self.format == "ladder":  # likewise
             out["games"] = self.games
             out["sigma_target"] = self.sigma_target

@@ -236,3 +236,79 @@ def test_scenario_errors_name_the_file_and_key(tmp_path: Path, text: str, fragme
         load_scenario(path)
     assert fragment in str(info.value)
     assert str(info.value).startswith("x.toml")
+
+
+# -- issue 14, item 9: one traceback, faults under the right check, -v, hints --
+
+
+def test_a_syntax_error_prints_its_traceback_once(
+    open_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = open_tmp / "broken.py"
+    broken.write_text("import sys\ndef f(:\n    pass\n")
+    assert run_arena(["check", str(broken)]) == EXIT_FAILED
+    out = capsys.readouterr().out
+    assert out.count("SyntaxError: invalid syntax") == 1
+    assert out.count("def f(:") == 1
+    assert "FAIL  handshake" in out and "crashed: exited (exit code 1)" in out
+    assert "not run: the bot failed its handshake in scenario passes" in out
+    assert out.count("(as above)") == len(ALL_CHECKS) - 3  # each reason's first line says it
+    assert "0 of 14 checks passed (14 failed)" in out
+    assert len(out.splitlines()) < 30
+
+
+def test_an_illegal_play_on_trick_3_is_not_blamed_on_pass_left() -> None:
+    report = check(bot("check_illegal_trick3"))
+    results = by_name(report)
+    assert results["pass-left"].passed, results["pass-left"].reason
+    other = results["passes-other-requests"]
+    assert not other.passed
+    assert other.reason.startswith("hand 1 trick 3 play request ")
+    assert ": illegal: played " in other.reason
+    # Every failure names that one request: under the scenario's own line, or under a
+    # check about a whole game (first-game, second-game); no check about another request.
+    failed = {r.name: r.reason for r in report.results if not r.passed}
+    assert set(failed) == {
+        "passes-other-requests", "void-in-clubs-other-requests",
+        "only-hearts-lead-other-requests", "first-game", "second-game",
+    }  # fmt: skip
+    assert all(" hand 1 trick 3 play request " in f" {why}" for why in failed.values())
+
+
+def test_verbose_shows_each_check_with_what_the_bot_answered(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    low = str(ROOT / "sample_bots" / "low_bot.py")
+    assert run_arena(["check", low]) == EXIT_OK
+    plain = capsys.readouterr().out
+    assert run_arena(["check", low, "-v"]) == EXIT_OK
+    verbose = capsys.readouterr().out
+    assert "asked:" not in plain and "answered:" not in plain
+    assert verbose.count("        asked:    ") == len(ALL_CHECKS) - 1  # bye asks nothing
+    assert verbose.count("        answered: ") == len(ALL_CHECKS) - 1
+    assert '"type":"pass","id":' in verbose and '"cards":[' in verbose
+    assert len(verbose.splitlines()) > len(plain.splitlines()) + 2 * (len(ALL_CHECKS) - 1) - 1
+
+
+def test_hints_for_the_three_commonest_mistakes(capsys: pytest.CaptureFixture[str]) -> None:
+    from arena.check import HINT_CARD, HINT_FLUSH, HINT_NOT_JSON
+
+    debug = by_name(check(bot("check_debug_print"), time_limit=0.5))
+    first = next(r for r in debug.values() if not r.passed)
+    assert "malformed: line is not JSON" in first.reason
+    assert first.details.startswith(HINT_NOT_JSON)
+    assert "print(..., file=sys.stderr)" in HINT_NOT_JSON
+
+    no_flush = by_name(check(bot("check_no_flush"), startup_time=0.3))
+    assert "timeout: no valid reply within 300 ms" in no_flush["handshake"].reason
+    assert no_flush["handshake"].details.startswith(HINT_FLUSH)
+    assert "did you flush stdout?" in HINT_FLUSH
+
+    ten = by_name(check(bot("check_ten")))["lead-after-hearts-broken"]
+    assert "'10H' is not a card: a card is two characters, rank then suit, like \"TS\"" in (
+        ten.reason
+    )
+    assert "too long" not in ten.reason
+    assert ten.details.startswith(HINT_CARD)
+    assert run_arena(["check", bot("check_ten")]) == EXIT_FAILED
+    assert "        hint: a card is two characters" in capsys.readouterr().out

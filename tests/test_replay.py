@@ -195,3 +195,108 @@ def test_load_game_by_file_of_one_game(tournament: Path, tmp_path: Path) -> None
     rec["hands"] = [dict(record["hands"][0], passes=None)]
     with pytest.raises(ReplayError, match="hold hand"):
         choose_decision(rec, 0, 1, None, True)
+
+
+# -- issue 14, items 7 and 8: reaching the faulting request; every fault kind judged alike --
+
+
+@pytest.fixture(scope="module")
+def faulty(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One round of 2-hand games with a bot that crashes at hand 2 trick 1
+    and one that answers its second play with a line that is not JSON."""
+    out = tmp_path_factory.mktemp("replay14") / "t"
+    entrants = [
+        bot("crash_hand2"),
+        bot("garbage"),
+        str(SAMPLES / "low_bot.py"),
+        bot("illegal", "illegal"),
+    ]
+    args = ["run", *entrants, "--hands", "2", "--rounds", "1", "--seed", "5", "--quiet"]
+    run_arena([*args, "--out", str(out)])  # exits 0 or with faults: both fine here
+    return out
+
+
+def test_without_a_hand_replay_goes_to_the_crash_not_hand_1s_pass(
+    faulty: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rec = records(faulty)[0]
+    seat = rec["seats"].index("crash_hand2")
+    [crash] = [f for f in rec["faults"] if f["seat"] == seat]
+    assert (crash["reason"], crash["hand_number"], crash["trick_number"]) == ("crashed", 2, 1)
+    assert choose_decision(rec, seat, None, None, False) == Decision(2, 1)
+    code = run_arena(["replay", f"{faulty}#{rec['game_id']}", "--seat", "crash_hand2"])
+    out = capsys.readouterr().out
+    assert "hand 2 trick 1" in out and "hand 1 pass" not in out
+    assert "now:      fault: crashed" in out
+    assert out.rstrip().endswith("same as recorded (the same crashed fault)")
+    assert code == EXIT_OK
+
+
+def test_the_crashing_request_replays_with_a_fixed_bot(
+    faulty: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rec = records(faulty)[0]
+    seat = rec["seats"].index("crash_hand2")
+    ref = f"{faulty}#{rec['game_id']}"
+    args = ["replay", ref, "--seat", str(seat), "--hand", "2", "--trick", "1"]
+    code = run_arena([*args, "--bot", bot("crash_hand2_fixed")])
+    out = capsys.readouterr().out
+    legal_first = _first_legal(rec, seat, 2, 1)
+    assert f"now:      {legal_first}" in out
+    assert "the recorded crashed fault is gone (a legal move now)" in out
+    assert code == EXIT_FAILED  # different from the record, and says why
+    # After the crash the bot was never asked again: a plain one-line refusal.
+    assert run_arena(["replay", ref, "--seat", str(seat), "--hand", "2", "--trick", "2"]) == (
+        EXIT_USAGE
+    )
+    err = capsys.readouterr().err
+    assert "crashed at hand 2 trick 1, before hand 2 trick 2" in err
+
+
+def test_a_repeated_malformed_line_is_same_as_recorded_like_an_illegal_card(
+    faulty: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rec = records(faulty)[0]
+    for name, reason in (("garbage", "malformed"), ("illegal", "illegal")):
+        seat = rec["seats"].index(name)
+        first = next(f for f in rec["faults"] if f["seat"] == seat and f["request"] == "play")
+        assert first["reason"] == reason
+        args = ["replay", f"{faulty}#{rec['game_id']}", "--seat", name]
+        args += ["--hand", str(first["hand_number"]), "--trick", str(first["trick_number"])]
+        code = run_arena(args)
+        out = capsys.readouterr().out
+        assert out.rstrip().endswith(f"same as recorded (the same {reason} fault)"), out
+        assert code == EXIT_OK
+
+
+def test_the_illegal_card_is_recorded_as_data_and_old_records_still_replay(faulty: Path) -> None:
+    from arena.replay import recorded_illegal_move
+
+    rec = records(faulty)[0]
+    seat = rec["seats"].index("illegal")
+    play = next(f for f in rec["faults"] if f["seat"] == seat and f["request"] == "play")
+    passed = next(f for f in rec["faults"] if f["seat"] == seat and f["request"] == "pass")
+    assert play["detail"].startswith(f"played {play['answer']}: ")
+    assert isinstance(passed["answer"], list) and len(passed["answer"]) == 3
+    assert recorded_illegal_move(play, "play") == play["answer"]
+    old = {k: v for k, v in play.items() if k != "answer"}  # a record from before the field
+    assert recorded_illegal_move(old, "play") == play["answer"]
+    old_pass = {k: v for k, v in passed.items() if k != "answer"}
+    assert recorded_illegal_move(old_pass, "pass") == passed["answer"]
+    assert recorded_illegal_move({"reason": "malformed", "detail": "x"}, "play") is None
+
+
+def test_a_different_illegal_card_or_a_fault_now_is_different() -> None:
+    from arena.replay import ReplayResult
+
+    request = {"type": "play", "legal": ["2C"], "hand": ["2C", "3D"]}
+    base = dict(request=request, recorded="2C", elapsed=0.0)
+    then_illegal = dict(base, recorded_fault="illegal: played 3D: ...", recorded_answer="3D")
+    assert ReplayResult(**then_illegal, answer="3D", fault="illegal: x").same
+    assert not ReplayResult(**then_illegal, answer="2C", fault=None).same
+    then_bad = dict(base, recorded_fault="malformed: not JSON", recorded_answer=None)
+    assert ReplayResult(**then_bad, answer=None, fault="malformed: other text").same
+    assert not ReplayResult(**then_bad, answer=None, fault="timeout: no reply").same
+    then_ok = dict(base, recorded_fault=None, recorded_answer="2C")
+    assert ReplayResult(**then_ok, answer="2C", fault=None).same
+    assert not ReplayResult(**then_ok, answer=None, fault="crashed: exit code 1").same

@@ -103,7 +103,7 @@ def parse(path: Path) -> Doc:
 
 
 def fmt(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
+    return "–" if value is None else f"{value:.2f}".replace("-", "−")  # one minus sign
 
 
 def signed(value: float | None) -> str:

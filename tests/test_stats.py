@@ -234,3 +234,33 @@ def test_cli_seating_flag_reaches_the_schedule(capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     assert "1 rounds x 4 rotations" in out and "4 games" in out
     assert run_arena([*args, "--seating", "bogus"]) == 2
+
+
+def test_verdict_is_about_the_first_two_rows_and_says_when_duplicate_disagrees() -> None:
+    """Issue 14 item 10: the table had heuristic first, the sentence named duck as leader."""
+    standings = [{"name": n, "games": 40} for n in ("a", "b", "c", "d")]  # the table's order
+    # b is clearly better on the same cards, though the table puts a first.
+    recs = _noisy_tournament({"a": 6.0, "b": 4.0, "c": 6.0, "d": 6.0}, rounds=10, seed=1)
+    result = stats.compute_statistics(NAMES, recs, {"seed": 1})
+    v = stats.verdict(standings, result, rounds_played=10)
+    assert (v["leader"], v["runner_up"], v["agrees"], v["settled"]) == ("a", "b", False, False)
+    assert v["difference"] < 0 and v["high"] < 0
+    gap = f"{-v['difference']:.2f} more points per hand than b, second, on duplicate score"
+    assert f"a, first, takes {gap}" in v["text"]
+    assert f"95% interval {-v['high']:.2f} to {-v['low']:.2f} more" in v["text"]
+    assert "the table puts a first, but b is significantly better on duplicate score" in v["text"]
+    assert "disagree" in v["text"] and "lead over" not in v["text"]
+    # Within the noise, the disagreement is still said in plain words.
+    recs = _noisy_tournament({"a": 6.0, "b": 5.8, "c": 6.0, "d": 6.0}, rounds=2, seed=2, deals=6)
+    result = stats.compute_statistics(NAMES, recs, {"seed": 2})
+    v = stats.verdict(standings, result, rounds_played=2)
+    assert v["leader"] == "a" and v["difference"] < 0 < v["high"] and v["low"] < 0
+    assert v["agrees"] is False
+    assert (
+        "The duplicate score puts b ahead of a: it disagrees with the table's order." in (v["text"])
+    )
+    # When they agree, nothing is said about disagreement, and the gap reads "fewer".
+    standings = [{"name": n, "games": 40} for n in ("b", "a", "c", "d")]
+    v = stats.verdict(standings, result, rounds_played=2)
+    assert v["leader"] == "b" and v["agrees"] is True and "disagree" not in v["text"]
+    assert f"b, first, takes {v['difference']:.2f} fewer points per hand than a" in v["text"]
