@@ -269,7 +269,7 @@ def test_an_illegal_play_on_trick_3_is_not_blamed_on_pass_left() -> None:
     # check about a whole game (first-game, second-game); no check about another request.
     failed = {r.name: r.reason for r in report.results if not r.passed}
     assert set(failed) == {
-        "passes-other-requests", "void-in-clubs-other-requests",
+        "passes-other-requests", "one-legal-card-other-requests",
         "only-hearts-lead-other-requests", "first-game", "second-game",
     }  # fmt: skip
     assert all(" hand 1 trick 3 play request " in f" {why}" for why in failed.values())
