@@ -136,3 +136,24 @@ def test_dask_is_imported_only_when_asked_for(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split()[-3:] == ["0", "False", "False"], done.stdout + done.stderr
     assert json.loads((tmp_path / "o" / "results.json").read_text())["complete"] is True
+
+
+def test_local_cluster_talks_tls_and_workers_get_no_key() -> None:
+    """Issue 11: the LocalCluster the arena starts listens on loopback, where
+    unsealed bots could connect: it talks TLS; its tasks carry settings
+    without the master key (each game brings its own table key and seeds)."""
+    from arena.dask_executor import DaskExecutor
+    from arena.entrants import parse_entrants
+    from arena.keys import MasterKey
+    from arena.launcher import LaunchOptions
+    from arena.tournament import TournamentSettings
+
+    settings = TournamentSettings(key=MasterKey.generate(), hands=1, target_score=None, jobs=1)
+    entrants = parse_entrants([bot("first_legal", n) for n in "abcd"])
+    executor = DaskExecutor(entrants, settings, LaunchOptions())
+    try:
+        assert executor.client.scheduler.address.startswith("tls://")
+        assert executor.job.settings.key is None and executor.job.settings.seed is None
+        assert settings.master_key.hex() not in repr(executor.job)
+    finally:
+        executor.close()
