@@ -77,7 +77,7 @@ class Ladder:
     def conservative(self, name: str) -> float:
         """``mu - 3 * sigma`` of an entrant."""
         r = self.ratings[name]
-        return r.mu - 3 * r.sigma
+        return float(r.mu - 3 * r.sigma)
 
     def snapshot(self, name: str) -> dict[str, Any]:
         """``mu``, ``sigma`` and ``conservative`` of an entrant, as plain data."""

@@ -502,7 +502,7 @@ def index_context(a: Analysis, results: Mapping[str, Any]) -> dict[str, Any]:
         rows.append({**row, "href": site.entrant(row["name"], "")})
     h2h_rows = []
     for x in order:
-        cells = []
+        cells: list[dict[str, Any] | None] = []
         for y in order:
             if x == y:
                 cells.append(None)
@@ -550,7 +550,9 @@ def entrant_context(a: Analysis, name: str, results: Mapping[str, Any]) -> dict[
     site = _Site(a)
     root = "../"
     row = next(r for r in a.standings if r["name"] == name)
-    games, faults, stderr = [], [], []
+    games: list[dict[str, Any]] = []
+    faults: list[dict[str, Any]] = []
+    stderr: list[dict[str, Any]] = []
     counts = [0] * 27
     stderr_total = faults_total = 0
     for rec in a.records:

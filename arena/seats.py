@@ -15,7 +15,7 @@ message, a bot sees exactly what it would see in a tournament.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,7 +125,7 @@ class ScriptedSeat(InProcessSeat):
     def __init__(
         self,
         name: str,
-        passes: dict[int, Sequence[str]] | None = None,
+        passes: Mapping[int, Sequence[str]] | None = None,
         plays: Callable[[Message], str] | None = None,
     ) -> None:
         super().__init__(name)

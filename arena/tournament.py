@@ -196,7 +196,7 @@ RESUMABLE_DIFFERENCES: Final = frozenset({"jobs"})
 
 def tables_of(names: Sequence[str]) -> list[tuple[str, str, str, str]]:
     """Every group of four entrants, each group and the list in sorted order."""
-    return [t for t in itertools.combinations(sorted(names), 4)]  # type: ignore[misc]
+    return [(a, b, c, d) for a, b, c, d in itertools.combinations(sorted(names), 4)]
 
 
 def schedule_round_robin(names: Sequence[str], settings: TournamentSettings) -> list[GameSpec]:
