@@ -9,8 +9,10 @@ pages are ``entrants/{i}-{slug}.html`` (``i`` the entrant's position in the
 settings, the slug ASCII letters and digits only) and replays are
 ``games/{game_index}-{slug of game_id}.html``.
 
-The report is static HTML and one stylesheet: it needs no server, no network
-and no JavaScript.
+The report is static HTML, one stylesheet and one small script: it needs no
+server and no network. The script (``replay.js``) turns each replay page into
+a player that steps through the game card by card as any seat saw it; with
+JavaScript off the pages read fully from their static tables.
 
 Layout of an output folder::
 
@@ -18,6 +20,7 @@ Layout of an output folder::
     standings.csv     one row per entrant, for gradebooks and spreadsheets
     index.html        standings, rating history, head-to-head, faults, games
     report.css
+    replay.js         the replay player (plain JavaScript, loads nothing else)
     entrants/*.html   one page per entrant
     games/*.html      one replay per game
 """
@@ -53,6 +56,8 @@ RUN_FILE = "run.json"
 INDEX_FILE = "index.html"
 CSV_FILE = "standings.csv"
 STYLE_FILE = "report.css"
+#: The replay player's script (plain JavaScript, no build step), beside report.css.
+SCRIPT_FILE = "replay.js"
 ENTRANTS_DIR = "entrants"
 GAMES_DIR = "games"
 
@@ -238,6 +243,103 @@ def default_moves(
                 if (number, t) >= start:
                     plays.setdefault(number, set()).add((t, seat))
     return {h: frozenset(v) for h, v in plays.items()}, passes
+
+
+def fault_moment(f: Mapping[str, Any], rec: Mapping[str, Any]) -> tuple[int, int, int] | None:
+    """Where a fault happened in the replay player: ``(hand number, trick,
+    card)``, the player's position (``replay.js``): trick 0 card 0 is a hand's
+    deal, trick 0 card 1 its pass (R3), trick 1..13 card 1..4 the card the
+    seat played (its place in the trick from the leader). A fault before the
+    first deal (a failed handshake) is placed at the first hand's deal; a
+    fault in a hand the record does not hold, or a game without hands, has
+    ``None``."""
+    hands = rec.get("hands") or []
+    if not hands:
+        return None
+    number = f.get("hand_number")
+    if number is None:
+        return (int(hands[0]["hand_number"]), 0, 0)
+    hand = next((h for h in hands if int(h["hand_number"]) == int(number)), None)
+    if hand is None:
+        return None
+    trick = f.get("trick_number")
+    if f.get("request") == "pass":
+        offset = PASS_OFFSETS.get(hand.get("direction", "hold"), 0)
+        return (int(number), 0, 1 if offset and hand.get("passes") is not None else 0)
+    tricks = hand.get("tricks") or []
+    if trick is None or not tricks:
+        return (int(number), 0, 0)
+    t = max(1, min(int(trick), len(tricks)))
+    played = tricks[t - 1]
+    place = (int(f["seat"]) - int(played["leader"])) % 4 + 1
+    return (int(number), t, min(place, len(played["cards"])))
+
+
+def moment_fragment(at: tuple[int, int, int], seat: int | None) -> str:
+    """The URL fragment that opens a replay's player at a moment:
+    ``#h=HAND&t=TRICK&c=CARD&seat=SEAT`` (``seat=open``: all hands open)."""
+    h, t, c = at
+    return f"#h={h}&t={t}&c={c}&seat={'open' if seat is None else int(seat)}"
+
+
+def replay_data(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """The game as the replay player (``replay.js``) reads it, JSON-ready:
+    ``seats`` (entrant names, seats 0..3), ``hands`` (each ``n`` its number,
+    ``dir`` its pass direction, ``dealt`` and ``passes`` four card lists each,
+    ``passes`` ``None`` on a hold hand, ``tricks`` ``[leader, cards in play
+    order, winner, points]``), ``faults`` (``seat``, ``reason``, ``request``,
+    ``detail``, ``at`` from :func:`fault_moment`) and ``auto``, the default
+    moves of :func:`default_moves` (``plays`` as ``[hand, trick, seat]``,
+    ``passes`` as ``[hand, seat]``). Names and details are bot text: embed
+    only through :func:`json_script`."""
+    plays, passes = default_moves(rec)
+    hands = []
+    for hand in rec.get("hands") or []:
+        hands.append(
+            {
+                "n": int(hand["hand_number"]),
+                "dir": str(hand.get("direction", "hold")),
+                "dealt": hand.get("dealt") or [[], [], [], []],
+                "passes": hand.get("passes"),
+                "tricks": [
+                    [int(t["leader"]), list(t["cards"]), int(t["winner"]), int(t["points"])]
+                    for t in hand["tricks"]
+                ],
+            }
+        )
+    return {
+        "seats": [str(n) for n in rec["seats"]],
+        "hands": hands,
+        "faults": [
+            {
+                "seat": int(f["seat"]),
+                "reason": str(f["reason"]),
+                "request": f.get("request"),
+                "detail": str(f.get("detail", "")),
+                "at": fault_moment(f, rec),
+            }
+            for f in rec.get("faults") or []
+        ],
+        "auto": {
+            "plays": sorted([h, t, s] for h, pairs in plays.items() for t, s in pairs),
+            "passes": sorted([h, s] for h, s in passes),
+        },
+    }
+
+
+#: Characters that must not appear raw inside a ``<script>`` element.
+_SCRIPT_UNSAFE: Final = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
+def json_script(data: object) -> Markup:
+    """``data`` as JSON safe to put inside ``<script type="application/json">``:
+    ``<``, ``>`` and ``&`` (and U+2028/U+2029) are written as ``\\u`` escapes,
+    so no text in it (a bot's name holding ``</script>`` or ``<!--``) can end
+    the element or start markup; ``JSON.parse`` reads the same values back."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return Markup(text.translate(_SCRIPT_UNSAFE))
 
 
 def stderr_last_line(rec: Mapping[str, Any], seat: int, limit: int = 200) -> str:
@@ -571,12 +673,19 @@ def entrant_context(a: Analysis, name: str, results: Mapping[str, Any]) -> dict[
         g["points_per_hand"] = rec["scores"][seat] / len(rec["hands"]) if rec["hands"] else None
         g["own_faults"] = sum(1 for f in rec["faults"] if f["seat"] == seat)
         games.append(g)
-        for f in rec["faults"]:
+        for k, f in enumerate(rec["faults"]):
             if f["seat"] == seat:
                 faults_total += 1
                 if len(faults) < ENTRANT_FAULTS:
+                    # "#fault-K": the player opens at the fault's moment, as its
+                    # seat saw it; without JavaScript the fault's row is shown.
                     faults.append(
-                        {**_fault_view(f, rec), "game_id": rec["game_id"], "href": g["href"]}
+                        {
+                            **_fault_view(f, rec),
+                            "game_id": rec["game_id"],
+                            "href": g["href"],
+                            "moment_href": f"{g['href']}#fault-{k}",
+                        }
                     )
         text = (rec.get("stderr") or [""] * 4)[seat]
         if text:
@@ -747,7 +856,11 @@ def game_context(
         "game": rec,
         "seats": seats,
         "hands": replay_hands(rec),
-        "faults": [_fault_view(f, rec) for f in rec["faults"]],
+        "faults": [
+            {**_fault_view(f, rec), "moment": m and moment_fragment(m, int(f["seat"]))}
+            for f, m in ((f, fault_moment(f, rec)) for f in rec["faults"])
+        ],
+        "replay_json": json_script(replay_data(rec)),
         "has_defaults": any(bool(part) for part in default_moves(rec)),
         "prev": {"href": site.game(prev_rec["game_index"], root), "game_id": prev_rec["game_id"]}
         if prev_rec
@@ -802,9 +915,10 @@ def write_outputs(
     _write_atomic(out_dir / RESULTS_FILE, json.dumps(results, indent=2) + "\n")
     _write_atomic(out_dir / CSV_FILE, standings_csv(a.standings))
     env = _env()
-    (out_dir / STYLE_FILE).write_text(
-        (templates_dir() / STYLE_FILE).read_text(encoding="utf-8"), encoding="utf-8"
-    )
+    for static in (STYLE_FILE, SCRIPT_FILE):
+        (out_dir / static).write_text(
+            (templates_dir() / static).read_text(encoding="utf-8"), encoding="utf-8"
+        )
     site = _Site(a)
     entrants_dir = out_dir / ENTRANTS_DIR
     games_dir = out_dir / GAMES_DIR

@@ -26,6 +26,11 @@ NAMES = [SCRIPT, IMG, TEXTAREA, FORMULA, "plain"]
 TERMINAL = "\x1b[2J\x07\u202eevil"
 #: Substrings that would mean a payload reached the page as markup.
 RAW = ("<script", "<img", "</textarea", "<textarea", "<b>", IMG)
+#: The two script elements of a replay page (report.py, game.html.j2).
+PLAYER_SCRIPTS = re.compile(
+    r'<script type="application/json" id="replay-data">([^<]*)</script>\n'
+    r'<script src="\.\./replay\.js"></script>'
+)
 
 
 class Tags(HTMLParser):
@@ -72,6 +77,17 @@ def test_no_hostile_text_reaches_any_page_unescaped(hostile: Any) -> None:
     assert len(pages) == 1 + 5 + 5 * 4  # index, entrants, games
     for page in pages:
         text = page.read_text(encoding="utf-8")
+        if page.parent.name == "games":
+            # A replay's only scripts: its game as JSON (no "<" inside, so no
+            # name can end the element) and the player, both cut out here.
+            found = PLAYER_SCRIPTS.findall(text)
+            assert len(found) == 1, page
+            data = json.loads(found[0])
+            assert set(data["seats"]) <= set(NAMES)
+            assert any(f["detail"] == f"played {IMG} {TEXTAREA}" for f in data["faults"]) == (
+                SCRIPT in data["seats"]
+            )
+            text = PLAYER_SCRIPTS.sub("", text)
         for raw in RAW:
             assert raw not in text, f"{page.relative_to(out)} holds {raw!r} unescaped"
         tags = Tags()
