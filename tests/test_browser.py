@@ -209,9 +209,7 @@ def test_hostile_names_stay_text_in_the_browser(page: Any, tmp_path: Path) -> No
         pg.goto((out / rel).as_uri())
         assert pg.evaluate("document.querySelectorAll('img, textarea, iframe').length") == 0
         # Only a replay has scripts: its game as JSON and the player (replay.js).
-        scripts = pg.evaluate(
-            "[...document.scripts].map(s => s.id || s.getAttribute('src'))"
-        )
+        scripts = pg.evaluate("[...document.scripts].map(s => s.id || s.getAttribute('src'))")
         assert scripts == (["replay-data", "../replay.js"] if rel.startswith("games/") else [])
         for details in pg.locator("details").all():
             details.evaluate("d => d.open = true")
