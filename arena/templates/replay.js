@@ -286,7 +286,10 @@
       self.speed.appendChild(opt);
     });
     this.speed.value = "1000";
-    this.speed.addEventListener("change", function () { if (self.timer) { self.stop(); self.start(); } });
+    this.speed.addEventListener("change", function () {
+      self.speed.blur(); // give the arrow keys back to the player
+      if (self.timer) { self.stop(); self.start(); }
+    });
     speedLabel.appendChild(this.speed);
     bar.appendChild(speedLabel);
     var handLabel = el("label", "pl-hand", "Hand ");
@@ -298,6 +301,7 @@
       self.handSelect.appendChild(opt);
     });
     this.handSelect.addEventListener("change", function () {
+      self.handSelect.blur();
       self.go(indexOf(self.list, { h: Number(self.handSelect.value), t: 0, c: 0 }));
     });
     handLabel.appendChild(this.handSelect);
