@@ -207,6 +207,7 @@ def test_keys_and_buttons_step_to_a_trick_and_every_view_matches_the_journal(
         assert pg.locator(f"#view-{viewer}").is_checked()
         assert f"&seat={viewer}" in pg.url
     assert pg.url.endswith("#h=1&t=4&c=2&seat=3")
+    assert pg.locator("#player a.pl-link").get_attribute("href") == "#h=1&t=4&c=2&seat=3"
     pg.keyboard.press("o")
     check_view(pg, hand, 4, 2, None)
     pg.keyboard.press("1")

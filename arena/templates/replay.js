@@ -325,6 +325,8 @@
     this.status = el("p", "pl-status");
     this.status.setAttribute("aria-live", "polite");
     node.appendChild(this.status);
+    this.link = el("a", "pl-link", "link to this moment");
+    this.link.title = "The address of this moment and view, to copy or share";
     this.table = el("div", "pl-table");
     node.appendChild(this.table);
     this.events = el("div", "pl-events");
@@ -339,6 +341,9 @@
       });
       node.appendChild(list);
     }
+    var foot = el("p", "pl-keys");
+    foot.appendChild(this.link);
+    node.appendChild(foot);
     node.appendChild(el("p", "pl-keys",
       "Keys: \u2190 \u2192 card, Shift+\u2190 \u2192 or Page Up/Down trick, Home/End first/last, P autoplay, 0\u20133 a seat's view, O all open."));
   };
@@ -475,6 +480,7 @@
       }
       ev.appendChild(p);
     });
+    this.link.href = momentHash(data, pos, seat);
     try {
       history.replaceState(null, "", momentHash(data, pos, seat));
     } catch (err) { /* some browsers refuse it on file:// pages; the moment is still shown */ }
