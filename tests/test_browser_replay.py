@@ -390,3 +390,29 @@ def test_screenshot_of_the_player(replay: Any, page: Any) -> None:
     pg.locator("#player").screenshot(path=str(path))
     assert path.stat().st_size > 10_000
     watch.check()
+
+
+def test_many_faults_get_at_most_thirty_buttons(page: Any, tmp_path: Path) -> None:
+    settings = TournamentSettings(seed=2, rounds=1, hands=2, target_score=None)
+    records = synthesize(NAMES, settings)
+    rec = records[0]
+    for k in range(35):
+        fault = Fault(0, rec["seats"][0], "timeout", f"late {k}", 1 + k % 2, 1 + k % 13, "play", k)
+        rec["faults"].append(fault.to_json())
+    entrants = [{"name": n, "command": "x", "cwd": "."} for n in NAMES]
+    write_outputs(tmp_path, {**settings.to_json(), "entrants": entrants}, NAMES, records, 4)
+    pg, watch = page
+    pg.goto((tmp_path / "games" / "0-r1-t0-k0.html").as_uri())
+    assert pg.locator("#player .pl-fault-link").count() == 30
+    assert (
+        pg.locator("#player .pl-faults")
+        .inner_text()
+        .endswith("and 5 more in the Faults table below")
+    )
+    pg.locator('#player button[data-action="fault-29"]').click()
+    trick = rec["hands"][1]["tricks"][29 % 13]  # fault 29: hand 2, trick 4
+    assert at(pg) == (2, 4, (0 - trick["leader"]) % 4 + 1)
+    # Faults 3 and 29 are both at hand 2, trick 4: both are marked there.
+    texts = pg.locator("#player .pl-fault").all_inner_texts()
+    assert [t.rsplit(" — ", 1)[1] for t in texts] == ["late 3", "late 29"]
+    watch.check()

@@ -15,6 +15,8 @@
   "use strict";
 
   var OFFSETS = { left: 1, right: 3, across: 2, hold: 0 };
+  /** Most fault buttons in the player (a bot that times out on every move has many). */
+  var MAX_FAULT_BUTTONS = 30;
   var SUITS = { C: "\u2663", D: "\u2666", S: "\u2660", H: "\u2665" };
   var ORDER = {};
   "CDSH".split("").forEach(function (s, i) {
@@ -332,13 +334,17 @@
     this.events = el("div", "pl-events");
     node.appendChild(this.events);
     if (data.faults.length) {
-      var list = el("p", "pl-faults", "Faults: ");
+      var list = el("p", "pl-faults", "Faults: "), shown = 0;
       data.faults.forEach(function (f, i) {
-        if (!f.at) return;
+        if (!f.at || shown >= MAX_FAULT_BUTTONS) return;
+        shown += 1;
         var b = self.button("seat " + f.seat + " " + f.reason + ", hand " + f.at[0] +
           (f.at[1] ? " trick " + f.at[1] : f.at[2] ? " pass" : ""), "Go to this fault", "fault-" + i, "pl-fault-link");
         list.appendChild(b);
       });
+      if (data.faults.length > shown) {
+        list.appendChild(el("span", null, " and " + (data.faults.length - shown) + " more in the Faults table below"));
+      }
       node.appendChild(list);
     }
     var foot = el("p", "pl-keys");
