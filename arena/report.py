@@ -541,15 +541,17 @@ def standings_csv(standings: Sequence[Mapping[str, Any]]) -> str:
 
 
 def fault_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every recorded fault with its game, in schedule order."""
+    """Every recorded fault with its game, in schedule order; ``href`` is the
+    game's page at the fault's moment (``#fault-K``, K its place in the
+    record's faults: the replay player opens there, as the fault's seat saw it)."""
     rows = []
     for rec in sort_records(records):
-        for f in rec["faults"]:
+        for k, f in enumerate(rec["faults"]):
             rows.append(
                 {
                     "game_id": rec["game_id"],
                     "game_index": rec["game_index"],
-                    "href": game_page(rec),
+                    "href": f"{game_page(rec)}#fault-{k}",
                     **_fault_view(f, rec),
                 }
             )

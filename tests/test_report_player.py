@@ -117,3 +117,7 @@ def test_entrant_fault_links_point_at_the_fault(game: Any) -> None:
     place = (0 - rec["hands"][0]["tricks"][0]["leader"]) % 4 + 1
     assert f'<tr id="fault-0"><td><a href="#h=1&amp;t=1&amp;c={place}&amp;seat=0"' in game
     assert '<tr id="fault-1"><td><a href="#h=1&amp;t=0&amp;c=1&amp;seat=1"' in game
+    # The index's list of every fault links to the same moments.
+    index = (out / "index.html").read_text(encoding="utf-8")
+    for k in range(4):
+        assert f'<a class="gid" href="games/0-r1-t0-k0.html#fault-{k}">r1-t0-k0</a>' in index
