@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import itertools
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Sequence, Sized
 from pathlib import Path
 from typing import Any, Final
 
@@ -32,20 +33,21 @@ from arena.entrants import (
 from arena.isolation import IsolationError, Limits, kill_all
 from arena.keys import BadKeyError, MasterKey
 from arena.launcher import RUN_VARIABLE, Launcher, LaunchOptions
-from arena.referee import GameSpec, RefereeSettings
+from arena.referee import RefereeSettings
 from arena.report import GAMES_FILE, INDEX_FILE, RESULTS_FILE, RUN_FILE, write_outputs
 from arena.tools_cli import conclude_run, prepare_run
 from arena.tournament import (
     FORMAT_VERSION,
     MAX_SCHEDULED_GAMES,
+    Games,
     Journal,
+    ScheduleStream,
     TournamentSettings,
+    iter_tables,
     read_journal,
-    schedule,
     scheduled_games,
     settings_differences,
     settings_record,
-    tables_of,
 )
 
 #: Rough figures for ``--dry-run``'s estimate, measured with the sample bots
@@ -128,9 +130,11 @@ def _check_launcher(launcher: Launcher, entrants: list[Entrant]) -> None:
         raise CliError(str(exc), code) from None
 
 
-def estimate(games: Sequence[GameSpec], settings: TournamentSettings) -> dict[str, float]:
-    """A rough time estimate of a schedule, in seconds: ``typical`` (bots
-    answering at once) and ``worst`` (every decision using its whole time)."""
+def estimate(games: Sized, settings: TournamentSettings) -> dict[str, float]:
+    """A rough time estimate of a schedule (a list or a
+    :class:`arena.tournament.ScheduleStream`: only its length is read), in
+    seconds: ``typical`` (bots answering at once) and ``worst`` (every
+    decision using its whole time)."""
     if settings.hands is not None:
         hands = float(settings.hands)
     else:
@@ -157,18 +161,21 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def _dry_run(
-    entrants: Sequence[Entrant], settings: TournamentSettings, games: Sequence[GameSpec]
-) -> int:
-    tables = tables_of([e.name for e in entrants])
+def _dry_run(entrants: Sequence[Entrant], settings: TournamentSettings, games: Sized) -> int:
+    """Print the plan of a round-robin or gauntlet. Counts are computed and at
+    most 50 tables are made, so a schedule of millions prints at once."""
+    names = [e.name for e in entrants]
+    tables = iter_tables(names)
     if settings.candidate is not None:  # a gauntlet: only the candidate's tables
-        tables = [t for t in tables if settings.candidate in t]
+        candidate = settings.candidate
+        tables = (t for t in tables if candidate in t)
+    count = len(games) // (settings.rounds * (24 if settings.seating == "full" else 4))
     seatings = "24 seatings" if settings.seating == "full" else "4 rotations"
-    print(f"{len(entrants)} entrants, {len(tables)} tables, {settings.rounds} rounds x {seatings}")
-    for i, table in enumerate(tables[:50]):
+    print(f"{len(entrants)} entrants, {count} tables, {settings.rounds} rounds x {seatings}")
+    for i, table in enumerate(itertools.islice(tables, 50)):
         print(f"  table {i}: {', '.join(table)}")
-    if len(tables) > 50:
-        print(f"  ... and {len(tables) - 50} more tables")
+    if count > 50:
+        print(f"  ... and {count - 50} more tables")
     est = estimate(games, settings)
     length = (
         f"{settings.hands} hands"
@@ -430,7 +437,8 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
             "use fewer --rounds, or --format ladder --games G for a large field",
             EXIT_USAGE,
         )
-    games = [] if ladder else schedule(names, settings)  # a ladder chooses as it goes
+    # Walked lazily, never built whole; a ladder chooses its games as it goes.
+    games: Sized = [] if ladder else ScheduleStream(names, settings)
     total = big.games_total(settings, games)
     if args.dry_run:
         if ladder:
@@ -459,7 +467,7 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         remove_tmpdirs_of_run(old_run_id)
     out: Path = args.out
     done = {r["game_index"] for r in records}
-    todo = [g for g in games if g.game_index not in done]
+    todo: Games = [] if ladder else ScheduleStream(names, settings, skip=done)
     if args.resume and not ladder and not todo:
         print(f"--resume: all {len(games)} games were already played", file=sys.stderr)
     progress = _Progress(total, len(records) if ladder else len(games) - len(todo), args.quiet)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Sequence, Sized
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,7 @@ from arena.ladder import (
     play_ladder,
 )
 from arena.launcher import Launcher
-from arena.referee import GameSpec
-from arena.tournament import TournamentSettings
+from arena.tournament import Games, TournamentSettings
 
 
 def _sigma(text: str) -> float:
@@ -135,7 +134,7 @@ def ladder_settings(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def games_total(settings: TournamentSettings, games: Sequence[GameSpec]) -> int:
+def games_total(settings: TournamentSettings, games: Sized) -> int:
     """Games announced before the run: the schedule's, or a ladder's budget."""
     return ladder_budget(settings) if settings.format == "ladder" else len(games)
 
@@ -173,7 +172,7 @@ def play_run(
     executor: Executor,
     names: Sequence[str],
     settings: TournamentSettings,
-    todo: Sequence[GameSpec],
+    todo: Games,
     records: Sequence[dict[str, Any]],
     on_record: RecordSink,
 ) -> int | None:
@@ -188,7 +187,7 @@ def play_run(
     try:
         if settings.format == "ladder":
             planner = play_ladder(names, settings, executor.play, on_record, list(records))
-            return len(planner.scheduled)
+            return planner.games_scheduled
         executor.play(todo, on_record)
         return None
     except ExecutorUnavailable as exc:

@@ -56,7 +56,7 @@ from arena.executors import ExecutorUnavailable, RecordSink, work_units
 from arena.isolation import IsolationError
 from arena.launcher import Launcher, LaunchOptions, _program_file
 from arena.referee import GameSpec
-from arena.tournament import TournamentRunner, TournamentSettings
+from arena.tournament import Games, TournamentRunner, TournamentSettings
 
 #: The custom Dask worker resource one work unit (one table) takes.
 TABLE_RESOURCE: Final = "table"
@@ -195,10 +195,11 @@ class DaskExecutor:
             if problem:
                 raise ExecutorUnavailable(f"Dask worker {address}: {problem}")
 
-    def play(self, games: Sequence[GameSpec], on_record: RecordSink) -> None:
+    def play(self, games: Games, on_record: RecordSink) -> None:
         """Send ``games`` to the cluster as work units (in schedule order) and
         hand their records to ``on_record`` as units complete, each
-        ``game_index`` once. See :meth:`arena.executors.Executor.play`.
+        ``game_index`` once. A stream is walked whole into units first (this
+        executor is not streamed). See :meth:`arena.executors.Executor.play`.
 
         Raises:
             ExecutorUnavailable: a unit was lost with too many workers in a

@@ -17,7 +17,7 @@ order, so the standings do not depend on the executor.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Protocol
 
 import trio
@@ -26,7 +26,7 @@ from arena.entrants import Entrant
 from arena.launcher import Launcher
 from arena.pool import ProcessPool, worker_count
 from arena.referee import GameSpec
-from arena.tournament import TournamentRunner, TournamentSettings
+from arena.tournament import Games, TournamentRunner, TournamentSettings
 
 #: Games per worker process below which a local run stays in one process.
 POOL_MIN_GAMES: int = 8
@@ -46,8 +46,9 @@ class ExecutorUnavailable(RuntimeError):
 class Executor(Protocol):
     """Plays games; see the module docstring."""
 
-    def play(self, games: Sequence[GameSpec], on_record: RecordSink) -> None:
-        """Play ``games``, calling ``on_record`` once per finished game in
+    def play(self, games: Games, on_record: RecordSink) -> None:
+        """Play ``games`` (a list, or a :class:`arena.tournament.ScheduleStream`
+        walked lazily by the local executor), calling ``on_record`` once per finished game in
         the calling thread. Returns when every game is recorded.
 
         A ``KeyboardInterrupt`` stops the games in flight (their bot
@@ -73,7 +74,7 @@ class LocalExecutor:
         self.launcher = launcher
         self._pool: ProcessPool | None = None
 
-    def play(self, games: Sequence[GameSpec], on_record: RecordSink) -> None:
+    def play(self, games: Games, on_record: RecordSink) -> None:
         """See :meth:`Executor.play`. With ``--jobs`` above 1 on a machine
         with several cores, and at least :data:`POOL_MIN_GAMES` games per
         worker, the games run in worker processes (:class:`arena.pool.ProcessPool`),
@@ -99,13 +100,15 @@ class LocalExecutor:
             self._pool = None
 
 
-def work_units(games: Sequence[GameSpec]) -> list[list[GameSpec]]:
+def work_units(games: Iterable[GameSpec]) -> list[list[GameSpec]]:
     """The games grouped into units a remote worker plays as one task, in
     schedule order of their first games: all the games of one table (a
     ladder table's four rotations of one deal; a round-robin or gauntlet
     table's seatings over the rounds, played as chains that reuse processes).
     Games that share a deal are always in one unit, whose games the worker
-    plays one at a time, so no two games of a deal are in play at once."""
+    plays one at a time, so no two games of a deal are in play at once.
+    Builds every unit at once (a stream is walked whole): the Dask executor
+    is not streamed."""
     tables: dict[int, list[GameSpec]] = {}
     for g in sorted(games, key=lambda g: g.game_index):
         tables.setdefault(g.table, []).append(g)

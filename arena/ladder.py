@@ -195,7 +195,9 @@ class LadderPlanner:
         self.window = window
         self.ladder = Ladder(self.names)
         self.games: dict[str, int] = dict.fromkeys(self.names, 0)
-        self.scheduled: list[GameSpec] = []
+        # Each table's seating and batch: the games are remade from them on
+        # demand (:attr:`scheduled`), so a long ladder keeps ~100 bytes a table.
+        self._tables: list[tuple[tuple[str, str, str, str], int]] = []
         self.batches = 0
         self.stop_reason: str | None = None
         self._pending: list[GameSpec] = []
@@ -203,7 +205,22 @@ class LadderPlanner:
     @property
     def tables(self) -> int:
         """Tables scheduled so far."""
-        return len(self.scheduled) // GAMES_PER_TABLE
+        return len(self._tables)
+
+    @property
+    def games_scheduled(self) -> int:
+        """Games scheduled so far (4 per table)."""
+        return len(self._tables) * GAMES_PER_TABLE
+
+    @property
+    def scheduled(self) -> list[GameSpec]:
+        """Every game scheduled so far, in schedule order, remade from the
+        tables' seatings (a list of ``4 * tables`` games, built on each call)."""
+        return [
+            g
+            for t, (seating, batch) in enumerate(self._tables)
+            for g in table_games(t, batch, seating, self.settings)
+        ]
 
     def sigma_reached(self) -> bool:
         """Whether every entrant's ``sigma`` is below ``settings.sigma_target``."""
@@ -234,11 +251,11 @@ class LadderPlanner:
         batch: list[GameSpec] = []
         for i, seating in enumerate(chosen):
             batch.extend(table_games(first + i, self.batches, seating, self.settings))
+            self._tables.append((seating, self.batches))
         for g in batch:
             for name in g.seats:
                 self.games[name] += 1
         self.batches += 1
-        self.scheduled.extend(batch)
         self._pending = batch
         return batch
 
@@ -297,6 +314,7 @@ def play_ladder(
         ValueError: ``recorded`` does not match the ladder's choices.
         RuntimeError: ``play`` returned without a record for a game.
     """
+    # Records by game_index: every record (the run keeps them for its report anyway).
     results: dict[int, Mapping[str, Any]] = {int(r["game_index"]): r for r in recorded}
     planner = LadderPlanner(names, settings, window)
 
@@ -317,7 +335,7 @@ def play_ladder(
         planner.apply(results)
         if on_batch is not None:
             on_batch(planner)
-    extra = sorted(set(results) - {g.game_index for g in planner.scheduled})
+    extra = sorted(i for i in results if not 0 <= i < planner.games_scheduled)
     if extra:
         raise ValueError(f"recorded games {extra[:5]} are not in this ladder")
     return planner

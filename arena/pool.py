@@ -24,15 +24,14 @@ import multiprocessing
 import os
 import queue
 import signal
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 import trio
 
 from arena.entrants import Entrant
 from arena.launcher import Launcher, LaunchOptions
-from arena.referee import GameSpec
-from arena.tournament import TournamentRunner, TournamentSettings, chains_of
+from arena.tournament import Games, TournamentRunner, TournamentSettings, iter_chains
 
 RecordSink = Callable[[dict[str, Any]], None]
 _PR_SET_PDEATHSIG = 1
@@ -40,6 +39,8 @@ _PR_SET_PDEATHSIG = 1
 
 #: Locks shared by the workers; deal keys are spread over them by a hash.
 DEAL_LOCK_STRIPES: int = 64
+#: Chains queued or in play per worker slot (the rest of a schedule waits, unmade).
+CHAINS_AHEAD: int = 2
 #: Seconds between two tries of a taken deal lock.
 DEAL_LOCK_POLL: float = 0.005
 
@@ -198,9 +199,13 @@ class ProcessPool:
             proc.start()
             self._procs.append(proc)
 
-    def play(self, games: Sequence[GameSpec], on_record: RecordSink) -> None:
+    def play(self, games: Games, on_record: RecordSink) -> None:
         """Play ``games`` in the workers, calling ``on_record`` in this thread
         for each finished game. Returns when every game is recorded.
+
+        Chains go to the workers' queue as they are needed: at most
+        :data:`CHAINS_AHEAD` times the slots are queued or in play at once, so
+        a :class:`arena.tournament.ScheduleStream` is never held whole.
 
         Raises:
             KeyboardInterrupt: Ctrl-C; the workers are stopped (their bots
@@ -211,10 +216,28 @@ class ProcessPool:
             return
         if not self._procs:
             self._start()
-        for chain in chains_of(games):
-            self._tasks.put(chain)
+        chains: Iterator[list[Any]] = iter_chains(games)
+        ahead = CHAINS_AHEAD * self.workers * self.slots
+        # game_index -> chain number, and games left per chain, for chains sent.
+        chain_of: dict[int, int] = {}
+        left: dict[int, int] = {}
+        sent = 0
+
+        def send_more() -> None:
+            nonlocal sent
+            while len(left) < ahead:
+                chain = next(chains, None)
+                if chain is None:
+                    return
+                for g in chain:
+                    chain_of[g.game_index] = sent
+                left[sent] = len(chain)
+                self._tasks.put(chain)
+                sent += 1
+
         remaining = len(games)
         try:
+            send_more()
             while remaining:
                 try:
                     kind, payload = self._results.get(timeout=1.0)
@@ -228,6 +251,12 @@ class ProcessPool:
                 if kind == "record":
                     on_record(payload)
                     remaining -= 1
+                    number = chain_of.pop(int(payload["game_index"]), None)
+                    if number is not None:
+                        left[number] -= 1
+                        if not left[number]:
+                            del left[number]
+                            send_more()
                 elif kind == "interrupted":  # a worker was stopped from outside
                     raise KeyboardInterrupt
                 else:

@@ -52,10 +52,19 @@ class RatingPoint:
 class Ladder:
     """Current TrueSkill ratings of a set of entrants, updated game by game."""
 
-    def __init__(self, names: Iterable[str], env: trueskill.TrueSkill | None = None) -> None:
+    def __init__(
+        self,
+        names: Iterable[str],
+        env: trueskill.TrueSkill | None = None,
+        *,
+        keep_history: bool = True,
+    ) -> None:
         self.env = env or environment()
         self.ratings: dict[str, trueskill.Rating] = {n: self.env.create_rating() for n in names}
+        #: Each entrant's rating after each of its games (empty when
+        #: ``keep_history`` is false: then memory does not grow with the games).
         self.history: dict[str, list[RatingPoint]] = {n: [] for n in self.ratings}
+        self.keep_history = keep_history
 
     def apply(self, game_index: int, seats: Sequence[str], ranks: Sequence[int]) -> None:
         """Update the four seated entrants from one game's final ranks (1 is best).
@@ -72,7 +81,8 @@ class Ladder:
         rated = self.env.rate(groups, ranks=[r - 1 for r in ranks])
         for name, (rating,) in zip(seats, rated, strict=True):
             self.ratings[name] = rating
-            self.history[name].append(RatingPoint(game_index, rating.mu, rating.sigma))
+            if self.keep_history:
+                self.history[name].append(RatingPoint(game_index, rating.mu, rating.sigma))
 
     def conservative(self, name: str) -> float:
         """``mu - 3 * sigma`` of an entrant."""
@@ -83,3 +93,45 @@ class Ladder:
         """``mu``, ``sigma`` and ``conservative`` of an entrant, as plain data."""
         r = self.ratings[name]
         return {"mu": r.mu, "sigma": r.sigma, "conservative": r.mu - 3 * r.sigma}
+
+
+class InOrderRatings:
+    """Applies game results to a :class:`Ladder` in schedule order as they
+    arrive in any order: a result waits until every game before it (from
+    ``first`` on) has been applied. Only the waiting results are kept, so
+    memory is bounded by how far completions run ahead (``--jobs`` chains),
+    not by the number of games.
+
+    Args:
+        ladder: the ratings to update.
+        first: the ``game_index`` of the first game to apply.
+    """
+
+    def __init__(self, ladder: Ladder, first: int = 0) -> None:
+        self.ladder = ladder
+        self.next = first
+        self._waiting: dict[int, tuple[tuple[str, ...], tuple[int, ...]]] = {}
+
+    def add(self, game_index: int, seats: Sequence[str], ranks: Sequence[int]) -> int:
+        """Take one game's result; apply it and any waiting results that now
+        follow in order. Returns how many games were applied.
+
+        Raises:
+            ValueError: the game was already applied or is waiting (a
+                duplicate), or see :meth:`Ladder.apply`.
+        """
+        if game_index < self.next or game_index in self._waiting:
+            raise ValueError(f"game {game_index} was given twice")
+        self._waiting[game_index] = (tuple(seats), tuple(ranks))
+        applied = 0
+        while self.next in self._waiting:
+            seated, ranked = self._waiting.pop(self.next)
+            self.ladder.apply(self.next, seated, ranked)
+            self.next += 1
+            applied += 1
+        return applied
+
+    @property
+    def waiting(self) -> int:
+        """Results held until an earlier game arrives."""
+        return len(self._waiting)

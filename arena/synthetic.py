@@ -1,7 +1,8 @@
 """Synthetic tournaments: ``games.jsonl`` records played by the rules engine
 in-process, no bot processes. For benchmarks of the report and for tests.
 
-The schedule is the real one (:func:`arena.tournament.schedule_round_robin`)
+The schedule is the real one (:class:`arena.tournament.ScheduleStream`, the
+games of :func:`arena.tournament.schedule_round_robin` made one at a time)
 and every record goes through :meth:`arena.referee.GameRecord.to_json`, so
 the lines have the same fields as a real run's. Each entrant gets a *policy*:
 
@@ -12,15 +13,18 @@ the lines have the same fields as a real run's. Each entrant gets a *policy*:
 
 from __future__ import annotations
 
+import json
 import random
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
 
 from arena.cards import CARD_NAMES, cards_of
 from arena.faults import Fault
+from arena.rating import InOrderRatings, Ladder
 from arena.referee import GameRecord, GameSpec, hand_record
 from arena.rules import GameScore, Hand, Phase, deal_hands, default_pass, default_play
-from arena.tournament import TournamentSettings, schedule_round_robin
+from arena.tournament import ScheduleStream, TournamentSettings
 
 POLICIES = ("low", "random")
 
@@ -97,14 +101,51 @@ def synthesize(
     Returns:
         Records in schedule order, as ``GameRecord.to_json`` gives them.
     """
+    return list(iter_synthesize(names, settings, policies, faults, stderr))
+
+
+def iter_synthesize(
+    names: Sequence[str],
+    settings: TournamentSettings,
+    policies: Mapping[str, str] | None = None,
+    faults: Mapping[str, str] | None = None,
+    stderr: Mapping[str, str] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """The records of :func:`synthesize`, made one game at a time from a
+    streamed schedule (nothing is kept)."""
     policies = policies or {}
-    out = []
-    for spec in schedule_round_robin(names, settings):
+    for spec in ScheduleStream(names, settings):
         record = play_game(spec, policies)
         for seat, name in enumerate(spec.seats):
             if faults and name in faults:
                 record.faults.append(Fault(seat, name, "illegal", faults[name], 1, 1, "play", 1))
             if stderr and name in stderr:
                 record.stderr[seat] = stderr[name]
-        out.append(record.to_json())
-    return out
+        yield record.to_json()
+
+
+def synthetic_run(
+    names: Sequence[str],
+    settings: TournamentSettings,
+    journal: Path,
+    policies: Mapping[str, str] | None = None,
+) -> Ladder:
+    """A long run without bot processes, as the runner does it without the
+    report: the schedule streamed, each game's record written as a
+    ``games.jsonl`` line (not synced to disk) and its result applied to the
+    ratings in schedule order (:class:`arena.rating.InOrderRatings`), then
+    dropped. Memory does not grow with the number of games (benchmarks/
+    schedule_scale.py measures it).
+
+    Returns:
+        The ratings after every game (without history), equal to
+        :func:`arena.standings.compute_standings`'s on the same records.
+    """
+    ladder = Ladder(names, keep_history=False)
+    rater = InOrderRatings(ladder)
+    out: IO[str]
+    with journal.open("w", encoding="utf-8") as out:
+        for record in iter_synthesize(names, settings, policies):
+            out.write(json.dumps(record, separators=(",", ":")) + "\n")
+            rater.add(record["game_index"], record["seats"], record["ranks"])
+    return ladder

@@ -39,10 +39,10 @@ import itertools
 import json
 import math
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, cast
 
 import trio
 
@@ -195,8 +195,15 @@ RESUMABLE_DIFFERENCES: Final = frozenset({"jobs"})
 
 
 def tables_of(names: Sequence[str]) -> list[tuple[str, str, str, str]]:
-    """Every group of four entrants, each group and the list in sorted order."""
-    return [(a, b, c, d) for a, b, c, d in itertools.combinations(sorted(names), 4)]
+    """Every group of four entrants, each group and the list in sorted order.
+    Builds the whole list (``C(n, 4)`` tuples): :func:`iter_tables` walks it lazily."""
+    return list(iter_tables(names))
+
+
+def iter_tables(names: Sequence[str]) -> Iterator[tuple[str, str, str, str]]:
+    """The groups of :func:`tables_of`, in the same order, one at a time."""
+    groups = itertools.combinations(sorted(names), 4)
+    return cast("Iterator[tuple[str, str, str, str]]", groups)
 
 
 def schedule_round_robin(names: Sequence[str], settings: TournamentSettings) -> list[GameSpec]:
@@ -207,12 +214,13 @@ def schedule_round_robin(names: Sequence[str], settings: TournamentSettings) -> 
     ``r{round}-t{table}-p{k}``) instead of the 4 rotations.
 
     Pure: the same names and settings always give the same list. See the
-    module docstring for its fairness properties.
+    module docstring for its fairness properties. Builds every game: for a
+    large field walk :class:`ScheduleStream` instead (the same games).
 
     Raises:
         ValueError: fewer than four entrants, or duplicate names.
     """
-    return _schedule(names, settings, None)
+    return list(_stream(names, settings, None))
 
 
 def schedule_gauntlet(
@@ -234,20 +242,33 @@ def schedule_gauntlet(
         raise ValueError("a gauntlet needs a candidate")
     if candidate not in names:
         raise ValueError(f"the candidate {candidate!r} is not an entrant")
-    return _schedule(names, settings, candidate)
+    return list(_stream(names, settings, candidate))
 
 
-#: The most games a scheduled tournament may have (a larger field wants a ladder).
-MAX_SCHEDULED_GAMES: Final = 10_000_000
+#: The most games a scheduled tournament may have: ``game_index`` is at most
+#: 10^9 in a game record (:data:`RECORD_SCHEMA`). Schedules are walked lazily
+#: (:class:`ScheduleStream`), so their size costs no memory; what bounds a run
+#: in practice is time (``--dry-run`` prints the estimate) and the report,
+#: which holds every game record at the end.
+MAX_SCHEDULED_GAMES: Final = 10**9
 
 
 def scheduled_games(entrants: int, settings: TournamentSettings) -> int:
     """How many games :func:`schedule` would make, without making them:
     tables (every group of four, or only the candidate's) × seatings per
     table (4 rotations or 24) × rounds."""
-    others = entrants - 1 if settings.format == "gauntlet" else entrants
-    groups = math.comb(others, 3 if settings.format == "gauntlet" else 4)
-    return groups * (24 if settings.seating == "full" else 4) * settings.rounds
+    return _groups(entrants, settings) * _seatings_count(settings) * settings.rounds
+
+
+def _groups(entrants: int, settings: TournamentSettings) -> int:
+    """Tables per round: ``C(n, 4)``, or ``C(n - 1, 3)`` for a gauntlet."""
+    if settings.format == "gauntlet":
+        return math.comb(entrants - 1, 3)
+    return math.comb(entrants, 4)
+
+
+def _seatings_count(settings: TournamentSettings) -> int:
+    return 24 if settings.seating == "full" else 4
 
 
 def schedule(names: Sequence[str], settings: TournamentSettings) -> list[GameSpec]:
@@ -265,48 +286,164 @@ def schedule(names: Sequence[str], settings: TournamentSettings) -> list[GameSpe
     return schedule_round_robin(names, settings)
 
 
-def _schedule(
-    names: Sequence[str], settings: TournamentSettings, candidate: str | None
-) -> list[GameSpec]:
+def _check_names(names: Sequence[str], candidate: str | None) -> None:
     if len(set(names)) != len(names):
         raise ValueError("entrant names must be unique")
     if len(names) < 4:
         raise ValueError(f"a tournament needs at least four entrants, got {len(names)}")
-    games: list[GameSpec] = []
-    key = settings.master_key
-    tables = tables_of(names)
+    if candidate is not None and candidate not in names:
+        raise ValueError(f"the candidate {candidate!r} is not an entrant")
+
+
+def _seatings(settings: TournamentSettings) -> tuple[Sequence[Sequence[int]], str]:
+    """The seatings of a table per round and the letter of their game ids."""
     if settings.seating == "full":
-        seatings, tag = SEAT_PERMUTATIONS, "p"
-    else:
-        seatings, tag = tuple(tuple((i + k) % 4 for i in range(4)) for k in range(4)), "k"
+        return SEAT_PERMUTATIONS, "p"
+    return tuple(tuple((i + k) % 4 for i in range(4)) for k in range(4)), "k"
+
+
+class _Maker:
+    """Makes the games of one schedule from their identity (round, table,
+    seating) and their position (``game_index``)."""
+
+    def __init__(self, settings: TournamentSettings) -> None:
+        self.settings = settings
+        self.key = settings.master_key
+        self.seatings, self.tag = _seatings(settings)
+        self._table_keys: dict[str, bytes] = {}
+
+    def table_key(self, deal_key: str) -> bytes:
+        # A chain asks for the same deal key only once, a round-robin walk
+        # four or 24 times in a row: keep the last few only.
+        found = self._table_keys.get(deal_key)
+        if found is None:
+            if len(self._table_keys) > 64:
+                self._table_keys.clear()
+            found = self._table_keys[deal_key] = self.key.table_key(deal_key)
+        return found
+
+    def game(
+        self, index: int, rnd: int, t: int, k: int, table: tuple[str, str, str, str]
+    ) -> GameSpec:
+        deal_key = f"r{rnd}-t{t}"
+        game_id = f"r{rnd}-t{t}-{self.tag}{k}"
+        seats = ["", "", "", ""]
+        for i, name in enumerate(table):
+            seats[self.seatings[k][i]] = name
+        return GameSpec(
+            game_index=index,
+            game_id=game_id,
+            round=rnd,
+            table=t,
+            rotation=k,
+            seats=(seats[0], seats[1], seats[2], seats[3]),
+            deal_key=deal_key,
+            bot_seeds=self.key.bot_seeds(game_id),
+            target_score=self.settings.target_score,
+            hands=self.settings.hands,
+            table_key=self.table_key(deal_key),
+        )
+
+
+def _candidate_tables(
+    names: Sequence[str], candidate: str | None
+) -> Iterator[tuple[int, int, tuple[str, str, str, str]]]:
+    """``(t, j, table)``: the round-robin number ``t`` of each table played
+    (all, or the candidate's) and its position ``j`` among those played."""
+    j = 0
+    for t, table in enumerate(iter_tables(names)):
+        if candidate is not None and candidate not in table:
+            continue
+        yield t, j, table
+        j += 1
+
+
+def _stream(
+    names: Sequence[str], settings: TournamentSettings, candidate: str | None
+) -> Iterator[GameSpec]:
+    """Every game of a round-robin (``candidate`` ``None``) or gauntlet, in
+    schedule order, made one at a time. Raises as :func:`schedule_round_robin`
+    does, at the first ``next``."""
+    _check_names(names, candidate)
+    maker = _Maker(settings)
+    index = 0
     for rnd in range(1, settings.rounds + 1):
-        for t, table in enumerate(tables):
-            if candidate is not None and candidate not in table:
-                continue
-            deal_key = f"r{rnd}-t{t}"
-            table_key = key.table_key(deal_key)
-            for k in range(len(seatings)):
-                game_id = f"r{rnd}-t{t}-{tag}{k}"
-                seats = ["", "", "", ""]
-                for i, name in enumerate(table):
-                    seats[seatings[k][i]] = name
-                index = len(games)
-                games.append(
-                    GameSpec(
-                        game_index=index,
-                        game_id=game_id,
-                        round=rnd,
-                        table=t,
-                        rotation=k,
-                        seats=(seats[0], seats[1], seats[2], seats[3]),
-                        deal_key=deal_key,
-                        bot_seeds=key.bot_seeds(game_id),
-                        target_score=settings.target_score,
-                        hands=settings.hands,
-                        table_key=table_key,
-                    )
-                )
-    return games
+        for t, _, table in _candidate_tables(names, candidate):
+            for k in range(len(maker.seatings)):
+                yield maker.game(index, rnd, t, k, table)
+                index += 1
+
+
+class ScheduleStream:
+    """The games of a round-robin or gauntlet (``settings.format``), walked
+    lazily: the same games in the same order as :func:`schedule`, but none
+    is kept, so memory does not grow with the schedule. Iterable more than
+    once; ``len()`` is computed, not counted.
+
+    Args:
+        names: the entrants.
+        settings: a round-robin's or gauntlet's settings.
+        skip: ``game_index`` values left out (games already played, on
+            ``--resume``); indices outside the schedule are ignored.
+
+    Raises:
+        ValueError: a ladder (it has no schedule), duplicate names, fewer than
+            four entrants, or a gauntlet's candidate that is not an entrant.
+    """
+
+    def __init__(
+        self, names: Sequence[str], settings: TournamentSettings, skip: Iterable[int] = ()
+    ) -> None:
+        if settings.format == "ladder":
+            raise ValueError("a ladder's games are chosen as it runs (arena.ladder.play_ladder)")
+        self.names = list(names)
+        self.settings = settings
+        self.candidate = settings.candidate if settings.format == "gauntlet" else None
+        _check_names(self.names, self.candidate)
+        self.total = scheduled_games(len(self.names), settings)
+        self.skip = frozenset(i for i in skip if 0 <= i < self.total)
+
+    def __len__(self) -> int:
+        """Games in the stream (the schedule's, less those skipped)."""
+        return self.total - len(self.skip)
+
+    def __iter__(self) -> Iterator[GameSpec]:
+        """The games in schedule order (``game_index`` increasing)."""
+        for game in _stream(self.names, self.settings, self.candidate):
+            if game.game_index not in self.skip:
+                yield game
+
+    def chains(self) -> Iterator[list[GameSpec]]:
+        """The chains of :func:`chains_of` over this stream's games, made one
+        table at a time. For a whole schedule they are exactly
+        :func:`chains_of`'s, in the same order; with games skipped each
+        chain is the same, but the chains come in table then seating order
+        (:func:`chains_of` orders them by their first game left)."""
+        maker = _Maker(self.settings)
+        seatings = len(maker.seatings)
+        per_round = _groups(len(self.names), self.settings) * seatings
+        for t, j, table in _candidate_tables(self.names, self.candidate):
+            for k in range(seatings):
+                chain = []
+                for rnd in range(1, self.settings.rounds + 1):
+                    index = (rnd - 1) * per_round + j * seatings + k
+                    if index not in self.skip:
+                        chain.append(maker.game(index, rnd, t, k, table))
+                if chain:
+                    shift = k % len(chain)
+                    yield chain[shift:] + chain[:shift]
+
+
+#: Games given to a runner: a list (any subset of a schedule) or a stream.
+Games = Sequence[GameSpec] | ScheduleStream
+
+
+def iter_chains(games: Games) -> Iterator[list[GameSpec]]:
+    """The chains of ``games``: :meth:`ScheduleStream.chains` made as they are
+    needed, or :func:`chains_of` of a list."""
+    if isinstance(games, ScheduleStream):
+        return games.chains()
+    return iter(chains_of(games))
 
 
 def chains_of(games: Iterable[GameSpec]) -> list[list[GameSpec]]:
@@ -581,16 +718,27 @@ class TournamentRunner:
         self.on_record = on_record
         self.deal_locks: DealLockSet = deal_locks if deal_locks is not None else DealLocks()
 
-    async def run(self, games: Sequence[GameSpec]) -> None:
-        """Play ``games`` (any subset of a schedule). Returns when all are done.
+    async def run(self, games: Games) -> None:
+        """Play ``games`` (any subset of a schedule, or a :class:`ScheduleStream`).
+        Returns when all are done.
+
+        ``settings.jobs`` tasks take chains in order (:func:`iter_chains`),
+        one at a time, so a stream's chains are made only as they start and
+        memory does not grow with the schedule.
 
         Cancellation (Ctrl-C) closes every bot process before propagating;
         games finished before it were already handed to ``on_record``.
         """
+        chains = iter_chains(games)
         limiter = trio.CapacityLimiter(self.settings.jobs)
+
+        async def take() -> None:
+            for chain in chains:  # shared: each chain goes to one task
+                await self.run_chain(chain, limiter)
+
         async with trio.open_nursery() as nursery:
-            for chain in chains_of(games):
-                nursery.start_soon(self.run_chain, chain, limiter)
+            for _ in range(self.settings.jobs):
+                nursery.start_soon(take)
 
     async def run_chain(self, chain: list[GameSpec], limiter: trio.CapacityLimiter) -> None:
         """Play one chain's games in turn with one set of bot processes,
