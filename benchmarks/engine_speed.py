@@ -1,22 +1,37 @@
-"""Random-playout speed of the rules engine, beside OpenSpiel's Hearts driven the same way.
+"""Speed of the rules engine on equal work, beside OpenSpiel's Hearts (issue 16).
 
-Both engines play whole hands from Python with random choices: a random deal,
-a random pass of three cards per seat (hand numbers cycle 1..4, so left, right,
-across, hold), then a random legal card at every turn, until the hand is over
-and its points are read. The figure is hands per second on one core.
+Both engines do the same work per hand, driven from Python in this process:
 
-The main figure (``engine``) plays each card through the public step API
-(``legal_mask`` then ``play``), as OpenSpiel is driven through
-``legal_actions`` then ``apply_action``; a second figure plays the hand with
-``Hand.random_playout``, the fast path for bots' simulations. The engines
-take turns in short rounds so that the machine's load affects both alike.
+1. **the same deal**: a shuffled deck made before timing; each engine is
+   given those 52 cards (ours: four card masks to ``Hand.new``; OpenSpiel:
+   the pass-direction chance action, then 52 deal chance actions, card ``k``
+   of the deal order to seat ``k % 4``, as it deals);
+2. **the same passes**: three cards per seat drawn before timing (hand
+   numbers cycle 1..4: left, right, across, hold), applied by each engine
+   (ours: ``apply_passes``; OpenSpiel: 12 single-card actions);
+3. **random legal play to the end of the hand**: at each turn ``k =
+   rng.randrange(n)`` over the ``n`` legal cards, the ``k``-th played (each
+   engine with its own generator of the same seed; the cards differ since
+   the engines sort cards differently, the amount of work does not);
+4. the hand's points read.
+
+Printed figures, hands per second on one core, each next to OpenSpiel's in
+the same run (the engines take turns in short rounds, so the machine's load
+affects them alike):
+
+* ``checked``: the path the referee uses: ``legal_mask()`` then ``play(card)``,
+  which checks the card again (R5-R9) before playing it;
+* ``unchecked``: ``play_unchecked`` after ``legal_mask()`` (search and
+  playouts), proven to give the same hands as the checked path by
+  ``tests/test_rules.py::test_unchecked_play_equals_checked_play``;
+* ``playout``: ``Hand.random_playout`` (the same draws as ``unchecked``).
 
 Usage (from the repository root)::
 
-    python benchmarks/engine_speed.py [--seconds S] [--seed N]
+    python benchmarks/engine_speed.py [--seconds S] [--seed N] [--deals N]
 
-OpenSpiel (``pip install open-spiel``) is optional; without it only our figure
-is printed.
+OpenSpiel (``pip install ".[bench]"``) is optional; without it only our
+figures are printed.
 """
 
 from __future__ import annotations
@@ -25,129 +40,176 @@ import argparse
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arena.cards import cards_of
-from arena.rules import Hand, Phase
+from arena.rules import Hand, Phase, nth_card
+
+#: A prepared hand: its number, the deck (seat ``s`` gets ``deck[13 s: 13 s + 13]``)
+#: and each seat's three passed cards (empty on a hold hand).
+Prepared = tuple[int, list[int], list[list[int]]]
+#: Plays one prepared hand with a generator for the play.
+Player = Callable[[Prepared, random.Random], object]
+
+#: OpenSpiel's suit index of each of our suits (ours C D S H, theirs C D H S).
+_OS_SUIT = (0, 1, 3, 2)
+#: OpenSpiel's action id of each of our cards.
+OS_ID = tuple((card % 13) * 4 + _OS_SUIT[card // 13] for card in range(52))
+#: Our hand number % 4 -> OpenSpiel's pass-direction chance action (0 hold,
+#: 1 left, 2 across, 3 right).
+OS_DIRECTION = {1: 1, 2: 3, 3: 2, 0: 0}
 
 
-def ours_hand(rng: random.Random, hand_number: int) -> None:
-    """One random hand through arena.rules."""
-    deck = list(range(52))
-    rng.shuffle(deck)
+def prepare(rng: random.Random, count: int) -> list[Prepared]:
+    """``count`` hands' deals and passes, drawn once for every engine."""
+    out: list[Prepared] = []
+    for i in range(count):
+        number = i % 4 + 1
+        deck = list(range(52))
+        rng.shuffle(deck)
+        passes = (
+            [] if number % 4 == 0 else [rng.sample(deck[13 * s : 13 * s + 13], 3) for s in range(4)]
+        )
+        out.append((number, deck, passes))
+    return out
+
+
+def _deal_masks(deck: Sequence[int]) -> list[int]:
     dealt = [0, 0, 0, 0]
     for i, card in enumerate(deck):
-        dealt[i & 3] |= 1 << card
-    hand = Hand.new(hand_number, dealt)
-    if hand.phase is Phase.PASS:
-        passes = []
-        for seat in range(4):
-            passes.append(sum(1 << c for c in rng.sample(cards_of(dealt[seat]), 3)))
-        hand.apply_passes(passes)
+        dealt[i // 13] |= 1 << card
+    return dealt
+
+
+def _start(prepared: Prepared) -> Hand:
+    number, deck, passes = prepared
+    hand = Hand.new(number, _deal_masks(deck))
+    if passes:
+        hand.apply_passes([(1 << a) | (1 << b) | (1 << c) for a, b, c in passes])
+    return hand
+
+
+def checked_hand(prepared: Prepared, rng: random.Random) -> object:
+    """The referee's path: ``legal_mask`` then ``play`` (which checks again)."""
+    hand = _start(prepared)
+    randrange = rng.randrange
     while hand.phase is Phase.PLAY:
-        legal = cards_of(hand.legal_mask())
-        hand.play(legal[rng.randrange(len(legal))])
-    hand.points()
+        legal = hand.legal_mask()
+        hand.play(nth_card(legal, randrange(legal.bit_count())))
+    return hand.points()
 
 
-def make_openspiel_hand() -> Callable[[random.Random, int], None] | None:
-    """One random hand through OpenSpiel's Hearts, or None without open-spiel."""
+def unchecked_hand(prepared: Prepared, rng: random.Random) -> object:
+    """Search's path: ``legal_mask`` then ``play_unchecked``."""
+    hand = _start(prepared)
+    randrange = rng.randrange
+    while hand.phase is Phase.PLAY:
+        legal = hand.legal_mask()
+        hand.play_unchecked(nth_card(legal, randrange(legal.bit_count())))
+    return hand.points()
+
+
+def playout_hand(prepared: Prepared, rng: random.Random) -> object:
+    """``Hand.random_playout`` after the same deal and passes."""
+    return _start(prepared).random_playout(rng)
+
+
+def make_openspiel_hand() -> Player | None:
+    """OpenSpiel's Hearts on the same work, or None without open-spiel."""
     try:
         import pyspiel
     except ImportError:
         return None
     game = pyspiel.load_game("hearts", {"qs_breaks_hearts": False})
-    direction = {1: 1, 2: 3, 3: 2, 0: 0}  # our hand number % 4 -> OpenSpiel's pass direction
 
-    def os_hand(rng: random.Random, hand_number: int) -> None:
+    def os_hand(prepared: Prepared, rng: random.Random) -> object:
+        number, deck, passes = prepared
         state = game.new_initial_state()
-        state.apply_action(direction[hand_number % 4])
-        while not state.is_terminal():  # the deal, the pass and the play
-            legal = state.legal_actions()
-            state.apply_action(legal[rng.randrange(len(legal))])
-        [state.points(s) for s in range(4)]
+        apply = state.apply_action
+        apply(OS_DIRECTION[number % 4])
+        for k in range(52):  # card k of the deal order goes to seat k % 4
+            apply(OS_ID[deck[13 * (k % 4) + k // 4]])
+        for seat_cards in passes:  # seat 0 first, one card at a time
+            for card in seat_cards:
+                apply(OS_ID[card])
+        randrange = rng.randrange
+        legal_actions = state.legal_actions
+        is_terminal = state.is_terminal
+        while not is_terminal():
+            legal = legal_actions()
+            apply(legal[randrange(len(legal))])
+        return [state.points(s) for s in range(4)]
 
     return os_hand
 
 
-def playout_hand(rng: random.Random, hand_number: int) -> None:
-    """One random hand through arena.rules using ``Hand.random_playout`` for the play."""
-    deck = list(range(52))
-    rng.shuffle(deck)
-    dealt = [0, 0, 0, 0]
-    for i, card in enumerate(deck):
-        dealt[i & 3] |= 1 << card
-    hand = Hand.new(hand_number, dealt)
-    if hand.phase is Phase.PASS:
-        passes = []
-        for seat in range(4):
-            passes.append(sum(1 << c for c in rng.sample(cards_of(dealt[seat]), 3)))
-        hand.apply_passes(passes)
-    hand.random_playout(rng)
-
-
 def measure(
-    players: dict[str, Callable[[random.Random, int], None]], seconds: float, seed: int
+    players: dict[str, Player], hands: list[Prepared], seconds: float, seed: int
 ) -> dict[str, float]:
-    """Hands per second of each player, over about ``seconds`` each.
-
-    The players take turns in short rounds, so that a change in the machine's
-    load during the run affects them alike and the ratio stays fair.
-    """
+    """Hands per second of each player over about ``seconds`` each, the
+    players taking turns in rounds of about a quarter of a second on the
+    same prepared hands (in order, round and round)."""
     rngs = {name: random.Random(seed) for name in players}
-    hands = dict.fromkeys(players, 0)
+    done = dict.fromkeys(players, 0)
     spent = dict.fromkeys(players, 0.0)
     for name, play in players.items():  # warm up
-        for n in range(20):
-            play(rngs[name], n % 4 + 1)
+        for prepared in hands[:20]:
+            play(prepared, rngs[name])
     rounds = max(1, round(seconds / 0.25))
+    count = len(hands)
     for _ in range(rounds):
         for name, play in players.items():
             rng = rngs[name]
-            n = hands[name]
+            n = done[name]
             start = time.perf_counter()
             deadline = start + seconds / rounds
             while True:
                 for _ in range(10):
-                    play(rng, n % 4 + 1)
+                    play(hands[n % count], rng)
                     n += 1
                 now = time.perf_counter()
                 if now >= deadline:
                     break
             spent[name] += now - start
-            hands[name] = n
-    return {name: hands[name] / spent[name] for name in players}
+            done[name] = n
+    return {name: done[name] / spent[name] for name in players}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=5.0, help="time per engine (default 5)")
+    parser.add_argument("--seconds", type=float, default=5.0, help="time per path (default 5)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--deals", type=int, default=4000, help="prepared hands (default 4000)")
     args = parser.parse_args(argv)
-    players: dict[str, Callable[[random.Random, int], None]] = {
-        "engine": ours_hand,
+    hands = prepare(random.Random(args.seed), args.deals)
+    players: dict[str, Player] = {
+        "checked": checked_hand,
+        "unchecked": unchecked_hand,
         "playout": playout_hand,
     }
     os_hand = make_openspiel_hand()
     if os_hand is not None:
         players["openspiel"] = os_hand
-    rates = measure(players, args.seconds, args.seed)
-    ours = rates["engine"]
-    if os_hand is None:
-        print(f"engine: {ours:.0f} hands/s, openspiel: not installed")
-    else:
-        theirs = rates["openspiel"]
-        print(
-            f"engine: {ours:.0f} hands/s, openspiel: {theirs:.0f} hands/s,"
-            f" ratio: {ours / theirs:.2f}"
-        )
+    rates = measure(players, hands, args.seconds, args.seed)
+    print("equal work: the same deals and passes, random legal play to the end, from Python")
+    theirs = rates.get("openspiel")
     print(
-        f"engine with Hand.random_playout: {rates['playout']:.0f} hands/s"
-        + (f", ratio: {rates['playout'] / rates['openspiel']:.2f}" if os_hand else "")
+        f"openspiel (baseline): {theirs:.0f} hands/s"
+        if theirs
+        else "openspiel: not installed (pip install '.[bench]')"
     )
+    labels = {
+        "checked": "engine, checked (referee's path: legal_mask, play)",
+        "unchecked": "engine, unchecked (search: legal_mask, play_unchecked)",
+        "playout": "engine, Hand.random_playout",
+    }
+    for name, label in labels.items():
+        ratio = f", ratio {rates[name] / theirs:.2f} (goal >= 0.8)" if theirs else ""
+        if name != "checked" and theirs:
+            ratio = f", ratio {rates[name] / theirs:.2f}"
+        print(f"{label}: {rates[name]:.0f} hands/s{ratio}")
     return 0
 
 

@@ -64,10 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     bot = str(ROOT / "tests" / "bots" / "first_legal.py")
     entrants = [f"b{i:02d}={bot}" for i in range(64)]
-    wall, rss, out = run_child(
-        [sys.executable, "-m", "arena", "run", *entrants, "--rounds", "2", "--seed", "1"]
-        + ["--dry-run"]
-    )
+    flags = ["--rounds", "2", "--seed", "1", "--dry-run"]
+    wall, rss, out = run_child([sys.executable, "-m", "arena", "run", *entrants, *flags])
     games = next((ln.split()[0] for ln in out.splitlines() if " games, each " in ln), "?")
     print(
         f"dry run, 64 entrants, --rounds 2 ({games} games): {wall:.2f} s (goal < 2 s), "
