@@ -19,9 +19,8 @@ import hashlib
 import hmac
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from arena.cards import (
     CARD_NAMES,
@@ -45,6 +44,8 @@ _NON_HEARTS: Final = FULL_DECK & ~HEART_MASK
 #: Cards R7 allows on trick 1 to a seat void in clubs: no heart, not the queen.
 _TRICK1_SAFE: Final = FULL_DECK & ~HEART_MASK & ~QS_BIT
 _FIRST_HEART: Final = HEARTS * 13
+#: Suit index of each card (a table lookup is faster than ``card // 13``).
+_SUIT_OF: Final = tuple(c // 13 for c in range(52))
 
 
 class IllegalMoveError(ValueError):
@@ -180,6 +181,23 @@ def pass_mask(seat: int, cards: Sequence[int]) -> int:
     return m
 
 
+def nth_card(mask: int, k: int) -> int:
+    """The ``k``-th card (0-based, protocol sort order) of ``mask``:
+    ``cards_of(mask)[k]`` without building the list.
+
+    Raises:
+        ValueError: ``mask`` has ``k`` cards or fewer, or ``k`` is negative.
+    """
+    if k < 0:
+        raise ValueError(f"k must be at least 0, got {k}")
+    while k:
+        mask &= mask - 1  # drop the lowest card
+        k -= 1
+    if not mask:
+        raise ValueError("the mask has too few cards")
+    return (mask & -mask).bit_length() - 1
+
+
 def default_play(legal: int) -> int:
     """The referee's default play (protocol/README.md): the first card of ``legal``."""
     return lowest(legal)
@@ -216,9 +234,8 @@ def hand_points_after_moon(taken: Sequence[int]) -> tuple[list[int], int | None]
     return list(taken), None
 
 
-@dataclass(frozen=True, slots=True)
-class TrickRecord:
-    """A completed trick.
+class TrickRecord(NamedTuple):
+    """A completed trick (a named tuple: cheap to make, 13 times a hand).
 
     Attributes:
         leader: the seat that led it.
@@ -257,6 +274,14 @@ class Phase(Enum):
     OVER = "over"
 
 
+_new_tuple: Final = tuple.__new__
+
+# Module constants: a global read is cheaper than ``Phase.PLAY`` on hot paths.
+_PASS: Final = Phase.PASS
+_PLAY: Final = Phase.PLAY
+_OVER: Final = Phase.OVER
+
+
 class Hand:
     """One hand of Hearts: the pass, thirteen tricks and the hand's points.
 
@@ -270,6 +295,7 @@ class Hand:
     """
 
     __slots__ = (
+        "_legal",
         "dealt",
         "direction",
         "hand_number",
@@ -304,6 +330,8 @@ class Hand:
     taken: list[int]
     taken_points: list[int]
     tricks: list[TrickRecord]
+    #: :meth:`legal_mask` of the current position, or -1 until computed.
+    _legal: int
 
     @classmethod
     def new(cls, hand_number: int, dealt: Sequence[int]) -> Hand:
@@ -338,6 +366,7 @@ class Hand:
         self.taken = [0, 0, 0, 0]
         self.taken_points = [0, 0, 0, 0]
         self.tricks = []
+        self._legal = -1
         if self.direction is PassDirection.HOLD:
             self._start_play()
         else:
@@ -364,10 +393,12 @@ class Hand:
         other.trick_number = self.trick_number
         other.tricks = self.tricks.copy()
         other.turn = self.turn
+        other._legal = self._legal
         return other
 
     def _start_play(self) -> None:
-        self.phase = Phase.PLAY
+        self.phase = _PLAY
+        self._legal = -1
         # R5: the holder of the two of clubs leads the first trick.
         for seat in range(4):
             if self.hands[seat] & TWO_CLUBS_BIT:
@@ -383,7 +414,7 @@ class Hand:
         Raises:
             IllegalMoveError: not exactly three cards, or a card not held.
         """
-        if self.phase is not Phase.PASS:
+        if self.phase is not _PASS:
             raise IllegalMoveError(seat, "R3", "no pass is due now")
         if cards.bit_count() != 3:
             raise IllegalMoveError(
@@ -408,9 +439,14 @@ class Hand:
         """
         if len(passes) != 4:
             raise ValueError("four passes are needed (R4)")
+        # The checks of check_pass, inline; on a fault check_pass says which.
+        ok = self.phase is _PASS
+        dealt = self.dealt
         for seat in range(4):
-            self.check_pass(seat, passes[seat])
-        offset = self.direction.offset
+            cards = passes[seat]
+            if not ok or cards.bit_count() != 3 or cards & ~dealt[seat]:
+                self.check_pass(seat, cards)  # raises
+        offset = _OFFSETS[self.direction]
         hands = self.hands
         new = [hands[s] & ~passes[s] for s in range(4)]
         for seat in range(4):
@@ -433,29 +469,33 @@ class Hand:
     # -- play -------------------------------------------------------------
 
     def legal_mask(self) -> int:
-        """Mask of the cards :attr:`turn` may play now (R5-R9). Empty if not in play."""
-        if self.phase is not Phase.PLAY:
+        """Mask of the cards :attr:`turn` may play now (R5-R9). Empty if not in play.
+
+        Computed once per position (kept until the next card is played)."""
+        legal = self._legal
+        if legal >= 0:
+            return legal
+        if self.phase is not _PLAY:
             return 0
         hand = self.hands[self.turn]
-        if not self.trick:
+        trick = self.trick
+        if not trick:
             if self.trick_number == 1:
-                return TWO_CLUBS_BIT  # R5: the two of clubs opens.
-            if not self.hearts_broken:
-                non_hearts = hand & _NON_HEARTS
-                if non_hearts:
-                    return non_hearts  # R9: no heart lead before hearts are broken.
-            return hand
-        follow = hand & SUIT_MASKS[self.led_suit]
-        if follow:
-            return follow  # R6: follow suit.
-        if self.trick_number == 1:
-            safe = hand & _TRICK1_SAFE
-            if safe:
-                return safe  # R7: no heart, no queen of spades on trick 1.
-            hearts = hand & HEART_MASK
-            if hearts:
-                return hearts  # R7 exception: only hearts and the queen left.
-        return hand
+                legal = TWO_CLUBS_BIT  # R5: the two of clubs opens.
+            elif not self.hearts_broken and hand & _NON_HEARTS:
+                legal = hand & _NON_HEARTS  # R9: no heart lead before hearts are broken.
+            else:
+                legal = hand
+        else:
+            legal = hand & SUIT_MASKS[self.led_suit]  # R6: follow suit.
+            if not legal:
+                legal = hand
+                if self.trick_number == 1:
+                    # R7: no heart, no queen of spades on trick 1; unless only
+                    # hearts and the queen are left, then only hearts.
+                    legal = hand & _TRICK1_SAFE or hand & HEART_MASK or hand
+        self._legal = legal
+        return legal
 
     def legal_cards(self) -> list[int]:
         """The cards :attr:`turn` may play now, in protocol sort order."""
@@ -468,7 +508,7 @@ class Hand:
             IllegalMoveError: not this seat's turn, the card is not held, or a
                 rule forbids it (the message names R5-R9).
         """
-        if self.phase is not Phase.PLAY:
+        if self.phase is not _PLAY:
             raise IllegalMoveError(seat, "R5", "no play is due now")
         if seat != self.turn:
             raise IllegalMoveError(seat, "R5", f"it is seat {self.turn}'s turn")
@@ -493,9 +533,53 @@ class Hand:
         Raises:
             IllegalMoveError: see :meth:`check_play`; the hand is unchanged.
         """
-        if not (self.phase is Phase.PLAY and self.legal_mask() >> card & 1):
-            self.check_play(self.turn, card)
-        return self.play_unchecked(card)
+        legal = self._legal
+        if legal < 0:
+            legal = self.legal_mask()  # 0 when not in play
+        if not legal >> card & 1:
+            self.check_play(self.turn, card)  # raises: says which rule
+        # The body of play_unchecked, inlined (one call less per card on the
+        # referee's path; tests/test_rules.py proves both paths equal).
+        bit = 1 << card
+        turn = self.turn
+        self.hands[turn] ^= bit
+        self.played |= bit
+        self._legal = -1
+        trick = self.trick
+        if not trick:
+            self.led_suit = _SUIT_OF[card]
+        elif card >= _FIRST_HEART and self.led_suit != HEARTS:
+            self.hearts_broken = True  # R8: a heart discarded breaks hearts.
+        trick.append(card)
+        if len(trick) < 4:
+            self.turn = (turn + 1) & 3
+            return None
+        # The body of _end_trick, inlined (R10, R11).
+        c0, c1, c2, c3 = trick
+        led = self.led_suit
+        best, top = 0, c0
+        if c1 > top and _SUIT_OF[c1] == led:
+            best, top = 1, c1
+        if c2 > top and _SUIT_OF[c2] == led:
+            best, top = 2, c2
+        if c3 > top and _SUIT_OF[c3] == led:
+            best = 3
+        leader = self.leader
+        winner = (leader + best) & 3
+        points = CARD_POINTS[c0] + CARD_POINTS[c1] + CARD_POINTS[c2] + CARD_POINTS[c3]
+        record = _new_tuple(TrickRecord, (leader, (c0, c1, c2, c3), winner, points))
+        self.tricks.append(record)
+        self.taken[winner] |= (1 << c0) | (1 << c1) | (1 << c2) | (1 << c3)
+        if points:
+            self.taken_points[winner] += points
+        self.trick = []
+        self.led_suit = -1
+        self.leader = self.turn = winner
+        if self.trick_number == 13:
+            self.phase = _OVER
+        else:
+            self.trick_number += 1
+        return record
 
     def play_unchecked(self, card: int) -> TrickRecord | None:
         """Play a card already known to be legal (for simulations). See :meth:`play`."""
@@ -503,9 +587,10 @@ class Hand:
         turn = self.turn
         self.hands[turn] ^= bit
         self.played |= bit
+        self._legal = -1
         trick = self.trick
         if not trick:
-            self.led_suit = card // 13
+            self.led_suit = _SUIT_OF[card]
         elif card >= _FIRST_HEART and self.led_suit != HEARTS:
             self.hearts_broken = True  # R8: a heart discarded breaks hearts.
         trick.append(card)
@@ -524,12 +609,12 @@ class Hand:
         Raises:
             ValueError: the pass is still due.
         """
-        if self.phase is Phase.PASS:
+        if self.phase is _PASS:
             raise ValueError("the pass is due before play")
         randrange = rng.randrange
         legal_mask = self.legal_mask
         play = self.play_unchecked
-        while self.phase is Phase.PLAY:
+        while self.phase is _PLAY:
             legal = legal_mask()
             for _ in range(randrange(legal.bit_count())):
                 legal &= legal - 1  # drop the lowest card, k times
@@ -537,36 +622,37 @@ class Hand:
         return self.points()
 
     def _end_trick(self) -> TrickRecord:
-        cards = self.trick
+        c0, c1, c2, c3 = self.trick
         led = self.led_suit
-        best = 0
-        for i in range(1, 4):
-            c = cards[i]
-            if c // 13 == led and c > cards[best]:
-                best = i  # R10: the highest card of the led suit wins.
-        winner = (self.leader + best) % 4
-        points = (
-            CARD_POINTS[cards[0]]
-            + CARD_POINTS[cards[1]]
-            + CARD_POINTS[cards[2]]
-            + CARD_POINTS[cards[3]]
-        )
-        record = TrickRecord(self.leader, (cards[0], cards[1], cards[2], cards[3]), winner, points)
+        # R10: the highest card of the led suit wins (c0 is of the led suit).
+        best, top = 0, c0
+        if c1 > top and _SUIT_OF[c1] == led:
+            best, top = 1, c1
+        if c2 > top and _SUIT_OF[c2] == led:
+            best, top = 2, c2
+        if c3 > top and _SUIT_OF[c3] == led:
+            best = 3
+        leader = self.leader
+        winner = (leader + best) & 3
+        points = CARD_POINTS[c0] + CARD_POINTS[c1] + CARD_POINTS[c2] + CARD_POINTS[c3]
+        # tuple.__new__ skips the named tuple's Python-level __new__.
+        record = _new_tuple(TrickRecord, (leader, (c0, c1, c2, c3), winner, points))
         self.tricks.append(record)
-        self.taken[winner] |= (1 << cards[0]) | (1 << cards[1]) | (1 << cards[2]) | (1 << cards[3])
-        self.taken_points[winner] += points
+        self.taken[winner] |= (1 << c0) | (1 << c1) | (1 << c2) | (1 << c3)
+        if points:
+            self.taken_points[winner] += points
         self.trick = []
         self.led_suit = -1
         self.leader = self.turn = winner
         if self.trick_number == 13:
-            self.phase = Phase.OVER
+            self.phase = _OVER
         else:
             self.trick_number += 1
         return record
 
     def is_over(self) -> bool:
         """True once the thirteenth trick is complete."""
-        return self.phase is Phase.OVER
+        return self.phase is _OVER
 
     def points(self) -> tuple[list[int], int | None]:
         """The hand's points after the moon rule (R11, R12) and the moon seat or ``None``.
@@ -574,7 +660,7 @@ class Hand:
         Raises:
             ValueError: the hand is not over.
         """
-        if self.phase is not Phase.OVER:
+        if self.phase is not _OVER:
             raise ValueError("the hand is not over")
         return hand_points_after_moon(self.taken_points)
 

@@ -714,3 +714,84 @@ def test_view_shows_own_hand_legal_and_played_cards() -> None:
     assert view["passed"] is None
     assert view["received"] is None
     assert hand.view(1)["legal"] == []
+
+
+def _hand_state(hand: Hand) -> tuple[object, ...]:
+    return (
+        hand.phase,
+        hand.hands,
+        hand.turn,
+        hand.leader,
+        hand.trick,
+        hand.trick_number,
+        hand.hearts_broken,
+        hand.played,
+        hand.taken,
+        hand.taken_points,
+        hand.tricks,
+    )
+
+
+def test_unchecked_play_equals_checked_play() -> None:
+    """The unchecked path (play_unchecked, random_playout) gives the same
+    hand as the checked one (play) card for card: 400 random hands, with
+    passes, compared after every card, then the points and moon seat."""
+    from arena.rules import nth_card
+
+    rng = random.Random(16)
+    for n in range(400):
+        deck = list(range(52))
+        rng.shuffle(deck)
+        dealt = [sum(1 << c for c in deck[13 * s : 13 * s + 13]) for s in range(4)]
+        checked = Hand.new(n % 4 + 1, dealt)
+        if checked.phase is Phase.PASS:
+            checked.apply_passes(
+                [sum(1 << c for c in rng.sample(deck[13 * s : 13 * s + 13], 3)) for s in range(4)]
+            )
+        unchecked = checked.copy()
+        playout = checked.copy()
+        seed = rng.random()
+        draws = random.Random(seed)
+        while checked.phase is Phase.PLAY:
+            legal = checked.legal_mask()
+            assert legal == unchecked.legal_mask() == mask(" ".join(names(legal)))
+            k = draws.randrange(legal.bit_count())
+            card = nth_card(legal, k)
+            assert card == [c for c in range(52) if legal >> c & 1][k]
+            assert checked.play(card) == unchecked.play_unchecked(card)
+            assert _hand_state(checked) == _hand_state(unchecked)
+        assert playout.random_playout(random.Random(seed)) == checked.points()
+        assert _hand_state(playout) == _hand_state(checked)
+        assert checked.points() == unchecked.points()
+
+
+def test_nth_card_is_the_kth_card_in_sort_order() -> None:
+    from arena.rules import nth_card
+
+    held = mask("2C TD QS 3H AH")
+    assert [CARD_NAMES[nth_card(held, k)] for k in range(5)] == ["2C", "TD", "QS", "3H", "AH"]
+    with pytest.raises(ValueError, match="too few"):
+        nth_card(held, 5)
+    with pytest.raises(ValueError, match="at least 0"):
+        nth_card(held, -1)
+
+
+def test_a_refused_play_leaves_the_cached_legal_set_right() -> None:
+    """play() checks against the legal set kept for the position: a refused
+    card changes nothing, and after a card is played the set is the new one."""
+    hand = make_hand(RULE_DEAL)
+    assert names(hand.legal_mask()) == ["2C"]
+    with pytest.raises(IllegalMoveError) as exc:
+        hand.play(parse_card("3C"))
+    assert rule_of(exc) == "R5"
+    assert names(hand.legal_mask()) == ["2C"] and hand.turn == 0
+    hand.play(parse_card("2C"))
+    assert names(hand.legal_mask()) == ["KC"] and hand.turn == 1
+    with pytest.raises(IllegalMoveError) as exc:
+        hand.play(parse_card("2D"))
+    assert rule_of(exc) == "R6"
+    copy = hand.copy()
+    assert copy.play(parse_card("KC")) is None
+    # seat 2, void in clubs, holds no heart nor the queen: its whole hand (R6, R7)
+    assert copy.legal_mask() == mask(RULE_DEAL[2]) and copy.turn == 2
+    assert names(hand.legal_mask()) == ["KC"]  # the original kept its own
