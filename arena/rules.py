@@ -70,10 +70,12 @@ class PassDirection(Enum):
     ACROSS = "across"
     HOLD = "hold"
 
+    _offset: int  # set below from _OFFSETS: read without hashing the member
+
     @property
     def offset(self) -> int:
         """Seat offset of the receiver: left +1, right +3, across +2, hold 0."""
-        return _OFFSETS[self]
+        return self._offset
 
 
 _OFFSETS: Final = {
@@ -82,6 +84,9 @@ _OFFSETS: Final = {
     PassDirection.ACROSS: 2,
     PassDirection.HOLD: 0,
 }
+for _direction, _offset in _OFFSETS.items():
+    _direction._offset = _offset
+del _direction, _offset
 _CYCLE: Final = (PassDirection.HOLD, PassDirection.LEFT, PassDirection.RIGHT, PassDirection.ACROSS)
 
 
@@ -100,14 +105,14 @@ def pass_target(seat: int, direction: PassDirection) -> int | None:
     """Seat that receives ``seat``'s pass (R3), or ``None`` on a hold hand."""
     if direction is PassDirection.HOLD:
         return None
-    return (seat + direction.offset) % 4
+    return (seat + direction._offset) % 4
 
 
 def pass_source(seat: int, direction: PassDirection) -> int | None:
     """Seat whose pass ``seat`` receives (R3), or ``None`` on a hold hand."""
     if direction is PassDirection.HOLD:
         return None
-    return (seat - direction.offset) % 4
+    return (seat - direction._offset) % 4
 
 
 def shuffled_deck(key: bytes, label: str) -> list[int]:
@@ -446,7 +451,7 @@ class Hand:
             cards = passes[seat]
             if not ok or cards.bit_count() != 3 or cards & ~dealt[seat]:
                 self.check_pass(seat, cards)  # raises
-        offset = _OFFSETS[self.direction]
+        offset = self.direction._offset
         hands = self.hands
         new = [hands[s] & ~passes[s] for s in range(4)]
         for seat in range(4):

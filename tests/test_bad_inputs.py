@@ -131,7 +131,7 @@ def test_replay_with_a_bot_that_fails_its_handshake_is_one_line(
 def test_a_schedule_too_large_is_refused_before_it_is_built(capsys) -> None:
     huge = ["run", *FOUR, "--rounds", "99999999999999999999", "--dry-run"]
     assert run_arena(huge) == EXIT_USAGE
-    assert "399,999,999,999,999,999,996 games: more than 10,000,000" in capsys.readouterr().err
+    assert "399,999,999,999,999,999,996 games: more than 1,000,000,000" in capsys.readouterr().err
 
 
 def test_a_second_run_on_a_busy_out_is_refused_even_with_overwrite(
