@@ -209,3 +209,47 @@ def test_synthetic_run_writes_the_records_and_rates_in_schedule_order(tmp_path: 
     assert len(recs) == 40
     _, want = compute_standings(names, recs)
     assert ladder.ratings == want.ratings
+
+
+def test_runner_takes_the_chains_of_a_stream_in_order_and_lazily(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--jobs 2`` over a stream: chains are taken in chains_of's order, and
+    no more are made than the chains in play (at most ``jobs``)."""
+    import trio
+
+    import arena.tournament as tournament
+    from arena.launcher import Launcher, LaunchOptions
+
+    settings = TournamentSettings(seed=4, rounds=2, hands=1, target_score=None, jobs=2)
+    stream = ScheduleStream(NAMES, settings)
+    made = 0
+    real = tournament.iter_chains
+
+    def counting(games: Any) -> Any:
+        nonlocal made
+        for chain in real(games):
+            made += 1
+            yield chain
+
+    monkeypatch.setattr(tournament, "iter_chains", counting)
+    started: list[tuple[int, int]] = []
+    finished = 0
+    most_ahead = 0
+
+    class Fake(tournament.TournamentRunner):
+        async def run_chain(self, chain: list[GameSpec], limiter: trio.CapacityLimiter) -> None:
+            nonlocal finished, most_ahead
+            # Taken (right after the runner drew it from the stream), then played.
+            started.append((chain[0].table, chain[0].rotation))
+            most_ahead = max(most_ahead, made - finished)
+            async with limiter:
+                await trio.sleep(0.001 * (len(started) % 3))
+            finished += 1
+
+    runner = Fake([], settings, Launcher(LaunchOptions()), lambda r: None)
+    trio.run(runner.run, stream)
+    want = [(c[0].table, c[0].rotation) for c in chains_of(schedule(NAMES, settings))]
+    assert started == want and len(started) == 15 * 4
+    assert finished == 60
+    assert most_ahead == settings.jobs  # made only as taken: no schedule held in memory
