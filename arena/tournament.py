@@ -516,16 +516,41 @@ class Journal:
     def close(self, records: Iterable[dict[str, Any]] = ()) -> None:
         """Close the file, first appending any of ``records`` whose game is
         not on disk: a Ctrl-C can land between a game's end and its line.
-        What is on disk is read back, so no game is written twice."""
+        What is on disk is read back (only its ``game_index`` values are
+        kept, one line at a time), so no game is written twice."""
         self._file.close()
         _drop_partial_line(self.path)
-        on_disk = {r["game_index"] for r in read_journal(self.path, checked=False)}
+        on_disk = journal_indices(self.path)
         missing = [r for r in records if r["game_index"] not in on_disk]
         if missing:
             self._file = self.path.open("a", encoding="utf-8")
             for record in missing:
                 self.append(record)
             self._file.close()
+
+
+def journal_indices(path: Path) -> set[int]:
+    """The ``game_index`` of every complete record line of a ``games.jsonl``,
+    read one line at a time (the records themselves are not kept). Lines that
+    are not JSON objects with an integer ``game_index`` are skipped.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    found: set[int] = set()
+    if not path.exists():
+        return found
+    with path.open("rb") as f:
+        for line in f:
+            if not line.endswith(b"\n"):
+                break  # cut short by a kill: not on disk
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and type(rec.get("game_index")) is int:
+                found.add(rec["game_index"])
+    return found
 
 
 def _drop_partial_line(path: Path) -> None:

@@ -253,3 +253,15 @@ def test_runner_takes_the_chains_of_a_stream_in_order_and_lazily(
     assert started == want and len(started) == 15 * 4
     assert finished == 60
     assert most_ahead == settings.jobs  # made only as taken: no schedule held in memory
+
+
+def test_journal_indices_reads_only_the_indices_of_complete_lines(tmp_path: Path) -> None:
+    from arena.tournament import journal_indices
+
+    path = tmp_path / "games.jsonl"
+    assert journal_indices(path) == set()
+    path.write_text(
+        '{"game_index": 3, "x": 1}\nnot json\n[1]\n{"game_index": "4"}\n{"game_index": 7}\n'
+        '{"game_index": 9, "cut'
+    )
+    assert journal_indices(path) == {3, 7}
