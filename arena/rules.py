@@ -335,7 +335,8 @@ class Hand:
     taken: list[int]
     taken_points: list[int]
     tricks: list[TrickRecord]
-    #: :meth:`legal_mask` of the current position, or -1 until computed.
+    #: :meth:`legal_mask` of the current position, or -1 until computed
+    #: (only in play: it is 0 while the pass is due and once the hand is over).
     _legal: int
 
     @classmethod
@@ -348,20 +349,31 @@ class Hand:
         """
         if len(dealt) != 4:
             raise ValueError("a deal has four hands (R1)")
-        union = 0
-        for i, mask in enumerate(dealt):
-            if mask.bit_count() != 13:
-                raise ValueError(f"seat {i} is dealt {mask.bit_count()} cards, not 13 (R2)")
-            if union & mask:
-                raise ValueError("a card is dealt twice (R2)")
-            union |= mask
-        if union != FULL_DECK:
+        d0, d1, d2, d3 = dealt
+        # Four 13-card masks whose union is the 52-card deck are disjoint: the
+        # common case is checked at once, the loop says what is wrong otherwise.
+        if not (
+            d0 | d1 | d2 | d3 == FULL_DECK
+            and d0.bit_count() == 13
+            and d1.bit_count() == 13
+            and d2.bit_count() == 13
+            and d3.bit_count() == 13
+        ):
+            union = 0
+            for i, mask in enumerate(dealt):
+                if mask.bit_count() != 13:
+                    raise ValueError(f"seat {i} is dealt {mask.bit_count()} cards, not 13 (R2)")
+                if union & mask:
+                    raise ValueError("a card is dealt twice (R2)")
+                union |= mask
             raise ValueError("the deal does not cover the deck (R2)")
+        if hand_number < 1:
+            raise ValueError(f"hand numbers start at 1, got {hand_number}")
         self = cls.__new__(cls)
         self.hand_number = hand_number
-        self.direction = pass_direction(hand_number)
-        self.dealt = (dealt[0], dealt[1], dealt[2], dealt[3])
-        self.hands = list(dealt)
+        self.direction = _CYCLE[hand_number % 4]  # R3, as pass_direction
+        self.dealt = (d0, d1, d2, d3)
+        self.hands = [d0, d1, d2, d3]
         self.passes = None
         self.trick_number = 1
         self.trick = []
@@ -371,11 +383,11 @@ class Hand:
         self.taken = [0, 0, 0, 0]
         self.taken_points = [0, 0, 0, 0]
         self.tricks = []
-        self._legal = -1
+        self._legal = 0  # nothing to play until the pass is done
         if self.direction is PassDirection.HOLD:
             self._start_play()
         else:
-            self.phase = Phase.PASS
+            self.phase = _PASS
             self.leader = self.turn = -1
         return self
 
@@ -479,9 +491,7 @@ class Hand:
         Computed once per position (kept until the next card is played)."""
         legal = self._legal
         if legal >= 0:
-            return legal
-        if self.phase is not _PLAY:
-            return 0
+            return legal  # also 0 when not in play (see _legal)
         hand = self.hands[self.turn]
         trick = self.trick
         if not trick:
@@ -582,6 +592,7 @@ class Hand:
         self.leader = self.turn = winner
         if self.trick_number == 13:
             self.phase = _OVER
+            self._legal = 0
         else:
             self.trick_number += 1
         return record
@@ -651,6 +662,7 @@ class Hand:
         self.leader = self.turn = winner
         if self.trick_number == 13:
             self.phase = _OVER
+            self._legal = 0
         else:
             self.trick_number += 1
         return record
