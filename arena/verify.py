@@ -30,7 +30,7 @@ from typing import Any, Final
 from arena.cards import mask_of_names, names_of, parse_card
 from arena.keys import BadKeyError, MasterKey
 from arena.rules import Hand, IllegalMoveError, deal_hands, pass_mask
-from arena.tournament import TournamentSettings, read_journal, schedule
+from arena.tournament import ScheduleStream, TournamentSettings, read_journal
 
 #: Problems listed before the rest are only counted.
 MAX_PROBLEMS: Final = 50
@@ -166,7 +166,7 @@ def verify_folder(folder: Path) -> tuple[int, list[str]]:
     settings = settings_of(settings_record, key)
     by_index = {r["game_index"]: r for r in records}
     if settings.format != "ladder":
-        expected = schedule(names, settings)
+        expected = ScheduleStream(names, settings)  # walked, not built
         if len(records) != len(expected):
             problems.append(f"the journal holds {len(records)} games, the schedule {len(expected)}")
         for spec in expected:
