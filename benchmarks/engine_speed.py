@@ -19,8 +19,10 @@ Printed figures, hands per CPU second on one core, each next to OpenSpiel's in
 the same run (the engines take turns in short rounds, so the machine's load
 affects them alike):
 
-* ``checked``: the path the referee uses: ``legal_mask()`` then ``play(card)``,
-  which checks the card again (R5-R9) before playing it;
+* ``checked``: every card checked by the engine: ``legal_mask()`` then
+  ``play(card)``, which tests the card against the legal set again (R5-R9).
+  The referee does at most this much per card: it reads ``legal_mask()``,
+  tests the bot's card against it itself, then calls ``play_unchecked``;
 * ``unchecked``: ``play_unchecked`` after ``legal_mask()`` (search and
   playouts), proven to give the same hands as the checked path by
   ``tests/test_rules.py::test_unchecked_play_equals_checked_play``;
@@ -104,7 +106,7 @@ def _start(prepared: Prepared) -> Hand:
 
 
 def checked_hand(prepared: Prepared, rng: random.Random) -> object:
-    """The referee's path: ``legal_mask`` then ``play`` (which checks again)."""
+    """Every card checked: ``legal_mask`` then ``play`` (which checks again)."""
     hand = _start(prepared)
     randrange = rng.randrange
     legal_mask = hand.legal_mask
@@ -219,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         else "openspiel: not installed (pip install '.[bench]')"
     )
     labels = {
-        "checked": "engine, checked (referee's path: legal_mask, play)",
+        "checked": "engine, checked (legal_mask, play: every card checked)",
         "unchecked": "engine, unchecked (search: legal_mask, play_unchecked)",
         "playout": "engine, Hand.random_playout",
     }
