@@ -477,6 +477,9 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         # In memory first: a Ctrl-C between the two steps is mended by close().
         records.append(record)
         journal.append(record)
+        # On disk now; the report never reads transcripts (the largest part
+        # of a record with --transcripts): the copy kept for it goes without.
+        record.pop("transcripts", None)
         progress.update()
 
     interrupted = False

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from conftest import bot, load_outputs, run_arena
 
@@ -56,3 +57,28 @@ def test_no_transcripts_unless_asked(tmp_path: Path) -> None:
     _, records = load_outputs(out)
     assert all("transcripts" not in r for r in records)
     assert "transcript_cap" not in json.loads((out / "run.json").read_text())["settings"]
+
+
+def test_transcripts_go_to_the_journal_not_to_the_records_kept_for_the_report(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The run keeps every record in memory for its report; the report never
+    reads transcripts, so they are dropped from memory once journaled."""
+    import arena.commands
+
+    seen: list[dict[str, Any]] = []
+    real = arena.commands.write_outputs
+
+    def spy(out: Path, settings: Any, names: Any, records: Any, *rest: Any) -> Any:
+        seen.extend(records)
+        return real(out, settings, names, records, *rest)
+
+    monkeypatch.setattr(arena.commands, "write_outputs", spy)
+    out = tmp_path / "o"
+    args = ["run", *FOUR, "--hands", "1", "--rounds", "1", "--seed", "2", "--quiet"]
+    assert run_arena([*args, "--transcripts", "--out", str(out)]) == 0
+    _, on_disk = load_outputs(out)
+    assert len(seen) == len(on_disk) == 4
+    assert all(len(r["transcripts"]) == 4 for r in on_disk)
+    assert not any("transcripts" in r for r in seen)
+    assert [r["scores"] for r in seen] == [r["scores"] for r in on_disk]
