@@ -115,6 +115,8 @@ def _launch_options(args: argparse.Namespace, run_id: str | None) -> LaunchOptio
     return LaunchOptions(
         limits=limits,
         sandbox=args.sandbox,
+        sandbox_ro=tuple(path.resolve() for path in args.sandbox_ro),
+        tmp_mb=args.tmp_size,
         separate_users=False if args.same_user else None,
         **extra,
     )
@@ -441,7 +443,9 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     launch = _launch_options(args, old_run_id)
     launcher = Launcher(launch)
     _check_launcher(launcher, entrants)
-    settings_json = settings_record(settings, describe(entrants), {"isolation": launch.describe()})
+    settings_json = settings_record(
+        settings, describe(entrants), {"isolation": launcher.options.describe()}
+    )
     run_info = {
         "format_version": FORMAT_VERSION,
         "settings": settings_json,

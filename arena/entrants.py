@@ -10,9 +10,11 @@ An entrant is given on the command line as one of:
 * ``sample:NAME`` or ``NAME=sample:SAMPLE``: a sample bot shipped with the
   package (:data:`SAMPLE_BOTS`).
 
-A bot runs in the folder of its program file (for ``NAME=COMMAND``, the folder
-the arena was started in), with a fresh private temporary folder as ``HOME``
-and ``TMPDIR`` and a small explicit environment (:func:`bot_environment`).
+A bot runs in the folder of its program file (for ``NAME=COMMAND``, the
+folder of the first word naming a file, such as ``bot.jar`` in ``java -jar
+bot.jar``; the folder the arena was started in when no word names a file),
+with a fresh private temporary folder as ``HOME`` and ``TMPDIR`` and a small
+explicit environment (:func:`bot_environment`).
 """
 
 from __future__ import annotations
@@ -132,7 +134,9 @@ def parse_entrant(text: str, *, base: Path | None = None) -> Entrant:
         first = Path(base, argv[0])
         if _python_file(first):
             argv = [sys.executable, str(first.resolve()), *argv[1:]]
-        return Entrant(name, tuple(argv), base.resolve(), text)
+            return Entrant(name, tuple(argv), first.resolve().parent, text)
+        argv, folder = _absolute_files(argv, base)
+        return Entrant(name, tuple(argv), folder, text)
     path = Path(base, text)
     if not _exists(path):
         raise EntrantError(f"bot file not found: {text[:200]}")
@@ -145,6 +149,27 @@ def parse_entrant(text: str, *, base: Path | None = None) -> Entrant:
     if not os.access(path, os.X_OK):
         raise EntrantError(f"bot {text} is not executable (chmod +x it, or give NAME=COMMAND)")
     return Entrant(name, (str(path),), path.parent, text)
+
+
+def _absolute_files(argv: list[str], base: Path) -> tuple[list[str], Path]:
+    """The command with its words that name existing files made absolute, and
+    the entrant's folder: that of its program (the first word, when it is a
+    path, else the first word naming an existing file), or ``base`` when no
+    word names a file (a command found on ``PATH`` with no file argument)."""
+    out = list(argv)
+    folder: Path | None = None
+    for i, word in enumerate(argv):
+        if i == 0 and "/" not in word:
+            continue  # a command looked up on PATH
+        if word.startswith("-") or not _exists(Path(base, word)):
+            continue
+        path = Path(base, word).resolve()
+        if not path.is_file():
+            continue
+        out[i] = str(path)
+        if folder is None:
+            folder = path.parent
+    return out, folder or base.resolve()
 
 
 def sample_entrant(sample: str, name: str | None = None) -> Entrant:
