@@ -39,6 +39,7 @@ from arena import protocol
 from arena.capped import CappedBuffer
 from arena.faults import FaultKind
 from arena.isolation import Limits, UidLease, kill_all, process_tree, renew_cpu_limit
+from arena.protocol import clean_text
 
 log = logging.getLogger(__name__)
 
@@ -227,8 +228,19 @@ class BotProcess:
         if info.si_code == os.CLD_EXITED:
             if self.spec.sealed and info.si_status > 128:  # bubblewrap: killed by a signal
                 return _describe_returncode(128 - info.si_status, self.spec.limits)
-            return f"exit code {info.si_status}{self._memory_note()}"
+            return f"exit code {info.si_status}{self._memory_note()}{self._exec_note()}"
         return _describe_returncode(-info.si_status, self.spec.limits)
+
+    def _exec_note(self) -> str:
+        """Sealed, the program is started by a shell inside the sandbox: when
+        that fails (exit code 126 or 127) the shell's one-line reason, such
+        as ``Exec format error``, from the end of stderr."""
+        if not self.spec.sealed:
+            return ""
+        lines = self.stderr.text().strip().splitlines()
+        if lines and lines[-1].startswith("sh: 1: exec: "):
+            return f": cannot run its program: {clean_text(lines[-1][13:], 300)}"
+        return ""
 
     def _memory_note(self) -> str:
         limits = self.spec.limits

@@ -442,6 +442,7 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     old_run_id = _stored_run_id(args)
     launch = _launch_options(args, old_run_id)
     launcher = Launcher(launch)
+    stack.callback(launcher.close)  # the entrants' copies of their folders
     _check_launcher(launcher, entrants)
     settings_json = settings_record(
         settings, describe(entrants), {"isolation": launcher.options.describe()}

@@ -246,14 +246,22 @@ def private_tmpdir(run_id: str = "") -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{TMPDIR_PREFIX}{run_id}-" if run_id else TMPDIR_PREFIX))
 
 
+#: Folders of this process named like a run's leftovers but in use (the
+#: entrants' copies of a resumed run, which has the killed run's id).
+IN_USE: Final[set[Path]] = set()
+
+
 def remove_tmpdirs_of_run(run_id: str) -> int:
-    """Remove the bots' temporary folders left by run ``run_id`` (an arena
-    killed with SIGKILL cannot remove them itself); returns how many.
-    A ``run_id`` other than letters and digits removes nothing."""
+    """Remove the bots' temporary folders and the entrants' copies left by
+    run ``run_id`` (an arena killed with SIGKILL cannot remove them itself),
+    except those of :data:`IN_USE`; returns how many. A ``run_id`` other than
+    letters and digits removes nothing."""
     if not run_id.isalnum() or not run_id.isascii():
         return 0
     removed = 0
     for path in Path(tempfile.gettempdir()).glob(f"{TMPDIR_PREFIX}{run_id}-*"):
+        if path in IN_USE:
+            continue
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
             removed += 1

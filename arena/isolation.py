@@ -82,11 +82,14 @@ class Limits:
 
 
 def make_preexec(limits: Limits, *, limit_processes: bool) -> Callable[[], None]:
-    """The function run in the child before ``exec``: apply ``limits``.
+    """The function run in the child before ``exec``: apply ``limits``, and
+    allow no core file and no POSIX message queue.
 
     Runs between fork and exec, so it only calls ``setrlimit``.
     """
-    settings: list[tuple[int, int]] = [(resource.RLIMIT_CORE, 0)]
+    # No POSIX message queue: a bot has no use for one, and one left behind
+    # would outlive the bot (RLIMIT_MSGQUEUE counts bytes of queues per user).
+    settings: list[tuple[int, int]] = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_MSGQUEUE, 0)]
     if limits.memory_mb:
         settings.append((resource.RLIMIT_AS, limits.memory_mb * MIB))
     if limits.cpu_seconds:
@@ -154,7 +157,7 @@ class UidLease:
         clean and unlock it (idempotent). Call after its processes are dead."""
         if self._fd is not None:
             if self.purge:
-                purge_uid(self.uid)
+                purge_uid(self.uid, message_queues=False)
             _write_state(self._fd, b"clean")
             os.close(self._fd)
             self._fd = None
@@ -261,12 +264,21 @@ def remove_entrant_copies_of_gid(gid: int) -> int:
 WORLD_WRITABLE: Final = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
 
 
-def purge_uid(uid: int, folders: Iterable[Path] = WORLD_WRITABLE) -> int:
+def purge_uid(
+    uid: int, folders: Iterable[Path] = WORLD_WRITABLE, *, message_queues: bool = True
+) -> int:
     """Remove what user ``uid`` left that another holder of the uid could
     find: its files, folders, sockets and pipes anywhere under ``folders``
-    (not following symlinks, not crossing into other file systems), its
+    it could reach (not following symlinks, not crossing into other file
+    systems, not entering folders it could not enter), its
     POSIX message queues, and its System V shared memory, semaphores and
     message queues. Call only when no process of the uid is left.
+
+    ``message_queues=False`` skips the POSIX message queues, which a bot
+    cannot create (its ``RLIMIT_MSGQUEUE`` is 0) and whose search needs a
+    mount of the mqueue file system (tens of milliseconds) unless
+    ``/dev/mqueue`` is mounted: only a uid whose last holder ran without
+    that limit needs it.
 
     Returns:
         How many things were removed.
@@ -275,7 +287,8 @@ def purge_uid(uid: int, folders: Iterable[Path] = WORLD_WRITABLE) -> int:
     for top in folders:
         with contextlib.suppress(OSError):
             removed += _purge_tree(top, uid, os.lstat(top).st_dev)
-    removed += _purge_mqueues(uid)
+    if message_queues:
+        removed += _purge_mqueues(uid)
     removed += _purge_sysv(uid)
     return removed
 
@@ -301,9 +314,19 @@ def _purge_tree(folder: Path, uid: int, dev: int) -> int:
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
             removed += 1
-        elif is_dir:
+        elif is_dir and _enterable_by(st, uid):
             removed += _purge_tree(Path(entry.path), uid, dev)
     return removed
+
+
+def _enterable_by(st: os.stat_result, uid: int) -> bool:
+    """Whether a bot with uid ``uid`` could have entered a folder (``x`` for
+    others, or for its group when that is a bot's group): no file of the uid
+    can be below a folder it could not enter, so the search skips it."""
+    if st.st_mode & 0o001:
+        return True
+    bot_group = st.st_gid == uid or DEFAULT_GID_BASE <= st.st_gid < DEFAULT_GID_BASE + UID_POOL_SIZE
+    return bool(bot_group and st.st_mode & 0o010)
 
 
 def _libc() -> Any:

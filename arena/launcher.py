@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from arena import isolation, seal
 from arena.botproc import LaunchSpec
-from arena.entrants import TMPDIR_PREFIX, Entrant, bot_environment, private_tmpdir
+from arena.entrants import IN_USE, TMPDIR_PREFIX, Entrant, bot_environment, private_tmpdir
 from arena.isolation import IsolationError, Limits, UidLease
 
 #: Environment variable naming the tournament run (to find its leftovers on --resume).
@@ -101,6 +101,7 @@ class _Resources:
     def close(self) -> None:
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)
+            IN_USE.discard(self.root)
             self.root = None
         for copy in self.copies.values():
             if copy.group is not None:
@@ -230,6 +231,7 @@ class Launcher:
             res.root = Path(
                 tempfile.mkdtemp(prefix=f"{TMPDIR_PREFIX}{self.options.run_id}-entrants-")
             )
+            IN_USE.add(res.root)
             # Bot users may pass through (not list) it, into their own group's copy only.
             res.root.chmod(0o711 if self.options.uses_separate_users else 0o700)
         _check_size(entrant)

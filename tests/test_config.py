@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import BOTS, ROOT, load_outputs, run_arena
+from conftest import BOTS, ROOT, bot_path, load_outputs, run_arena
 
 from arena.cli import EXIT_USAGE, CliError
 from arena.config import given_on_command_line, load_config
@@ -39,6 +39,8 @@ sample = "low"
 
 def write(folder: Path, text: str) -> Path:
     path = folder / "t.toml"
+    for program in ("first_legal", "random_legal"):  # each in a folder of its own
+        text = text.replace(f"{{bots}}/{program}.py", str(bot_path(program)))
     path.write_text(text.replace("{bots}", str(BOTS)))
     return path
 

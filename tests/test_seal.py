@@ -36,7 +36,7 @@ CHANNELS = [
 #: folders copied for a group each): the README's threat table says the same.
 OPEN_WITHOUT_SEAL_AS_ROOT = {
     "tmp", "shm", "vartmp", "abstract", "unix-path", "tcp", "udp", "tcp-service", "tcp-out",
-    "udp-out", "lock-library", "sysv-ipc", "mqueue", "proc",
+    "udp-out", "lock-library", "sysv-ipc", "proc",
 }  # fmt: skip
 SYSV_KEY = 0x4845_4152
 MQ_NAME = b"/hearts-collude"
@@ -213,11 +213,14 @@ def test_without_the_seal_a_released_uid_leaves_nothing(
 
 
 @needs_root
-def test_purge_removes_what_a_uid_left(tmp_path: Path) -> None:
-    """The next holder of a uid finds nothing of the last one's."""
+@pytest.mark.parametrize("killed", [False, True])
+def test_the_next_holder_of_a_uid_finds_nothing(killed: bool) -> None:
+    """What a uid left in /tmp, /var/tmp and /dev/shm and its System V IPC are
+    removed when the uid is released; if its arena was killed instead, all
+    that and its POSIX message queues are removed when it is leased again."""
     import subprocess
 
-    lease = lease_uid(base=3_900_200, size=4)
+    lease = lease_uid(base=3_900_200, size=1)
     uid = lease.uid
     script = f"""
 import ctypes, ctypes.util, os
@@ -234,15 +237,23 @@ assert libc.mq_open(b"/hearts-purge-{uid}", os.O_CREAT | os.O_RDWR, 0o600, None)
     )
     assert any(kind == "shm" for kind, _ in sysv_objects(uid))
     assert Path(f"/tmp/hearts-purge-note-{uid}").exists()
-    lease.purge = True
-    lease.release()
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    queue = f"/hearts-purge-{uid}".encode()
+    if killed:
+        os.close(lease._fd)  # as the death of its arena would: the uid is not marked clean
+        lease._fd = None
+        lease = lease_uid(base=3_900_200, size=1)
+        assert libc.mq_open(queue, os.O_RDONLY) == -1
+    else:
+        lease.purge = True
+        lease.release()
+        libc.mq_unlink(queue)  # a bot cannot make one (RLIMIT_MSGQUEUE 0); this script could
     for folder in WORLD_WRITABLE:
         assert not Path(f"{folder}/hearts-purge-note-{uid}").exists()
         assert not Path(f"{folder}/hearts-purge-test-{uid}").exists()
     assert sysv_objects(uid) == []
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    assert libc.mq_open(f"/hearts-purge-{uid}".encode(), os.O_RDONLY) == -1
     assert purge_uid(uid) == 0  # nothing left to remove
+    lease.release()
 
 
 @needs_bwrap
