@@ -2,7 +2,8 @@
 on one machine might share with another (tests/test_seal.py).
 
 argv: ROLE (A sends, B receives) PORT_TCP PORT_UDP OUT_IP PORT_OUT_TCP PORT_OUT_UDP
-PORT_SERVICE. A publishes its hand at each deal on every channel; B tries
+PORT_SERVICE MACHINE_FILE (a file of the machine that any user may read). B also
+reports whether it could read MACHINE_FILE and write to its own folder. A publishes its hand at each deal on every channel; B tries
 every channel at each request and, at its last three plays of a hand, writes on stderr
 a line ``COLLUDE {"channel": what it received or null, ...}``. Both play the
 first legal card.
@@ -25,6 +26,7 @@ ROLE = sys.argv[1]
 PORT_TCP, PORT_UDP = int(sys.argv[2]), int(sys.argv[3])
 OUT_IP, PORT_OUT_TCP, PORT_OUT_UDP = sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
 PORT_SERVICE = int(sys.argv[7])
+MACHINE_FILE = sys.argv[8]
 RANKS = "23456789TJQKA"
 CARDS = [r + s for s in "CDSH" for r in RANKS]
 FILES = {"tmp": "/tmp", "shm": "/dev/shm", "vartmp": "/var/tmp"}
@@ -207,6 +209,17 @@ def receive() -> None:
         with contextlib.suppress(OSError), open(path) as f:
             note = f.read()
     found["uid-note"] = note
+    try:
+        with open(MACHINE_FILE) as f:
+            found["machine-file"] = f.read() or None
+    except OSError:
+        found["machine-file"] = None
+    try:
+        with open("written-by-collude.txt", "w") as f:
+            f.write("x")
+        found["write-folder"] = "written"
+    except OSError:
+        found["write-folder"] = None
     for key, value in found.items():
         if value is not None or key not in got:
             got[key] = value
