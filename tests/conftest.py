@@ -41,6 +41,22 @@ def bot_path(file: str) -> Path:
     return folder / f"{file}.py"
 
 
+def _seal_problem() -> str | None:
+    """Why bots cannot be sealed here (bubblewrap missing, or no user
+    namespaces for a bot user), or ``None``."""
+    from arena.seal import probe
+
+    uid = 3_900_300 if os.geteuid() == 0 else None  # as a bot user would run it
+    return probe(user=uid, group=uid)
+
+
+SEAL_PROBLEM = _seal_problem()
+#: Skips a test that needs sealed bots, saying why they cannot be sealed here.
+needs_seal = pytest.mark.skipif(
+    SEAL_PROBLEM is not None, reason=f"bots cannot be sealed here: {SEAL_PROBLEM}"
+)
+
+
 def bot(file: str, name: str | None = None) -> str:
     """Entrant text for a test bot of tests/bots in a folder of its own (``NAME=path.py``)."""
     return f"{name or file}={bot_path(file)}"

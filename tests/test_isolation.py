@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import BOTS, bot, bot_path, load_outputs, run_arena, run_processes
+from conftest import BOTS, bot, bot_path, load_outputs, needs_seal, run_arena, run_processes
 
 from arena.cli import EXIT_ENVIRONMENT
 
@@ -72,7 +72,7 @@ def test_without_sandbox_bots_run_as_their_own_unprivileged_user(
     assert len({r["uid"] for r in reports}) >= 1
 
 
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+@needs_seal
 def test_sandbox_has_no_network_no_other_processes_and_read_only_files(
     tmp_path: Path, listener: int
 ) -> None:
@@ -92,7 +92,7 @@ def test_sandbox_has_no_network_no_other_processes_and_read_only_files(
     assert run_processes(tmp_path / "out") == []
 
 
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+@needs_seal
 def test_setsid_grandchild_dies_with_the_sandbox(tmp_path: Path) -> None:
     entrants = [
         f"g={BOTS / 'hostile_grandchild.py'} setsid",
@@ -119,7 +119,7 @@ def test_setsid_grandchild_dies_with_the_sandbox(tmp_path: Path) -> None:
     assert run_processes(tmp_path / "out") == []
 
 
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+@needs_seal
 def test_sandbox_keeps_bots_that_live_under_tmp(open_tmp: Path) -> None:
     """The sandbox hides /tmp, except what the bot needs from it (read-only)."""
     shutil.copy(BOTS / "first_legal.py", open_tmp / "mine.py")
@@ -164,7 +164,7 @@ def test_sandbox_unavailable_is_a_clear_error(
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="separate bot users need root")
-@pytest.mark.parametrize("mode", [[], ["--no-sandbox"]])
+@pytest.mark.parametrize("mode", [pytest.param([], marks=needs_seal), ["--no-sandbox"]])
 def test_bot_in_a_folder_private_to_root_plays(tmp_path: Path, mode: list[str]) -> None:
     """Each entrant's folder is copied for its own group: no chmod needed."""
     private = tmp_path / "private"  # pytest's tmp_path is private to root

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, bot, bot_path, load_outputs, run_arena, run_processes
+from conftest import ROOT, bot, bot_path, load_outputs, needs_seal, run_arena, run_processes
 
 from arena.keys import MasterKey
 
@@ -52,7 +52,9 @@ def run_tmpdirs(out: Path) -> list[Path]:
     return list(Path(tempfile.gettempdir()).glob(f"hearts-bot-{run_id}-*"))
 
 
-@pytest.mark.parametrize("mode", [(), ("--no-sandbox",)], ids=["sealed", "no-sandbox"])
+@pytest.mark.parametrize(
+    "mode", [pytest.param((), marks=needs_seal), ("--no-sandbox",)], ids=["sealed", "no-sandbox"]
+)
 def test_kill_9_then_resume_gives_the_uninterrupted_standings(
     tmp_path: Path, mode: tuple[str, ...]
 ) -> None:

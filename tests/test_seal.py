@@ -20,13 +20,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import bot, bot_path, load_outputs, run_arena, run_processes
+from conftest import (
+    SEAL_PROBLEM,
+    bot,
+    bot_path,
+    load_outputs,
+    needs_seal,
+    run_arena,
+    run_processes,
+)
 
 from arena.isolation import WORLD_WRITABLE, lease_uid, purge_uid, python_for, sysv_objects
 
-needs_bwrap = pytest.mark.skipif(
-    shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed"
-)
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="separate bot users need root")
 
 CHANNELS = [
@@ -165,8 +170,8 @@ def collude(out: Path, *mode: str) -> tuple[dict[str, Any], list[str]]:
 
 @pytest.fixture(scope="module")
 def sealed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, Any], list[str]]]:
-    if shutil.which("bwrap") is None:
-        pytest.skip("bubblewrap (bwrap) is not installed")
+    if SEAL_PROBLEM is not None:
+        pytest.skip(f"bots cannot be sealed here: {SEAL_PROBLEM}")
     return collude(tmp_path_factory.mktemp("sealed") / "out")
 
 
@@ -179,7 +184,7 @@ def unsealed(
     return collude(tmp_path_factory.mktemp("unsealed") / "out", "--no-sandbox")
 
 
-@needs_bwrap
+@needs_seal
 @pytest.mark.parametrize("channel", CHANNELS)
 def test_sealed_colluders_exchange_nothing(
     channel: str, sealed: tuple[dict[str, Any], list[str]]
@@ -189,7 +194,7 @@ def test_sealed_colluders_exchange_nothing(
     assert found[channel] is None
 
 
-@needs_bwrap
+@needs_seal
 def test_sealed_bots_leave_nothing_on_the_machine(
     sealed: tuple[dict[str, Any], list[str]],
 ) -> None:
@@ -266,7 +271,7 @@ assert libc.mq_open(b"/hearts-purge-{uid}", os.O_CREAT | os.O_RDWR, 0o600, None)
     lease.release()
 
 
-@needs_bwrap
+@needs_seal
 def test_sealed_game_longer_than_15_seconds_has_no_faults(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -281,7 +286,7 @@ def test_sealed_game_longer_than_15_seconds_has_no_faults(
     assert "fault:" not in out
 
 
-@needs_bwrap
+@needs_seal
 def test_sealed_and_unsealed_standings_are_equal(tmp_path: Path) -> None:
     bots = ["sample:low", "sample:duck", "sample:random", "sample:heuristic"]
     standings = []
@@ -311,7 +316,7 @@ def test_sealed_and_unsealed_standings_are_equal(tmp_path: Path) -> None:
     assert all(sum(row["faults"].values()) == 0 for row in standings[0])
 
 
-@needs_bwrap
+@needs_seal
 def test_two_entrants_sharing_a_folder_are_refused_when_sealed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -332,7 +337,7 @@ def test_two_entrants_sharing_a_folder_are_refused_when_sealed(
     assert code == 0
 
 
-@needs_bwrap
+@needs_seal
 def test_a_sealed_bot_reads_a_file_next_to_itself(open_tmp: Path) -> None:
     """The entrant folder is bound read-only (a copy); a NAME=COMMAND entrant
     runs in its program's folder, so a relative path works."""
