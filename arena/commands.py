@@ -28,6 +28,7 @@ from arena.entrants import (
     parse_entrants,
     remove_tmpdirs_of_run,
     sample_entrants,
+    with_folders,
 )
 from arena.isolation import IsolationError, Limits, kill_all
 from arena.keys import BadKeyError, MasterKey
@@ -60,6 +61,7 @@ def _entrants(args: argparse.Namespace) -> list[Entrant]:
     try:
         base = getattr(args, "bots_base", None)  # set by --config
         entrants = parse_entrants(args.bots, base=base) if args.bots else sample_entrants()
+        entrants = with_folders(entrants, getattr(args, "bots_dirs", None))  # --config: dir
     except EntrantError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     if len(entrants) < 4:

@@ -19,6 +19,7 @@ explicit environment (:func:`bot_environment`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import shutil
@@ -211,6 +212,35 @@ def parse_entrants(texts: Iterable[str], *, base: Path | None = None) -> list[En
             )
         seen[e.name] = e.source
     return entrants
+
+
+def with_folders(entrants: list[Entrant], folders: Sequence[Path | None] | None) -> list[Entrant]:
+    """The entrants with the folders given for them (a config file's ``dir``,
+    aligned with ``entrants``; ``None`` keeps the program's folder). An
+    entrant runs in its folder and, sealed, sees only it.
+
+    Raises:
+        EntrantError: a program file outside the folder given for it.
+    """
+    if not folders:
+        return entrants
+    out = []
+    for entrant, folder in zip(entrants, folders, strict=True):
+        if folder is not None:
+            program = next(
+                (Path(w) for w in entrant.argv if _is_own_file(w) and w != sys.executable), None
+            )
+            if program is not None and not program.resolve().is_relative_to(folder):
+                raise EntrantError(
+                    f"entrant {entrant.name!r}: its program {program} is not in its dir {folder}"
+                )
+            entrant = dataclasses.replace(entrant, cwd=folder)
+        out.append(entrant)
+    return out
+
+
+def _is_own_file(word: str) -> bool:
+    return os.path.isabs(word) and _exists(Path(word)) and Path(word).is_file()
 
 
 def bot_environment(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
