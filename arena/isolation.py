@@ -25,8 +25,11 @@ the seal closes that gap).
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import fcntl
 import os
+import platform
 import resource
 import shutil
 import signal
@@ -36,6 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+_LIBC: Final = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+#: The ``keyctl`` system call's number (glibc has no wrapper), where known.
+_KEYCTL: Final = {"x86_64": 250, "aarch64": 219}.get(platform.machine())
 #: First uid of the pool used for bot processes when the arena runs as root.
 DEFAULT_UID_BASE: Final = 3_000_000
 #: Size of the uid pool (bot processes alive at once across all arenas).
@@ -102,6 +108,7 @@ def make_preexec(limits: Limits, *, limit_processes: bool) -> Callable[[], None]
         settings.append((resource.RLIMIT_NPROC, limits.processes))
 
     def preexec() -> None:
+        _new_session_keyring()
         for which, value in settings:
             if which == resource.RLIMIT_CPU:
                 resource.setrlimit(which, (value, value + 5))
@@ -109,6 +116,15 @@ def make_preexec(limits: Limits, *, limit_processes: bool) -> Callable[[], None]
                 resource.setrlimit(which, (value, value))
 
     return preexec
+
+
+def _new_session_keyring() -> None:
+    """Give the process a fresh, empty session keyring (``keyctl``
+    ``KEYCTL_JOIN_SESSION_KEYRING``): otherwise every bot inherits the arena's,
+    and bots of different users could pass keys through it. Failure (no
+    keyring support) is ignored: there is then nothing to share."""
+    if _KEYCTL is not None:
+        _LIBC.syscall(_KEYCTL, 1, None)
 
 
 def cpu_seconds_used(pid: int) -> float | None:
@@ -330,10 +346,7 @@ def _enterable_by(st: os.stat_result, uid: int) -> bool:
 
 
 def _libc() -> Any:
-    import ctypes
-    import ctypes.util
-
-    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    return _LIBC
 
 
 def _purge_mqueues(uid: int) -> int:

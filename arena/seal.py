@@ -14,7 +14,8 @@ What a sealed bot sees (:func:`sealed_argv`):
 * a seccomp filter refusing ``flock`` and ``fcntl`` record, OFD locks and
   leases with ``ENOLCK`` (locks live on the inode, across every namespace:
   without the filter two bots could signal through locks on a file both can
-  read, such as a shared library).
+  read, such as a shared library), and kernel keyrings, ``inotify`` watches
+  and ``fanotify`` with ``EPERM`` (:data:`REFUSED_CALLS`).
 
 The bubblewrap process is started from a thread that lives as long as the
 arena (:mod:`arena.botproc`), so ``--die-with-parent`` fires only when the
@@ -63,6 +64,11 @@ STDOUT_FD: Final = 4
 SECCOMP_FD: Final = 5
 #: The shell line run first in the sandbox: the pipes to 0 and 1, then the bot.
 STDIO_SCRIPT: Final = f'exec 0<&{STDIN_FD} 1>&{STDOUT_FD} {STDIN_FD}<&- {STDOUT_FD}>&-; exec "$@"'
+#: System calls refused with ``EPERM``: kernel keyrings (shared by the
+#: processes of one user: sealed bots of an arena that is not root share its
+#: uid), and watching files for other processes' reads (``inotify`` and
+#: ``fanotify`` events cross every namespace, like locks).
+REFUSED_CALLS: Final = ("add_key", "request_key", "keyctl", "inotify_add_watch", "fanotify_init")
 #: ``fcntl`` commands refused: F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK,
 #: F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE, F_GETLEASE.
 LOCK_COMMANDS: Final = (5, 6, 7, 36, 37, 38, 1024, 1025)
@@ -75,7 +81,8 @@ def bwrap_path() -> str | None:
 
 def seccomp_program() -> tuple[bytes | None, str]:
     """The BPF program refusing file locks (``flock``; ``fcntl`` with the
-    commands of :data:`LOCK_COMMANDS`) with ``ENOLCK``, compiled by libseccomp
+    commands of :data:`LOCK_COMMANDS`) with ``ENOLCK`` and the calls of
+    :data:`REFUSED_CALLS` with ``EPERM``, compiled by libseccomp
     for this machine's architecture (system calls of another architecture
     kill the process, libseccomp's default).
 
@@ -85,7 +92,7 @@ def seccomp_program() -> tuple[bytes | None, str]:
     """
     try:
         import pyseccomp  # type: ignore[import-untyped]
-    except (ImportError, OSError) as exc:  # the system's libseccomp.so.2 is missing
+    except (ImportError, OSError, RuntimeError) as exc:  # no libseccomp.so.2 on this system
         return None, f"libseccomp is not usable ({exc})"
     try:
         filt = pyseccomp.SyscallFilter(pyseccomp.ALLOW)
@@ -93,6 +100,8 @@ def seccomp_program() -> tuple[bytes | None, str]:
         filt.add_rule(refuse, "flock")
         for command in LOCK_COMMANDS:
             filt.add_rule(refuse, "fcntl", pyseccomp.Arg(1, pyseccomp.EQ, command))
+        for call in REFUSED_CALLS:
+            filt.add_rule(pyseccomp.ERRNO(errno.EPERM), call)
         read_end, write_end = os.pipe()
         with os.fdopen(write_end, "wb") as out:
             filt.export_bpf(out)

@@ -37,13 +37,13 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="separate bot users ne
 CHANNELS = [
     "tmp", "shm", "vartmp", "abstract", "unix-path", "tcp", "udp", "tcp-service", "tcp-out",
     "udp-out", "lock-program", "lock-library", "sysv-ipc", "mqueue", "proc", "code", "uid-note",
-    "machine-file", "write-folder",
+    "machine-file", "write-folder", "keyring", "inotify",
 ]  # fmt: skip
 #: Channels still open with --no-sandbox as root (bots as separate uids, entrant
 #: folders copied for a group each): the README's threat table says the same.
 OPEN_WITHOUT_SEAL_AS_ROOT = {
     "tmp", "shm", "vartmp", "abstract", "unix-path", "tcp", "udp", "tcp-service", "tcp-out",
-    "udp-out", "lock-library", "sysv-ipc", "proc", "machine-file",
+    "udp-out", "lock-library", "sysv-ipc", "proc", "machine-file", "inotify",
 }  # fmt: skip
 SYSV_KEY = 0x4845_4152
 MQ_NAME = b"/hearts-collude"
@@ -214,6 +214,8 @@ def test_without_the_seal_as_root_the_open_channels(
         assert found[channel] == "reached"
     elif channel == "machine-file":
         assert found[channel] == "a file any user of the machine may read"
+    elif channel == "inotify":
+        assert "bytes of events on" in found[channel]
     else:
         assert len(found[channel].split()) == 13, found[channel]  # the sender's hand
 
@@ -376,3 +378,23 @@ def test_a_sealed_bot_reads_a_file_next_to_itself(open_tmp: Path) -> None:
     assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
     for rec in records:
         assert "MODEL weights 42" in rec["stderr"][rec["seats"].index("r")]
+
+
+@needs_seal
+def test_without_libseccomp_bots_are_sealed_without_the_filter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A machine without libseccomp: one line says what stays open; the rest holds."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyseccomp", None)  # import fails, as without the library
+    out = tmp_path / "out"
+    bots = ["sample:low", "sample:duck", "sample:random", "sample:heuristic"]
+    code = run_arena(["run", *bots, "--hands", "1", "--rounds", "1", "--out", str(out), "--quiet"])
+    assert code == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if "libseccomp" in line]
+    assert len(err) == 1
+    assert "sealed bots can still signal each other through file locks" in err[0]
+    results, _ = load_outputs(out)
+    assert results["settings"]["isolation"]["sandbox"] is True
+    assert all(sum(row["faults"].values()) == 0 for row in results["standings"])

@@ -15,6 +15,7 @@ import ctypes.util
 import fcntl
 import json
 import os
+import platform
 import socket
 import struct
 import sys
@@ -37,6 +38,11 @@ MQ_NAME = b"/hearts-collude"
 libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 libc.shmat.restype = ctypes.c_void_p
 libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+#: add_key, request_key, keyctl (kernel keyrings have no wrapper in libc).
+KEY_CALLS = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}.get(platform.machine())
+KEY_SPEC_USER_KEYRING = -4
+KEYCTL_READ = 11
+libc.syscall.restype = ctypes.c_long
 hand_text = ""  # A: the hand being published
 got: dict[str, str | None] = {}
 
@@ -52,6 +58,7 @@ def library() -> str:
 
 LOCK_FILES = {"lock-program": os.path.realpath(sys.argv[0]), "lock-library": library()}
 lock_fds = {name: os.open(path, os.O_RDONLY) for name, path in LOCK_FILES.items()}
+WATCHED = os.path.realpath(sys.executable)  # not a locked file: a close drops its locks
 
 
 def serve_socket(sock: socket.socket) -> None:
@@ -104,6 +111,13 @@ def publish(cards: list[str]) -> None:
     mq = libc.mq_open(MQ_NAME, os.O_CREAT | os.O_RDWR | os.O_NONBLOCK, 0o666, None)
     if mq >= 0:
         libc.mq_send(mq, hand_text.encode(), len(hand_text), 0)
+    if KEY_CALLS:  # the hand in a key of the user's keyring
+        data = hand_text.encode()
+        libc.syscall(
+            KEY_CALLS[0], b"user", b"hearts-collude", data, len(data), KEY_SPEC_USER_KEYRING
+        )
+    with contextlib.suppress(OSError), open(WATCHED, "rb") as f:
+        f.read(1)  # an event for whoever watches the interpreter
     # The hand in this process's name, one letter a card.
     with contextlib.suppress(OSError), open("/proc/self/comm", "w") as f:
         f.write("~" + "".join(chr(65 + CARDS.index(c)) for c in cards))
@@ -203,6 +217,18 @@ def receive() -> None:
         if n > 0:
             found["mqueue"] = buf.raw[:n].decode()
     found["proc"], found["code"] = read_proc()
+    found["keyring"] = None
+    if KEY_CALLS:
+        key = libc.syscall(KEY_CALLS[1], b"user", b"hearts-collude", None, 0)
+        if key >= 0:
+            buf = ctypes.create_string_buffer(256)
+            n = libc.syscall(KEY_CALLS[2], KEYCTL_READ, key, buf, 256)
+            found["keyring"] = buf.raw[:n].decode() if n > 0 else None
+    found["inotify"] = None
+    if watch is not None:
+        with contextlib.suppress(OSError):
+            events = os.read(watch, 4096)
+            found["inotify"] = f"{len(events)} bytes of events on {WATCHED}"
     note = None
     for folder in FILES.values():  # a note a previous holder of this uid left
         path = os.path.join(folder, f"hearts-uid-note-{os.getuid()}")
@@ -234,6 +260,9 @@ if ROLE == "A":
     with contextlib.suppress(OSError):
         listen(socket.AF_INET, ("127.0.0.1", PORT_TCP))
 else:
+    watch: int | None = libc.inotify_init1(os.O_NONBLOCK)
+    if watch < 0 or libc.inotify_add_watch(watch, WATCHED.encode(), 0x21) < 0:
+        watch = None  # IN_ACCESS | IN_OPEN refused
     udp_in = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     with contextlib.suppress(OSError):
         udp_in.bind(("127.0.0.1", PORT_UDP))
