@@ -458,7 +458,7 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     stack.enter_context(out_lock(args.out))
     records = _prepare_out(args, run_info)
     _write_key_file(args.out, key)
-    _announce_key(key, launch)
+    _announce_key(key, launcher.options)  # resolved: sealed or not
     if old_run_id:
         left = kill_all(env=f"{RUN_VARIABLE}={old_run_id}")
         if left:

@@ -91,7 +91,7 @@ def seccomp_program() -> tuple[bytes | None, str]:
         binding (``pyseccomp``) is missing.
     """
     try:
-        import pyseccomp  # type: ignore[import-untyped]
+        import pyseccomp
     except (ImportError, OSError, RuntimeError) as exc:  # no libseccomp.so.2 on this system
         return None, f"libseccomp is not usable ({exc})"
     try:
