@@ -213,7 +213,7 @@ class Launcher:
             if self._seccomp is None and announce:
                 print(
                     f"hearts-arena: {why}: sealed bots can still signal each other "
-                    "through file locks (install libseccomp2 and pyseccomp)",
+                    "through file locks, keyrings and file watches (install libseccomp2)",
                     file=sys.stderr,
                 )
 
