@@ -37,13 +37,13 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="separate bot users ne
 CHANNELS = [
     "tmp", "shm", "vartmp", "abstract", "unix-path", "tcp", "udp", "tcp-service", "tcp-out",
     "udp-out", "lock-program", "lock-library", "sysv-ipc", "mqueue", "proc", "code", "uid-note",
-    "machine-file", "write-folder", "keyring", "inotify",
+    "machine-file", "write-folder", "keyring", "inotify", "sysv-msg",
 ]  # fmt: skip
 #: Channels still open with --no-sandbox as root (bots as separate uids, entrant
 #: folders copied for a group each): the README's threat table says the same.
 OPEN_WITHOUT_SEAL_AS_ROOT = {
     "tmp", "shm", "vartmp", "abstract", "unix-path", "tcp", "udp", "tcp-service", "tcp-out",
-    "udp-out", "lock-library", "sysv-ipc", "proc", "machine-file", "inotify",
+    "udp-out", "lock-library", "sysv-ipc", "sysv-msg", "proc", "machine-file", "inotify",
 }  # fmt: skip
 SYSV_KEY = 0x4845_4152
 MQ_NAME = b"/hearts-collude"
@@ -73,8 +73,9 @@ def leftovers() -> list[str]:
         for pattern in ("hearts-collude*", "hearts-uid-note-*")
         for p in folder.glob(pattern)
     ]
-    lines = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
-    found += [f"shm key {line.split()[0]}" for line in lines if int(line.split()[0]) == SYSV_KEY]
+    for kind in ("shm", "msg"):
+        lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
+        found += [f"{kind} key {x.split()[0]}" for x in lines if int(x.split()[0]) == SYSV_KEY]
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
     mq = libc.mq_open(MQ_NAME, os.O_RDONLY | os.O_NONBLOCK)
     if mq >= 0:
@@ -94,6 +95,9 @@ def clean_leftovers() -> None:
     shm = libc.shmget(SYSV_KEY, 0, 0)
     if shm >= 0:
         libc.shmctl(shm, 0, None)
+    queue = libc.msgget(SYSV_KEY, 0)
+    if queue >= 0:
+        libc.msgctl(queue, 0, None)
 
 
 def collude(out: Path, *mode: str) -> tuple[dict[str, Any], list[str]]:
