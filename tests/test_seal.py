@@ -167,6 +167,8 @@ def collude(out: Path, *mode: str) -> tuple[dict[str, Any], list[str]]:
         for key, value in json.loads(lines[-1].removeprefix("COLLUDE ")).items():
             merged[key] = merged.get(key) or value
     assert run_processes(out) == []
+    run_id = json.loads((out / "run.json").read_text())["run_id"]
+    assert list(Path(tempfile.gettempdir()).glob(f"hearts-bot-{run_id}-*")) == []  # copies too
     left = leftovers()
     clean_leftovers()
     return merged, left
@@ -402,3 +404,28 @@ def test_without_libseccomp_bots_are_sealed_without_the_filter(
     results, _ = load_outputs(out)
     assert results["settings"]["isolation"]["sandbox"] is True
     assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
+
+
+@needs_root
+def test_a_killed_arenas_entrant_copy_is_removed_before_its_group_is_leased_again() -> None:
+    """An arena killed with SIGKILL leaves its entrants' copies; the next
+    holder of such a group must not read them."""
+    from arena.isolation import LOCK_DIR, lease_gid
+
+    gid = 3_590_000
+    lease = lease_gid(base=gid, size=1)
+    root = Path(tempfile.mkdtemp(prefix="hearts-bot-0killed0-entrants-"))
+    copy = root / "0"
+    copy.mkdir()
+    (copy / "secret_bot.py").write_text("print('mine')\n")
+    os.chown(copy, 0, gid)
+    os.close(lease._fd)  # killed: the group is not marked clean
+    lease._fd = None
+    assert (LOCK_DIR / f"g{gid}").read_bytes() == b"in use"
+    again = lease_gid(base=gid, size=1)
+    try:
+        assert not copy.exists()
+    finally:
+        again.release()
+        shutil.rmtree(root, ignore_errors=True)
+    assert (LOCK_DIR / f"g{gid}").read_bytes() == b"clean"
