@@ -15,7 +15,6 @@ import os
 import shutil
 import socket
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -175,7 +174,7 @@ def collude(out: Path, *mode: str) -> tuple[dict[str, Any], list[str]]:
 
 
 @pytest.fixture(scope="module")
-def sealed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, Any], list[str]]]:
+def sealed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], list[str]]:
     if SEAL_PROBLEM is not None:
         pytest.skip(f"bots cannot be sealed here: {SEAL_PROBLEM}")
     return collude(tmp_path_factory.mktemp("sealed") / "out")
@@ -184,7 +183,7 @@ def sealed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str,
 @pytest.fixture(scope="module")
 def unsealed(
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[dict[str, Any], list[str]]]:
+) -> tuple[dict[str, Any], list[str]]:
     if os.geteuid() != 0:
         pytest.skip("separate bot users need root")
     return collude(tmp_path_factory.mktemp("unsealed") / "out", "--no-sandbox")
