@@ -18,13 +18,16 @@ as ``>>``, prefixed with the entrant and pid (logger ``arena.botproc``).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import functools
 import json
 import logging
 import os
 import shutil
 import signal
 import subprocess
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +39,7 @@ from arena import protocol
 from arena.capped import CappedBuffer
 from arena.faults import FaultKind
 from arena.isolation import Limits, UidLease, kill_all, process_tree, renew_cpu_limit
+from arena.protocol import clean_text
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +87,12 @@ class LaunchSpec:
         token: ``NAME=value`` in the process's environment, used to find its
             strays when it has no uid of its own.
         limits: the resource limits it runs under (for fault details).
+        seccomp: the BPF program of a sealed process, given to bubblewrap on a
+            fresh descriptor that replaces :data:`~arena.seal.SECCOMP_FD_PLACEHOLDER`
+            in ``argv``; ``None`` for none.
+        sealed: ``argv`` runs the bot in bubblewrap (:func:`arena.seal.sealed_argv`):
+            its pipes are passed as descriptors, and an exit status over 128
+            is bubblewrap's report of the bot's death by signal (status - 128).
     """
 
     argv: tuple[str, ...]
@@ -96,6 +106,8 @@ class LaunchSpec:
     lease: UidLease | None = None
     token: str | None = None
     limits: Limits | None = None
+    seccomp: bytes | None = None
+    sealed: bool = False
 
     def release(self) -> None:
         """Give back what the spec reserved: its uid lease and its folder."""
@@ -126,7 +138,7 @@ class BotProcess:
     group.
     """
 
-    def __init__(self, spec: LaunchSpec, process: trio.Process, pidfd: int) -> None:
+    def __init__(self, spec: LaunchSpec, process: Child, pidfd: int) -> None:
         self.spec = spec
         self.process = process
         self.pid: int = process.pid
@@ -167,31 +179,24 @@ class BotProcess:
     async def start(cls, spec: LaunchSpec, nursery: trio.Nursery) -> BotProcess:
         """Start the program and its I/O tasks in ``nursery``.
 
+        The process is forked from the arena's spawner thread, which lives as
+        long as the arena: bubblewrap's ``--die-with-parent`` (a parent-death
+        signal) fires when the *thread* that forked it exits, so a bot forked
+        from one of Trio's worker threads (retired after 10 s idle) would be
+        killed 10 s later.
+
         Raises:
             OSError: the program could not be started (missing, not
                 executable, bad working directory). The caller records it as
                 the fault ``crashed``; the spec's uid and folder are released.
         """
         try:
-            process = await trio.lowlevel.open_process(
-                list(spec.argv),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=spec.cwd,
-                env=spec.env,
-                start_new_session=True,
-                preexec_fn=spec.preexec,
-                user=spec.user,
-                group=spec.group,
-                extra_groups=[] if spec.group is not None else None,
-                close_fds=True,
-            )
+            child = await _spawn(spec)
         except BaseException:
             spec.release()  # never started: nothing will close it
             raise
-        pidfd = os.pidfd_open(process.pid)
-        bot = cls(spec, process, pidfd)
+        pidfd = os.pidfd_open(child.pid)
+        bot = cls(spec, child, pidfd)
         nursery.start_soon(bot._run_io)
         return bot
 
@@ -221,8 +226,21 @@ class BotProcess:
         if info is None:
             return "running"
         if info.si_code == os.CLD_EXITED:
-            return f"exit code {info.si_status}{self._memory_note()}"
+            if self.spec.sealed and info.si_status > 128:  # bubblewrap: killed by a signal
+                return _describe_returncode(128 - info.si_status, self.spec.limits)
+            return f"exit code {info.si_status}{self._memory_note()}{self._exec_note()}"
         return _describe_returncode(-info.si_status, self.spec.limits)
+
+    def _exec_note(self) -> str:
+        """Sealed, the program is started by a shell inside the sandbox: when
+        that fails (exit code 126 or 127) the shell's one-line reason, such
+        as ``Exec format error``, from the end of stderr."""
+        if not self.spec.sealed:
+            return ""
+        lines = self.stderr.text().strip().splitlines()
+        if lines and lines[-1].startswith("sh: 1: exec: "):
+            return f": cannot run its program: {clean_text(lines[-1][13:], 300)}"
+        return ""
 
     def _memory_note(self) -> str:
         limits = self.spec.limits
@@ -549,7 +567,8 @@ class BotProcess:
                 )
             elif spec.token is not None:
                 await trio.to_thread.run_sync(lambda: kill_all(env=spec.token))
-            await self.process.wait()
+            await self.exited.wait()
+            self.process.reap()
             with trio.move_on_after(0.2):  # the last words on stderr
                 await self._stderr_done.wait()
             self._cancel.cancel()
@@ -557,7 +576,7 @@ class BotProcess:
             os.close(self._pidfd)
             if self.dead is None:
                 self.dead = "closed by the referee"
-            spec.release()
+            await trio.to_thread.run_sync(spec.release)
 
     def abandon(self, reason: str) -> None:
         """Stop using the process now: mark it dead and SIGKILL its group, so a
@@ -608,3 +627,131 @@ def _describe_returncode(rc: int, limits: Limits | None = None) -> str:
         elif -rc == signal.SIGXFSZ:
             note = f": over its file size limit of {limits.file_size_mb} MiB"
     return f"killed by {name}{note}"
+
+
+class Child:
+    """A started bot process: its pid, the arena's ends of its three pipes
+    (non-blocking Trio streams) and the :class:`subprocess.Popen` that reaps it."""
+
+    def __init__(
+        self,
+        popen: subprocess.Popen[bytes],
+        stdin: trio.lowlevel.FdStream,
+        stdout: trio.lowlevel.FdStream,
+        stderr: trio.lowlevel.FdStream,
+    ) -> None:
+        self.popen = popen
+        self.pid: int = popen.pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once reaped (negative: the signal), else ``None``."""
+        return self.popen.returncode
+
+    def reap(self) -> None:
+        """Reap the process, which has exited (never blocks for long)."""
+        self.popen.wait()
+
+
+_spawner: concurrent.futures.ThreadPoolExecutor | None = None
+_spawner_pid = 0
+_spawner_guard = threading.Lock()
+
+
+def _spawner_thread() -> concurrent.futures.ThreadPoolExecutor:
+    """The one thread of this process that forks bots. It never retires
+    while the arena runs (an executor's worker waits for work until shut down
+    at exit), so a parent-death signal fires only when the arena exits."""
+    global _spawner, _spawner_pid
+    with _spawner_guard:
+        if _spawner is None or _spawner_pid != os.getpid():  # none yet, or forked
+            _spawner = concurrent.futures.ThreadPoolExecutor(1, "hearts-arena-spawner")
+            _spawner_pid = os.getpid()
+        return _spawner
+
+
+async def _spawn(spec: LaunchSpec) -> Child:
+    """Start ``spec``'s command from the spawner thread with three pipes.
+
+    Raises:
+        OSError: the program could not be started.
+    """
+    fds: list[int] = []  # the child's pipe ends and the seccomp descriptor
+    ours: list[int] = []
+    try:
+        pipes = [os.pipe() for _ in range(3)]
+        child_ends = [pipes[0][0], pipes[1][1], pipes[2][1]]
+        ours = [pipes[0][1], pipes[1][0], pipes[2][0]]
+        fds += child_ends
+        preexec = spec.preexec
+        pass_fds: tuple[int, ...] = ()
+        if spec.sealed:
+            from arena import seal
+
+            program = None
+            if spec.seccomp is not None:
+                program = seal.seccomp_fd(spec.seccomp)
+                fds.append(program)
+            preexec = functools.partial(_sealed_preexec, program, spec.preexec)
+            pass_fds = (seal.STDIN_FD, seal.STDOUT_FD, seal.SECCOMP_FD)
+        popen_call = functools.partial(
+            subprocess.Popen,
+            list(spec.argv),
+            stdin=child_ends[0],
+            stdout=child_ends[1],
+            stderr=child_ends[2],
+            cwd=spec.cwd,
+            env=spec.env,
+            start_new_session=True,
+            preexec_fn=preexec,
+            user=spec.user,
+            group=spec.group,
+            extra_groups=[] if spec.group is not None else None,
+            close_fds=True,
+            pass_fds=pass_fds,
+        )
+        future: concurrent.futures.Future[subprocess.Popen[bytes]]
+        future = _spawner_thread().submit(popen_call)  # type: ignore[arg-type]
+        token = trio.lowlevel.current_trio_token()
+        done = trio.Event()
+        future.add_done_callback(lambda _: token.run_sync_soon(done.set))
+        with trio.CancelScope(shield=True):  # a started process must not be lost
+            await done.wait()
+        popen: subprocess.Popen[bytes] = future.result()
+    except BaseException:
+        for fd in ours:
+            os.close(fd)
+        raise
+    finally:
+        for fd in fds:
+            os.close(fd)
+    streams = [trio.lowlevel.FdStream(fd) for fd in ours]
+    return Child(popen, *streams)
+
+
+def _sealed_preexec(program: int | None, then: Callable[[], None] | None) -> None:
+    """In the child of a sealed start, before ``exec``: move the stdin and
+    stdout pipes (0 and 1) to :data:`~arena.seal.STDIN_FD` and
+    :data:`~arena.seal.STDOUT_FD`, the seccomp program to
+    :data:`~arena.seal.SECCOMP_FD`, and ``/dev/null`` to 0 and 1 (bubblewrap
+    keeps those); then run ``then`` (the resource limits)."""
+    import fcntl
+
+    from arena import seal
+
+    moved = fcntl.fcntl(program, fcntl.F_DUPFD, 10) if program is not None else None
+    os.dup2(0, seal.STDIN_FD)
+    os.dup2(1, seal.STDOUT_FD)
+    if moved is not None:
+        os.dup2(moved, seal.SECCOMP_FD)
+        os.close(moved)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    if null > seal.SECCOMP_FD:
+        os.close(null)
+    if then is not None:
+        then()

@@ -925,10 +925,15 @@ def run_checks(
         ScenarioError: a scenario's scripted seat faulted.
     """
     settings = settings or CheckSettings()
+    own = launcher is None
     launcher = launcher or Launcher()
     chosen = set(only) if only is not None else None
     t0 = time.perf_counter()
-    results, slowest = trio.run(_run_all, entrant, scenarios, settings, launcher, chosen)
+    try:
+        results, slowest = trio.run(_run_all, entrant, scenarios, settings, launcher, chosen)
+    finally:
+        if own:
+            launcher.close()
     return CheckReport(entrant, settings, results, slowest, time.perf_counter() - t0)
 
 

@@ -104,10 +104,27 @@ def add_isolation_flags(parser: argparse.ArgumentParser) -> None:
     commands that start bots (``run``, ``check``, ``replay``, ``play``)."""
     iso = parser.add_argument_group("running untrusted bots")
     iso.add_argument(
-        "--sandbox",
-        action="store_true",
-        help="run each bot in a bubblewrap sandbox: no network, own pid namespace, read-only files",
+        "--no-sandbox",
+        dest="sandbox",
+        action="store_false",
+        default=None,
+        help="do not seal bots (by default each bot runs sealed in bubblewrap where it can: "
+        "no network, no other process or bot's files, private /tmp)",
     )
+    iso.add_argument(
+        "--sandbox",
+        dest="sandbox",
+        action="store_true",
+        help="require the seal: refuse to start (exit 4) where bots cannot be sealed",
+    )
+    iso.add_argument(
+        "--sandbox-ro", action="append", type=Path, default=[], metavar="PATH",
+        help="bind PATH read-only into every sealed bot (a runtime outside /usr); repeatable",
+    )  # fmt: skip
+    iso.add_argument(
+        "--tmp-size", type=_positive_int, default=64, metavar="MIB",
+        help="size of a sealed bot's private /tmp and of its /dev/shm, each (default 64)",
+    )  # fmt: skip
     iso.add_argument(
         "--same-user",
         action="store_true",

@@ -29,6 +29,7 @@ from arena.entrants import (
     parse_entrants,
     remove_tmpdirs_of_run,
     sample_entrants,
+    with_folders,
 )
 from arena.isolation import IsolationError, Limits, kill_all
 from arena.keys import BadKeyError, MasterKey
@@ -62,6 +63,7 @@ def _entrants(args: argparse.Namespace) -> list[Entrant]:
     try:
         base = getattr(args, "bots_base", None)  # set by --config
         entrants = parse_entrants(args.bots, base=base) if args.bots else sample_entrants()
+        entrants = with_folders(entrants, getattr(args, "bots_dirs", None))  # --config: dir
     except EntrantError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     if len(entrants) < 4:
@@ -117,6 +119,8 @@ def _launch_options(args: argparse.Namespace, run_id: str | None) -> LaunchOptio
     return LaunchOptions(
         limits=limits,
         sandbox=args.sandbox,
+        sandbox_ro=tuple(path.resolve() for path in args.sandbox_ro),
+        tmp_mb=args.tmp_size,
         separate_users=False if args.same_user else None,
         **extra,
     )
@@ -448,8 +452,11 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     old_run_id = _stored_run_id(args)
     launch = _launch_options(args, old_run_id)
     launcher = Launcher(launch)
+    stack.callback(launcher.close)  # the entrants' copies of their folders
     _check_launcher(launcher, entrants)
-    settings_json = settings_record(settings, describe(entrants), {"isolation": launch.describe()})
+    settings_json = settings_record(
+        settings, describe(entrants), {"isolation": launcher.options.describe()}
+    )
     run_info = {
         "format_version": FORMAT_VERSION,
         "settings": settings_json,
@@ -459,7 +466,7 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     stack.enter_context(out_lock(args.out))
     records = _prepare_out(args, run_info)
     _write_key_file(args.out, key)
-    _announce_key(key, launch)
+    _announce_key(key, launcher.options)  # resolved: sealed or not
     if old_run_id:
         left = kill_all(env=f"{RUN_VARIABLE}={old_run_id}")
         if left:

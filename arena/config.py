@@ -11,6 +11,7 @@ would be. Entrants are an array of tables::
     command = "python3 my_bot.py"  # NAME=COMMAND (needs name)
     # or: path = "bots/my_bot.py"  # a program or .py file
     # or: sample = "low"           # a sample bot shipped with the arena
+    dir = "bots/mine"              # optional: the entrant's folder (default: its program's)
 
 Relative paths (entrant files and commands, ``out``, ``junit``) are taken
 from the file's folder. Flags given on the command line override the file;
@@ -30,7 +31,7 @@ from arena.cli import EXIT_USAGE, CliError, build_parser
 
 #: Flags that a config file cannot set.
 _NOT_IN_FILE: Final = frozenset({"bots", "config", "command", "help"})
-_ENTRANT_KEYS: Final = frozenset({"name", "command", "path", "sample"})
+_ENTRANT_KEYS: Final = frozenset({"name", "command", "path", "sample", "dir"})
 
 
 def _run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -107,6 +108,8 @@ def _entrant_text(entry: Any, where: str, base: Path) -> str:
     for key, value in entry.items():
         if not isinstance(value, str) or not value:
             raise CliError(f"{where}.{key}: must be non-empty text")
+    if "dir" in entry and "sample" in entry:
+        raise CliError(f"{where}.dir: a sample bot has its own folder")
     name = entry.get("name")
     if "command" in entry:
         if name is None:
@@ -121,6 +124,26 @@ def _entrant_text(entry: Any, where: str, base: Path) -> str:
     path = Path(entry["path"])
     path = path if path.is_absolute() else Path(os.path.normpath(base / path))
     return f"{name}={path}" if name else str(path)
+
+
+#: The ``values`` key of the entrants' ``dir`` keys (a list aligned with the
+#: entrants, ``None`` where not given); set on ``args`` when the file's entrants are used.
+ENTRANT_DIRS: Final = "bots_dirs"
+
+
+def _entrant_dir(entry: dict[str, Any], where: str, base: Path) -> Path | None:
+    """An entrant's ``dir``, relative to the file's folder; ``None`` if not given.
+
+    Raises:
+        CliError: the folder does not exist.
+    """
+    text = entry.get("dir")
+    if text is None:
+        return None
+    folder = Path(os.path.normpath(base / text))
+    if not folder.is_dir():
+        raise CliError(f"{where}.dir: no such folder: {folder}")
+    return folder.resolve()
 
 
 def load_config(path: Path) -> tuple[dict[str, Any], list[str]]:
@@ -149,6 +172,9 @@ def load_config(path: Path) -> tuple[dict[str, Any], list[str]]:
             entrants = [
                 _entrant_text(e, f"{path}: key '{key}[{i}]'", base) for i, e in enumerate(value)
             ]
+            dirs = [_entrant_dir(e, f"{path}: key '{key}[{i}]'", base) for i, e in enumerate(value)]
+            if any(d is not None for d in dirs):
+                values[ENTRANT_DIRS] = dirs
             continue
         dest = key.replace("-", "_")
         action = actions.get(dest)
@@ -187,6 +213,7 @@ def apply_config(args: argparse.Namespace, argv: list[str]) -> None:
     if path is None:
         return
     values, entrants = load_config(path)
+    dirs = values.pop(ENTRANT_DIRS, None)
     given = given_on_command_line(argv)
     partners = _exclusive_partners()
     for dest, value in values.items():
@@ -198,3 +225,5 @@ def apply_config(args: argparse.Namespace, argv: list[str]) -> None:
     if entrants and not args.bots:
         args.bots = entrants
         args.bots_base = path.resolve().parent  # NAME=COMMAND runs from the file's folder
+        if dirs is not None:
+            setattr(args, ENTRANT_DIRS, dirs)

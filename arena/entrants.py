@@ -10,13 +10,16 @@ An entrant is given on the command line as one of:
 * ``sample:NAME`` or ``NAME=sample:SAMPLE``: a sample bot shipped with the
   package (:data:`SAMPLE_BOTS`).
 
-A bot runs in the folder of its program file (for ``NAME=COMMAND``, the folder
-the arena was started in), with a fresh private temporary folder as ``HOME``
-and ``TMPDIR`` and a small explicit environment (:func:`bot_environment`).
+A bot runs in the folder of its program file (for ``NAME=COMMAND``, the
+folder of the first word naming a file, such as ``bot.jar`` in ``java -jar
+bot.jar``; the folder the arena was started in when no word names a file),
+with a fresh private temporary folder as ``HOME`` and ``TMPDIR`` and a small
+explicit environment (:func:`bot_environment`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import shutil
@@ -132,7 +135,9 @@ def parse_entrant(text: str, *, base: Path | None = None) -> Entrant:
         first = Path(base, argv[0])
         if _python_file(first):
             argv = [sys.executable, str(first.resolve()), *argv[1:]]
-        return Entrant(name, tuple(argv), base.resolve(), text)
+            return Entrant(name, tuple(argv), first.resolve().parent, text)
+        argv, folder = _absolute_files(argv, base)
+        return Entrant(name, tuple(argv), folder, text)
     path = Path(base, text)
     if not _exists(path):
         raise EntrantError(f"bot file not found: {text[:200]}")
@@ -145,6 +150,27 @@ def parse_entrant(text: str, *, base: Path | None = None) -> Entrant:
     if not os.access(path, os.X_OK):
         raise EntrantError(f"bot {text} is not executable (chmod +x it, or give NAME=COMMAND)")
     return Entrant(name, (str(path),), path.parent, text)
+
+
+def _absolute_files(argv: list[str], base: Path) -> tuple[list[str], Path]:
+    """The command with its words that name existing files made absolute, and
+    the entrant's folder: that of its program (the first word, when it is a
+    path, else the first word naming an existing file), or ``base`` when no
+    word names a file (a command found on ``PATH`` with no file argument)."""
+    out = list(argv)
+    folder: Path | None = None
+    for i, word in enumerate(argv):
+        if i == 0 and "/" not in word:
+            continue  # a command looked up on PATH
+        if word.startswith("-") or not _exists(Path(base, word)):
+            continue
+        path = Path(base, word).resolve()
+        if not path.is_file():
+            continue
+        out[i] = str(path)
+        if folder is None:
+            folder = path.parent
+    return out, folder or base.resolve()
 
 
 def sample_entrant(sample: str, name: str | None = None) -> Entrant:
@@ -188,6 +214,35 @@ def parse_entrants(texts: Iterable[str], *, base: Path | None = None) -> list[En
     return entrants
 
 
+def with_folders(entrants: list[Entrant], folders: Sequence[Path | None] | None) -> list[Entrant]:
+    """The entrants with the folders given for them (a config file's ``dir``,
+    aligned with ``entrants``; ``None`` keeps the program's folder). An
+    entrant runs in its folder and, sealed, sees only it.
+
+    Raises:
+        EntrantError: a program file outside the folder given for it.
+    """
+    if not folders:
+        return entrants
+    out = []
+    for entrant, folder in zip(entrants, folders, strict=True):
+        if folder is not None:
+            program = next(
+                (Path(w) for w in entrant.argv if _is_own_file(w) and w != sys.executable), None
+            )
+            if program is not None and not program.resolve().is_relative_to(folder):
+                raise EntrantError(
+                    f"entrant {entrant.name!r}: its program {program} is not in its dir {folder}"
+                )
+            entrant = dataclasses.replace(entrant, cwd=folder)
+        out.append(entrant)
+    return out
+
+
+def _is_own_file(word: str) -> bool:
+    return os.path.isabs(word) and _exists(Path(word)) and Path(word).is_file()
+
+
 def bot_environment(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The whole environment of a bot process: no variable of the arena's leaks in.
 
@@ -221,14 +276,22 @@ def private_tmpdir(run_id: str = "") -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{TMPDIR_PREFIX}{run_id}-" if run_id else TMPDIR_PREFIX))
 
 
+#: Folders of this process named like a run's leftovers but in use (the
+#: entrants' copies of a resumed run, which has the killed run's id).
+IN_USE: Final[set[Path]] = set()
+
+
 def remove_tmpdirs_of_run(run_id: str) -> int:
-    """Remove the bots' temporary folders left by run ``run_id`` (an arena
-    killed with SIGKILL cannot remove them itself); returns how many.
-    A ``run_id`` other than letters and digits removes nothing."""
+    """Remove the bots' temporary folders and the entrants' copies left by
+    run ``run_id`` (an arena killed with SIGKILL cannot remove them itself),
+    except those of :data:`IN_USE`; returns how many. A ``run_id`` other than
+    letters and digits removes nothing."""
     if not run_id.isalnum() or not run_id.isascii():
         return 0
     removed = 0
     for path in Path(tempfile.gettempdir()).glob(f"{TMPDIR_PREFIX}{run_id}-*"):
+        if path in IN_USE:
+            continue
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
             removed += 1

@@ -1,8 +1,7 @@
 """Keeping bot processes in their place: resource limits, an unprivileged user
-per process, an optional bubblewrap sandbox, and finding every process a bot
-left behind.
+per process, and finding and removing everything a bot left behind.
 
-Three layers, from always-on to optional:
+Layers (the seal, :mod:`arena.seal`, comes on top, by default):
 
 * **Resource limits** (``setrlimit`` in the child before ``exec``): address
   space, open files, file size, no core files; CPU seconds *per game* (the
@@ -11,32 +10,38 @@ Three layers, from always-on to optional:
   which only binds a non-root user.
 * **An unprivileged user per process** when the arena runs as root (the
   default then): each bot process gets its own uid from a pool, reserved with
-  a lock file so two arenas on one machine never share one. Its private
-  temporary folder is owned by that uid. Everything the uid runs is killed
-  when the process is closed, even a grandchild that left the process group
-  with ``setsid``.
-* **The sandbox** (``--sandbox``, bubblewrap): no network, its own pid
-  namespace (its processes die with it), the whole file system read-only
-  except the private temporary folder, fresh for each process.
+  a lock file so two arenas on one machine never share one. Everything the
+  uid runs is killed when the process is closed, even a grandchild that left
+  the process group with ``setsid``; what it left in world-writable folders,
+  its message queues and System V IPC objects are removed before the uid is
+  leased again (:func:`purge_uid`). Each entrant also gets a group of its own
+  (:func:`lease_gid`), the only one that can read its copy of its folder.
 
 Without root, the arena cannot change uid; strays are then found by a token in
 their environment (a process that clears its environment escapes that search;
-use ``--sandbox`` for competitions).
+the seal closes that gap).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import fcntl
 import os
+import platform
 import resource
 import shutil
 import signal
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
+_LIBC: Final = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+#: The ``keyctl`` system call's number (glibc has no wrapper), where known.
+_KEYCTL: Final = {"x86_64": 250, "aarch64": 219}.get(platform.machine())
 #: First uid of the pool used for bot processes when the arena runs as root.
 DEFAULT_UID_BASE: Final = 3_000_000
 #: Size of the uid pool (bot processes alive at once across all arenas).
@@ -83,11 +88,14 @@ class Limits:
 
 
 def make_preexec(limits: Limits, *, limit_processes: bool) -> Callable[[], None]:
-    """The function run in the child before ``exec``: apply ``limits``.
+    """The function run in the child before ``exec``: apply ``limits``, and
+    allow no core file and no POSIX message queue.
 
     Runs between fork and exec, so it only calls ``setrlimit``.
     """
-    settings: list[tuple[int, int]] = [(resource.RLIMIT_CORE, 0)]
+    # No POSIX message queue: a bot has no use for one, and one left behind
+    # would outlive the bot (RLIMIT_MSGQUEUE counts bytes of queues per user).
+    settings: list[tuple[int, int]] = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_MSGQUEUE, 0)]
     if limits.memory_mb:
         settings.append((resource.RLIMIT_AS, limits.memory_mb * MIB))
     if limits.cpu_seconds:
@@ -100,6 +108,7 @@ def make_preexec(limits: Limits, *, limit_processes: bool) -> Callable[[], None]
         settings.append((resource.RLIMIT_NPROC, limits.processes))
 
     def preexec() -> None:
+        _new_session_keyring()
         for which, value in settings:
             if which == resource.RLIMIT_CPU:
                 resource.setrlimit(which, (value, value + 5))
@@ -107,6 +116,15 @@ def make_preexec(limits: Limits, *, limit_processes: bool) -> Callable[[], None]
                 resource.setrlimit(which, (value, value))
 
     return preexec
+
+
+def _new_session_keyring() -> None:
+    """Give the process a fresh, empty session keyring (``keyctl``
+    ``KEYCTL_JOIN_SESSION_KEYRING``): otherwise every bot inherits the arena's,
+    and bots of different users could pass keys through it. Failure (no
+    keyring support) is ignored: there is then nothing to share."""
+    if _KEYCTL is not None:
+        _LIBC.syscall(_KEYCTL, 1, None)
 
 
 def cpu_seconds_used(pid: int) -> float | None:
@@ -134,17 +152,44 @@ def renew_cpu_limit(pids: Iterable[int], seconds: int) -> None:
 
 
 class UidLease:
-    """A uid reserved for one bot process; :meth:`release` gives it back."""
+    """A uid (or gid) reserved for one bot process (or one entrant);
+    :meth:`release` gives it back.
 
-    def __init__(self, uid: int, fd: int) -> None:
+    The lock file records the lease's state: ``in use`` while held, ``clean``
+    once released. A uid whose file does not say ``clean`` when it is leased
+    (its last holder's arena was killed) has its leftovers removed first
+    (:func:`purge_uid`).
+    """
+
+    def __init__(self, uid: int, fd: int, *, purge: bool = False) -> None:
         self.uid = uid
         self._fd: int | None = fd
+        #: Whether the holder could write outside a sandbox: files, IPC objects
+        #: and message queues of the uid are then removed on release.
+        self.purge = purge
 
     def release(self) -> None:
-        """Unlock the uid (idempotent)."""
+        """Remove what the uid left when :attr:`purge` is set, mark the uid
+        clean and unlock it (idempotent). Call after its processes are dead."""
         if self._fd is not None:
+            if self.purge:
+                purge_uid(self.uid, message_queues=False)
+            _write_state(self._fd, b"clean")
             os.close(self._fd)
             self._fd = None
+
+
+def _write_state(fd: int, state: bytes) -> None:
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, state, 0)
+
+
+def _read_state(fd: int) -> bytes:
+    try:
+        return os.pread(fd, 64, 0)
+    except OSError:
+        return b""
 
 
 def lease_uid(base: int = DEFAULT_UID_BASE, size: int = UID_POOL_SIZE) -> UidLease:
@@ -152,7 +197,8 @@ def lease_uid(base: int = DEFAULT_UID_BASE, size: int = UID_POOL_SIZE) -> UidLea
     file (released automatically if the arena dies). Kills any process still
     running as that uid (left by an arena that was killed), and passes over
     a uid that still has processes, zombies included (they count against the
-    process limit of the next bot).
+    process limit of the next bot). A uid not released cleanly last time has
+    its files, IPC objects and message queues removed (:func:`purge_uid`).
 
     Raises:
         IsolationError: every uid of the pool is in use.
@@ -173,8 +219,204 @@ def lease_uid(base: int = DEFAULT_UID_BASE, size: int = UID_POOL_SIZE) -> UidLea
             # the uid's process limit: a bot started now could not fork.
             os.close(fd)
             continue
+        if _read_state(fd) != b"clean":
+            purge_uid(uid)
+        _write_state(fd, b"in use")
         return UidLease(uid, fd)
     raise IsolationError(f"all {size} bot uids from {base} are in use")
+
+
+#: First gid of the pool of entrant groups (one per entrant and arena: the
+#: group that may read the entrant's private copy of its folder).
+DEFAULT_GID_BASE: Final = 3_500_000
+
+
+def lease_gid(base: int = DEFAULT_GID_BASE, size: int = UID_POOL_SIZE) -> UidLease:
+    """Reserve a free entrant gid (lock file ``g<gid>`` beside the uid locks).
+    Folders of a killed arena still readable by that group are removed first
+    (:func:`remove_entrant_copies_of_gid`).
+
+    Raises:
+        IsolationError: every gid of the pool is in use.
+    """
+    LOCK_DIR.mkdir(mode=0o755, exist_ok=True)
+    start = os.getpid() % size
+    for i in range(size):
+        gid = base + (start + i) % size
+        fd = os.open(LOCK_DIR / f"g{gid}", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        if _read_state(fd) != b"clean":
+            remove_entrant_copies_of_gid(gid)
+        _write_state(fd, b"in use")
+        return UidLease(gid, fd)
+    raise IsolationError(f"all {size} entrant gids from {base} are in use")
+
+
+#: Name prefix of the folders holding entrants' private copies (in the
+#: system's temporary folder).
+ENTRANT_COPY_PREFIX: Final = "hearts-bot-"
+
+
+def remove_entrant_copies_of_gid(gid: int) -> int:
+    """Remove entrant copies (``hearts-bot-*-entrants-*/N``) whose group is
+    ``gid``, left by a killed arena; returns how many."""
+    import tempfile
+
+    removed = 0
+    for path in Path(tempfile.gettempdir()).glob(f"{ENTRANT_COPY_PREFIX}*-entrants-*/*"):
+        with contextlib.suppress(OSError):
+            st = path.lstat()
+            if stat.S_ISDIR(st.st_mode) and st.st_gid == gid:
+                shutil.rmtree(path, ignore_errors=True)
+                removed += 1
+    return removed
+
+
+#: World-writable folders searched for a released uid's files.
+WORLD_WRITABLE: Final = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
+
+
+def purge_uid(
+    uid: int, folders: Iterable[Path] = WORLD_WRITABLE, *, message_queues: bool = True
+) -> int:
+    """Remove what user ``uid`` left that another holder of the uid could
+    find: its files, folders, sockets and pipes anywhere under ``folders``
+    it could reach (not following symlinks, not crossing into other file
+    systems, not entering folders it could not enter), its
+    POSIX message queues, and its System V shared memory, semaphores and
+    message queues. Call only when no process of the uid is left.
+
+    ``message_queues=False`` skips the POSIX message queues, which a bot
+    cannot create (its ``RLIMIT_MSGQUEUE`` is 0) and whose search needs a
+    mount of the mqueue file system (tens of milliseconds) unless
+    ``/dev/mqueue`` is mounted: only a uid whose last holder ran without
+    that limit needs it.
+
+    Returns:
+        How many things were removed.
+    """
+    removed = 0
+    for top in folders:
+        with contextlib.suppress(OSError):
+            removed += _purge_tree(top, uid, os.lstat(top).st_dev)
+    if message_queues:
+        removed += _purge_mqueues(uid)
+    removed += _purge_sysv(uid)
+    return removed
+
+
+def _purge_tree(folder: Path, uid: int, dev: int) -> int:
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if st.st_dev != dev:
+            continue
+        is_dir = stat.S_ISDIR(st.st_mode)
+        if st.st_uid == uid:
+            if is_dir:
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+            removed += 1
+        elif is_dir and _enterable_by(st, uid):
+            removed += _purge_tree(Path(entry.path), uid, dev)
+    return removed
+
+
+def _enterable_by(st: os.stat_result, uid: int) -> bool:
+    """Whether a bot with uid ``uid`` could have entered a folder (``x`` for
+    others, or for its group when that is a bot's group): no file of the uid
+    can be below a folder it could not enter, so the search skips it."""
+    if st.st_mode & 0o001:
+        return True
+    bot_group = st.st_gid == uid or DEFAULT_GID_BASE <= st.st_gid < DEFAULT_GID_BASE + UID_POOL_SIZE
+    return bool(bot_group and st.st_mode & 0o010)
+
+
+def _libc() -> Any:
+    return _LIBC
+
+
+def _purge_mqueues(uid: int) -> int:
+    """Unlink the POSIX message queues owned by ``uid`` (through
+    ``/dev/mqueue``, or a private mount of the mqueue file system as root)."""
+    folder = Path("/dev/mqueue")
+    if os.path.ismount(folder):
+        return _unlink_owned(folder, uid)
+    if os.geteuid() != 0:
+        return 0
+    import tempfile
+
+    libc = _libc()
+    where = tempfile.mkdtemp(prefix="hearts-arena-mqueue-")
+    try:
+        if libc.mount(b"mqueue", where.encode(), b"mqueue", 0, None) != 0:
+            return 0
+        try:
+            return _unlink_owned(Path(where), uid)
+        finally:
+            libc.umount2(where.encode(), 2)  # MNT_DETACH
+    finally:
+        with contextlib.suppress(OSError):
+            os.rmdir(where)
+
+
+def _unlink_owned(folder: Path, uid: int) -> int:
+    removed = 0
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            with contextlib.suppress(OSError):
+                if entry.stat(follow_symlinks=False).st_uid == uid:
+                    os.unlink(entry.path)
+                    removed += 1
+    return removed
+
+
+def sysv_objects(uid: int) -> list[tuple[str, int]]:
+    """System V IPC objects owned or created by ``uid``: ``(kind, id)`` with
+    kind ``"shm"``, ``"sem"`` or ``"msg"`` (read from ``/proc/sysvipc``)."""
+    found = []
+    for kind in ("shm", "sem", "msg"):
+        try:
+            lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+        except OSError:
+            continue
+        if not lines:
+            continue
+        header = lines[0].split()
+        columns = [header.index(c) for c in ("uid", "cuid") if c in header]
+        for line in lines[1:]:
+            fields = line.split()
+            if any(int(fields[c]) == uid for c in columns):
+                found.append((kind, int(fields[1])))
+    return found
+
+
+def _purge_sysv(uid: int) -> int:
+    objects = sysv_objects(uid)
+    if not objects:
+        return 0
+    libc = _libc()
+    removed = 0
+    for kind, ident in objects:
+        control = {"shm": libc.shmctl, "sem": libc.semctl, "msg": libc.msgctl}[kind]
+        # IPC_RMID is 0; semctl takes the semaphore number as its second argument.
+        result = control(ident, 0, 0, None) if kind == "sem" else control(ident, 0, None)
+        if result == 0:
+            removed += 1
+    return removed
 
 
 def _uid_has_processes(uid: int) -> bool:
@@ -247,106 +489,6 @@ def kill_all(*, uid: int | None = None, env: str | None = None, rounds: int = 20
         kill_processes(pids)
         killed += len(pids)
     return killed
-
-
-def bwrap_path() -> str:
-    """The ``bwrap`` executable.
-
-    Raises:
-        IsolationError: bubblewrap is not installed (Debian package ``bubblewrap``).
-    """
-    path = shutil.which("bwrap")
-    if path is None:
-        raise IsolationError(
-            "--sandbox needs bubblewrap (the 'bwrap' command; Debian package 'bubblewrap'), "
-            "which is not installed"
-        )
-    return path
-
-
-def _under_tmp(paths: Iterable[str]) -> list[str]:
-    """The top folders under ``/tmp`` (such as ``/tmp/work``) holding any of ``paths``."""
-    tops = set()
-    for text in paths:
-        if not text.startswith("/tmp/"):
-            continue
-        parts = Path(text).parts  # ("/", "tmp", "work", ...)
-        if len(parts) >= 3 and Path(*parts[:3]).exists():
-            tops.add(str(Path(*parts[:3])))
-    return sorted(tops)
-
-
-def sandbox_argv(
-    argv: Iterable[str], cwd: Path, tmpdir: Path, env: dict[str, str] | None = None
-) -> list[str]:
-    """Wrap a command in bubblewrap: no network, own pid, IPC and UTS
-    namespaces, the file system read-only, ``tmpdir`` the only writable
-    folder, an empty ``/tmp``, and death with the arena.
-
-    What the bot needs from under ``/tmp`` (its folder, its program, a
-    virtual environment there, ``PYTHONPATH``) stays visible, read-only."""
-    argv = list(argv)
-    needed = [str(cwd), *(a for a in argv if a.startswith("/"))]
-    if env and env.get("PYTHONPATH"):
-        needed += env["PYTHONPATH"].split(os.pathsep)
-    keep: list[str] = []
-    for top in _under_tmp(needed):
-        keep += ["--ro-bind", top, top]
-    return [
-        bwrap_path(),
-        "--unshare-all",
-        "--die-with-parent",
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        "--proc", "/proc",
-        "--tmpfs", "/tmp",
-        *keep,
-        "--bind", str(tmpdir), str(tmpdir),
-        "--chdir", str(cwd),
-        "--",
-        *argv,
-    ]  # fmt: skip
-
-
-def check_bwrap_works() -> None:
-    """Start a trivial sandbox once, so a broken bubblewrap is reported up front.
-
-    Raises:
-        IsolationError: ``bwrap`` is missing or cannot create its namespaces.
-    """
-    import subprocess
-
-    argv = [*sandbox_argv(["true"], Path("/"), Path("/tmp"))]
-    try:
-        proc = subprocess.run(argv, capture_output=True, timeout=20, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise IsolationError(f"--sandbox: bubblewrap does not run here: {exc}") from None
-    if proc.returncode != 0:
-        err = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise IsolationError(
-            f"--sandbox: bubblewrap does not run here: {err[-1] if err else proc.returncode}"
-        )
-
-
-def check_access_as(uid: int, program: Path, folder: Path) -> str | None:
-    """Why user ``uid`` could not run ``program`` in ``folder``, or ``None`` if it can.
-
-    Asks the kernel (``test -r`` and ``test -x`` run as that uid) rather than
-    reading permission bits, so ACLs and mounts are taken into account.
-    """
-    import subprocess
-
-    checks = [("-x", folder, "enter the folder"), ("-r", program, "read the program")]
-    for flag, path, what in checks:
-        try:
-            proc = subprocess.run(
-                ["test", flag, str(path)], user=uid, group=uid, extra_groups=[], check=False
-            )
-        except OSError as exc:
-            return f"cannot check access as uid {uid}: {exc}"
-        if proc.returncode != 0:
-            return f"an unprivileged user cannot {what} {path}"
-    return None
 
 
 def python_for(uid: int) -> tuple[str, str | None]:

@@ -382,6 +382,8 @@ def play_command(args: argparse.Namespace) -> int:
         )
     except* Quit:
         quit_ = True
+    finally:
+        launcher.close()  # the entrants' copies of their folders
     if quit_:
         print("\nstopped", flush=True)
         return EXIT_INTERRUPTED

@@ -576,6 +576,8 @@ def replay_command(args: argparse.Namespace) -> int:
         result = trio.run(replay_decision, record, seat, decision, entrant, launcher, settings)
     except* ReplayError as group:
         raise CliError(str(group.exceptions[0]), EXIT_USAGE) from None
+    finally:
+        launcher.close()  # the entrant's copy of its folder
     if args.verbose:
         for entry in result.transcript:
             if "sent" in entry:

@@ -233,7 +233,11 @@ def launcher_for(args: argparse.Namespace, entrants: Sequence[Any]) -> Any:
     from arena.launcher import Launcher
 
     launcher = Launcher(_launch_options(args, None))
-    _check_launcher(launcher, list(entrants))
+    try:
+        _check_launcher(launcher, list(entrants))
+    except BaseException:
+        launcher.close()
+        raise
     return launcher
 
 
@@ -282,6 +286,8 @@ def check_command(args: argparse.Namespace) -> int:
         report = run_checks(entrant, scenarios, settings, launcher, args.only)
     except ScenarioError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
+    finally:
+        launcher.close()  # the entrant's copy of its folder
     print(format_report(report, verbose=args.verbose))
     if args.junit is not None:
         from arena.junit import Case, write_junit

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -21,9 +22,44 @@ ROOT = TESTS.parent
 SHARED = ROOT.parent / "shared"
 
 
+#: Each test bot copied into a folder of its own (with ``botlib.py``): sealed,
+#: the arena refuses two entrants whose different programs share a folder.
+_OWN_FOLDERS = Path(tempfile.mkdtemp(prefix="arena-test-bots-"))
+_OWN_FOLDERS.chmod(0o755)
+atexit.register(shutil.rmtree, _OWN_FOLDERS, True)
+
+
+def bot_path(file: str) -> Path:
+    """The test bot ``tests/bots/FILE.py`` in a folder of its own (beside a
+    copy of ``botlib.py``, which most test bots import)."""
+    folder = _OWN_FOLDERS / file
+    if not folder.is_dir():
+        folder.mkdir()
+        shutil.copy(BOTS / "botlib.py", folder / "botlib.py")
+        shutil.copy(BOTS / f"{file}.py", folder / f"{file}.py")
+        folder.chmod(0o755)
+    return folder / f"{file}.py"
+
+
+def _seal_problem() -> str | None:
+    """Why bots cannot be sealed here (bubblewrap missing, or no user
+    namespaces for a bot user), or ``None``."""
+    from arena.seal import probe
+
+    uid = 3_900_300 if os.geteuid() == 0 else None  # as a bot user would run it
+    return probe(user=uid, group=uid)
+
+
+SEAL_PROBLEM = _seal_problem()
+#: Skips a test that needs sealed bots, saying why they cannot be sealed here.
+needs_seal = pytest.mark.skipif(
+    SEAL_PROBLEM is not None, reason=f"bots cannot be sealed here: {SEAL_PROBLEM}"
+)
+
+
 def bot(file: str, name: str | None = None) -> str:
-    """Entrant text for a test bot in tests/bots (``NAME=path.py``)."""
-    return f"{name or file}={BOTS / (file + '.py')}"
+    """Entrant text for a test bot of tests/bots in a folder of its own (``NAME=path.py``)."""
+    return f"{name or file}={bot_path(file)}"
 
 
 def run_arena(args: list[str]) -> int:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import BOTS, ROOT, load_outputs, run_arena
+from conftest import BOTS, ROOT, bot_path, load_outputs, run_arena
 
 from arena.cli import EXIT_USAGE, CliError
 from arena.config import given_on_command_line, load_config
@@ -39,6 +39,8 @@ sample = "low"
 
 def write(folder: Path, text: str) -> Path:
     path = folder / "t.toml"
+    for program in ("first_legal", "random_legal"):  # each in a folder of its own
+        text = text.replace(f"{{bots}}/{program}.py", str(bot_path(program)))
     path.write_text(text.replace("{bots}", str(BOTS)))
     return path
 
@@ -165,3 +167,39 @@ def test_the_ci_guide_job_runs(open_tmp: Path) -> None:
     settings = json.loads((open_tmp / "reports" / "gauntlet" / "run.json").read_text())["settings"]
     assert settings["format"] == "gauntlet" and settings["candidate"] == "mine"
     assert junit.exists()
+
+
+def test_an_entrant_dir_is_its_folder(open_tmp: Path) -> None:
+    """``dir`` names the entrant's folder: it runs there and (sealed) sees only it."""
+    mine = open_tmp / "mine"
+    (mine / "bot").mkdir(parents=True)
+    (mine / "data.txt").write_text("from the entrant's folder\n")
+    (mine / "bot" / "reader.py").write_text(
+        "import sys\n"
+        "from botlib import serve\n"
+        "print('DATA', open('data.txt').read().strip(), file=sys.stderr, flush=True)\n"
+        "serve('reader')\n"
+    )
+    (mine / "bot" / "botlib.py").write_text((BOTS / "botlib.py").read_text())
+    text = '[[entrants]]\nname = "r"\npath = "mine/bot/reader.py"\ndir = "mine"\n'
+    text += "".join(f'[[entrants]]\nsample = "{s}"\n' for s in ("low", "duck", "random"))
+    path = open_tmp / "t.toml"
+    path.write_text(f'hands = 1\nrounds = 1\nseed = 3\nout = "out"\nquiet = true\n{text}')
+    assert run_arena(["run", "--config", str(path)]) == 0
+    results, records = load_outputs(open_tmp / "out")
+    assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
+    for rec in records:
+        assert "DATA from the entrant's folder" in rec["stderr"][rec["seats"].index("r")]
+
+
+def test_a_program_outside_its_dir_is_refused(
+    open_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (open_tmp / "empty").mkdir()
+    text = f'[[entrants]]\nname = "a"\npath = "{bot_path("first_legal")}"\ndir = "empty"\n'
+    text += "".join(f'[[entrants]]\nsample = "{s}"\n' for s in ("low", "duck", "random"))
+    path = open_tmp / "t.toml"
+    path.write_text(text)
+    assert run_arena(["run", "--config", str(path)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"entrant 'a': its program {bot_path('first_legal')} is not in its dir" in err

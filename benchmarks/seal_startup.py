@@ -1,0 +1,54 @@
+"""What the seal costs when a bot process starts: the time from asking for a
+process of ``sample:low`` to its ``hello`` reply, and the time to close it,
+sealed and with ``--no-sandbox``, through the arena's own launcher.
+
+    python benchmarks/seal_startup.py [RUNS]
+
+Prints, per mode, the median and the slowest of RUNS starts (default 20), in
+milliseconds. The start includes leasing a uid when the arena runs as root.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+
+import trio
+
+from arena.botproc import BotProcess
+from arena.entrants import sample_entrant
+from arena.launcher import Launcher, LaunchOptions
+
+
+async def _once(launcher: Launcher) -> tuple[float, float]:
+    """Seconds from the spec to the hello reply, and to close the process."""
+    entrant = sample_entrant("low")
+    async with trio.open_nursery() as nursery:
+        t0 = time.perf_counter()
+        bot = await BotProcess.start(launcher.spec(entrant), nursery)
+        reply = await bot.request("hello", {"protocol": 1}, 10.0)
+        t1 = time.perf_counter()
+        if reply.message is None:
+            raise RuntimeError(f"the bot did not start: {reply.detail}")
+        await bot.close()
+        return t1 - t0, time.perf_counter() - t1
+
+
+async def _main(runs: int) -> None:
+    for sealed in (False, True):
+        launcher = Launcher(LaunchOptions(sandbox=sealed))
+        launcher.check([sample_entrant("low")])
+        await _once(launcher)  # warm up: file caches, the uid pool
+        starts, closes = zip(*[await _once(launcher) for _ in range(runs)], strict=True)
+        launcher.close()
+        print(
+            f"{'sealed' if sealed else '--no-sandbox':>12}: start to hello "
+            f"median {statistics.median(starts) * 1000:.0f} ms, slowest "
+            f"{max(starts) * 1000:.0f} ms; close median {statistics.median(closes) * 1000:.0f} ms"
+            f" ({runs} runs)"
+        )
+
+
+if __name__ == "__main__":
+    trio.run(_main, int(sys.argv[1]) if len(sys.argv) > 1 else 20)
