@@ -260,6 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
     from arena.competition_cli import add_competition_flags
 
     add_competition_flags(run)  # --games, --sigma-target, --ladder-batch, --executor, --scheduler
+    from arena.live.commands import add_live_flags, add_watch_command
+
+    add_live_flags(run)  # --live, --live-delay
 
     rep = sub.add_parser(
         "report", allow_abbrev=False, help="rebuild the HTML report of a tournament folder"
@@ -272,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ver.add_argument("folder", type=Path)
     add_tool_commands(sub)
+    add_watch_command(sub)
     return parser
 
 
@@ -313,6 +317,10 @@ def _main(argv: Sequence[str] | None) -> int:
             from arena.commands import report_command
 
             return report_command(args)
+        if args.command == "watch":
+            from arena.live.commands import watch_command
+
+            return watch_command(args)
         if args.command == "verify":
             from arena.commands import verify_command
 

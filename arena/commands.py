@@ -431,6 +431,9 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     from arena import competition_cli as big  # --format ladder, --executor dask
 
     big.check_competition_args(args)
+    from arena.live.commands import check_live_args, open_live
+
+    check_live_args(args)
     key = _master_key(args)
     settings = _settings(args, key)
     names = [e.name for e in entrants]
@@ -490,8 +493,10 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         progress.update()
 
     interrupted = False
+    live = open_live(args, settings_json, total, out / GAMES_FILE, launch.sandbox)
     try:
-        executor = big.open_executor(args, entrants, settings, launcher)
+        channel = live.channel if live is not None else None
+        executor = big.open_executor(args, entrants, settings, launcher, channel)
         try:
             scheduled = big.play_run(executor, names, settings, todo, records, on_record)
         finally:
@@ -504,6 +509,8 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     finally:
         progress.close()
         journal.close(records)
+        if live is not None:
+            live.close()  # after the delay, so the page ends on the last game
         # Bots and folders a killed or interrupted worker process left on this machine.
         left = kill_all(env=f"{RUN_VARIABLE}={launch.run_id}")
         if left:

@@ -150,8 +150,10 @@ def open_executor(
     entrants: Sequence[Entrant],
     settings: TournamentSettings,
     launcher: Launcher,
+    live: Any = None,
 ) -> Executor:
-    """The executor of ``--executor``.
+    """The executor of ``--executor``; ``live`` is the live view's bounded
+    queue (``--live``, local games only), or ``None``.
 
     Raises:
         CliError: exit 4: Dask missing, the cluster unreachable or unfit.
@@ -163,6 +165,7 @@ def open_executor(
             settings,
             launcher,
             getattr(args, "scheduler", None),
+            live,
         )
     except ExecutorUnavailable as exc:
         raise CliError(str(exc), EXIT_ENVIRONMENT) from None

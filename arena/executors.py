@@ -67,8 +67,13 @@ class LocalExecutor:
     its bot processes along its games (:class:`TournamentRunner`)."""
 
     def __init__(
-        self, entrants: Sequence[Entrant], settings: TournamentSettings, launcher: Launcher
+        self,
+        entrants: Sequence[Entrant],
+        settings: TournamentSettings,
+        launcher: Launcher,
+        live: Any = None,
     ) -> None:
+        self.live = live  # the live view's bounded queue (--live), or None
         self.entrants = list(entrants)
         self.settings = settings
         self.launcher = launcher
@@ -86,11 +91,18 @@ class LocalExecutor:
         if workers > 1 and (self._pool is not None or len(games) >= POOL_MIN_GAMES * workers):
             if self._pool is None:
                 self._pool = ProcessPool(
-                    self.entrants, self.settings, self.launcher.options, workers
+                    self.entrants, self.settings, self.launcher.options, workers, self.live
                 )
             self._pool.play(games, on_record)
             return
-        runner = TournamentRunner(self.entrants, self.settings, self.launcher, on_record)
+        feed = None
+        if self.live is not None:
+            from arena.live.feed import LiveFeed
+
+            feed = LiveFeed(self.live)
+        runner = TournamentRunner(
+            self.entrants, self.settings, self.launcher, on_record, live=feed
+        )
         trio.run(runner.run, games)
 
     def close(self) -> None:
@@ -129,11 +141,15 @@ def make_executor(
     settings: TournamentSettings,
     launcher: Launcher,
     scheduler: str | None = None,
+    live: Any = None,
 ) -> Executor:
     """The executor named ``kind`` (see :data:`EXECUTORS`).
 
     Args:
         kind: ``"local"`` or ``"dask"``.
+        live: for ``"local"``, the live view's bounded queue (``--live``),
+            or ``None``; Dask games send no events (the view shows finished
+            games only).
         scheduler: for ``"dask"``, the scheduler's address
             (``tcp://host:8786``); ``None`` starts a ``LocalCluster`` of
             ``settings.jobs`` single-threaded workers, each declaring the
@@ -146,7 +162,7 @@ def make_executor(
         ValueError: an unknown ``kind``.
     """
     if kind == "local":
-        return LocalExecutor(entrants, settings, launcher)
+        return LocalExecutor(entrants, settings, launcher, live)
     if kind != "dask":
         raise ValueError(f"unknown executor {kind!r}")
     if not dask_available():

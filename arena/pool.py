@@ -102,8 +102,15 @@ def _worker(
     results: Any,
     slots: int,
     deal_locks: list[Any],
+    live: Any = None,
 ) -> None:
     _die_with_parent()
+    from arena.live.feed import LiveFeed
+
+    feed = None
+    if live is not None:
+        live.cancel_join_thread()  # a view that went away never holds up this worker's exit
+        feed = LiveFeed(live)
     # Ctrl-C reaches the coordinator, which stops workers with SIGTERM.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     runner = TournamentRunner(
@@ -112,6 +119,7 @@ def _worker(
         Launcher(options),
         lambda r: results.put(("record", r)),
         SharedDealLocks(deal_locks),
+        feed,
     )
     stopped = False
 
@@ -134,6 +142,8 @@ def _worker(
     async def main() -> None:
         async with trio.open_nursery() as outer:
             outer.start_soon(watch_term, outer.cancel_scope)
+            if feed is not None:
+                outer.start_soon(feed.run)
             async with trio.open_nursery() as nursery:
                 for _ in range(slots):
                     nursery.start_soon(slot)
@@ -157,6 +167,9 @@ class ProcessPool:
         entrants, settings, options: as for :class:`TournamentRunner` and
             :class:`Launcher` (they are sent to each worker).
         workers: number of worker processes.
+        live: the bounded queue of the live view (``--live``): each worker
+            sends its tables' public states there (:class:`arena.live.feed.LiveFeed`),
+            or ``None``.
     """
 
     def __init__(
@@ -165,7 +178,9 @@ class ProcessPool:
         settings: TournamentSettings,
         options: LaunchOptions,
         workers: int,
+        live: Any = None,
     ) -> None:
+        self.live = live
         self.entrants = list(entrants)
         self.settings = settings.without_key()
         self.options = options
@@ -193,6 +208,7 @@ class ProcessPool:
                     self._results,
                     self.slots,
                     locks,
+                    self.live,
                 ),
                 daemon=True,
             )

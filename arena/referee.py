@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -32,6 +32,11 @@ from arena.rules import (
     default_play,
     pass_target,
 )
+
+#: A spectator's event sink (:mod:`arena.live`): called with one small dict
+#: per event (``{"event": kind, ...}``, see :meth:`Referee.__init__`). It must
+#: return at once and never block: the referee never waits for a view.
+EventSink = Callable[[dict[str, Any]], None]
 
 #: Consecutive timeouts after which a seat is played by the default moves for
 #: the rest of the game (0 turns strikes off).
@@ -265,10 +270,24 @@ async def start_bot(
 
 
 class Referee:
-    """Plays one game (:meth:`play`). Create one per game."""
+    """Plays one game (:meth:`play`). Create one per game.
+
+    ``events``, if given, is told what happens, as public facts only (never a
+    card of a hand in play): ``game_start``, ``deal`` (hand number and pass
+    direction, no cards), ``decision`` (``seat``, or ``None`` for the pass,
+    ``kind`` and ``deadline``: wall-clock seconds, ``time.time()``),
+    ``passed``, ``card`` (``seat``, ``card``), ``trick`` (``winner``,
+    ``points``), ``fault`` (``seat``, ``reason``: never the detail, which may
+    name cards of the hand), ``hand_end`` and ``game_end``. A sink that
+    raises is dropped for the rest of the game.
+    """
 
     def __init__(
-        self, spec: GameSpec, seats: Sequence[SeatSetup], settings: RefereeSettings
+        self,
+        spec: GameSpec,
+        seats: Sequence[SeatSetup],
+        settings: RefereeSettings,
+        events: EventSink | None = None,
     ) -> None:
         if len(seats) != 4:
             raise ValueError("a game has four seats (R1)")
@@ -286,6 +305,15 @@ class Referee:
         self.hand: Hand | None = None
         self._trick_views: list[dict[str, Any]] = []  # this hand's completed tricks
         self._tricks_text = "[]"  # ... as JSON text
+        self._events = events
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        """Tell the event sink, if any; it never blocks, and one that fails is dropped."""
+        if self._events is not None:
+            try:
+                self._events(event)
+            except Exception:
+                self._events = None
 
     # -- messaging helpers --------------------------------------------------
 
@@ -308,6 +336,7 @@ class Referee:
         """Record a fault of seat ``s``; ``answer`` is the move of an illegal one."""
         hand = self.hand
         trick = hand.trick_number if hand is not None and hand.phase is Phase.PLAY else None
+        self._emit({"event": "fault", "seat": s.seat, "reason": reason})
         self.record.faults.append(
             Fault(
                 s.seat,
@@ -368,6 +397,16 @@ class Referee:
             for s in self.seats:
                 if s.bot is not None:
                     s.bot.stats.transcript = []
+        self._emit(
+            {
+                "event": "game_start",
+                "game_id": spec.game_id,
+                "game_index": spec.game_index,
+                "deal_key": spec.deal_key,
+                "seats": list(spec.seats),
+                "faults": [f.seat for f in self.record.faults],
+            }
+        )
         self._notify_all(
             lambda seat: {
                 "type": "game_start",
@@ -396,6 +435,7 @@ class Referee:
             flush=True,
         )
         self._finish(t0)
+        self._emit({"event": "game_end", "scores": list(self.score.scores), "ranks": ranks})
         return self.record
 
     def _finish(self, t0: float) -> None:
@@ -436,6 +476,7 @@ class Referee:
         hand = self.hand = Hand.new(hand_number, dealt)
         scores_before = list(self.score.scores)
         direction = hand.direction.value
+        self._emit({"event": "deal", "hand_number": hand_number, "direction": direction})
         self._notify_all(
             lambda seat: {
                 "type": "deal",
@@ -454,7 +495,9 @@ class Referee:
             s = self.seats[hand.turn]
             card = await self._decide_play(s, hand, scores_before)
             trick = hand.play_unchecked(card)  # legal: checked by _decide_play
+            self._emit({"event": "card", "seat": s.seat, "card": CARD_NAMES[card]})
             if trick is not None:
+                self._emit({"event": "trick", "winner": trick.winner, "points": trick.points})
                 tj = trick.to_json()
                 # Completed tricks go in every later play request: encode each once.
                 sep = "," if self._trick_views else ""
@@ -482,6 +525,7 @@ class Referee:
         points, moon = hand.points()
         self.score.add_hand(points)
         scores_after = list(self.score.scores)
+        self._emit({"event": "hand_end", "points": points, "moon": moon, "scores": scores_after})
         self._notify_all(
             lambda seat: {
                 "type": "hand_end",
@@ -500,6 +544,9 @@ class Referee:
         chosen: list[int] = [0, 0, 0, 0]
         deadline = trio.current_time() + self.settings.time_limit
         direction = hand.direction
+        self._emit(
+            {"event": "decision", "seat": None, "kind": "pass", "deadline": time.time() + self.settings.time_limit}
+        )
 
         async def one(s: _Seat) -> None:
             mask = default_pass(hand.hands[s.seat])
@@ -557,6 +604,7 @@ class Referee:
                 nursery.start_soon(one, s)
         # R4: nothing is revealed until all four passes are final.
         hand.apply_passes(chosen)
+        self._emit({"event": "passed"})
         for s in self.seats:
             if s.bot is not None and not s.auto:
                 received = hand.received_by(s.seat)
@@ -574,6 +622,14 @@ class Referee:
         legal = hand.legal_mask()
         if s.bot is None or s.auto:
             return default_play(legal)
+        self._emit(
+            {
+                "event": "decision",
+                "seat": s.seat,
+                "kind": "play",
+                "deadline": time.time() + self.settings.time_limit,
+            }
+        )
         view = hand.view(s.seat, include_tricks=False)
         view["game_id"] = self.spec.game_id
         view["scores"] = scores

@@ -42,7 +42,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final, Protocol, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import trio
 
@@ -51,6 +51,9 @@ from arena.entrants import Entrant
 from arena.keys import MasterKey
 from arena.launcher import Launcher
 from arena.referee import GameSpec, Referee, RefereeSettings, SeatSetup, start_bot
+
+if TYPE_CHECKING:
+    from arena.live.feed import LiveFeed
 
 #: Version of the output folder's files; 2: deals and seeds from a master key.
 FORMAT_VERSION: Final = 2
@@ -727,6 +730,8 @@ class TournamentRunner:
         deal_locks: what keeps two games of one deal key from being played at
             once (:class:`DealLocks` by default; worker processes share
             :class:`arena.pool.SharedDealLocks`).
+        live: the spectator's feed (``--live``, :class:`arena.live.feed.LiveFeed`)
+            each game's referee tells its public events to, or ``None``.
     """
 
     def __init__(
@@ -736,7 +741,9 @@ class TournamentRunner:
         launcher: Launcher,
         on_record: Callable[[dict[str, Any]], None],
         deal_locks: DealLockSet | None = None,
+        live: LiveFeed | None = None,
     ) -> None:
+        self.live = live
         self.entrants = {e.name: e for e in entrants}
         self.settings = settings
         self.launcher = launcher
@@ -761,9 +768,13 @@ class TournamentRunner:
             for chain in chains:  # shared: each chain goes to one task
                 await self.run_chain(chain, limiter)
 
-        async with trio.open_nursery() as nursery:
-            for _ in range(self.settings.jobs):
-                nursery.start_soon(take)
+        async with trio.open_nursery() as outer:
+            if self.live is not None:
+                outer.start_soon(self.live.run)
+            async with trio.open_nursery() as nursery:
+                for _ in range(self.settings.jobs):
+                    nursery.start_soon(take)
+            outer.cancel_scope.cancel()
 
     async def run_chain(self, chain: list[GameSpec], limiter: trio.CapacityLimiter) -> None:
         """Play one chain's games in turn with one set of bot processes,
@@ -774,7 +785,9 @@ class TournamentRunner:
                 for game in chain:
                     async with self.deal_locks.hold(game.deal_key):
                         setups = await self._seat_processes(game, procs, nursery)
-                        record = await Referee(game, setups, self.settings.referee).play()
+                        events = self.live.sink(game) if self.live is not None else None
+                        referee = Referee(game, setups, self.settings.referee, events)
+                        record = await referee.play()
                     for seat in range(4):
                         bot = procs[seat]
                         if bot is None:

@@ -1,0 +1,442 @@
+"""The live page and its server: Starlette on Hypercorn's Trio worker.
+
+Routes (every one but ``/static/...`` and ``/favicon.ico`` needs
+``?token=...`` when the server has a token; a wrong or missing token is a 403):
+
+* ``/``: the page (``static/live.html``); its script renders every text with
+  ``textContent``, never as HTML.
+* ``/events``: server-sent events ``info``, ``standings``, ``tables`` and
+  ``finished`` (JSON, see :mod:`arena.live.hub`), each sent when it changes;
+  a comment every 15 seconds keeps the connection open; ``end`` when the run
+  is over (the stream then closes).
+* ``/api/game/{index}``: the dealt hands of a finished game whose deal is
+  revealed (:meth:`arena.live.hub.Hub.game_hands`), else 404.
+* ``/static/live.js``, ``/static/live.css``: the page's assets.
+
+Every response carries a ``Content-Security-Policy`` of ``default-src
+'self'``: the page can make no request that leaves its origin.
+
+:func:`serve` runs the server in this process until cancelled;
+:class:`LiveServer` runs it in a process of its own for ``run --live``, fed
+by a bounded queue of table states (:mod:`arena.live.feed`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import multiprocessing
+import queue as queue_module
+import secrets
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+
+from arena.live.hub import Hub
+
+#: Seconds between two looks at the queue and the journal, and between two pushes.
+TICK: Final = 0.25
+#: Seconds between two keep-alive comments on an idle event stream.
+KEEPALIVE: Final = 15.0
+#: Seconds the run waits for the server process to listen.
+START_TIMEOUT: Final = 20.0
+
+SECURITY_HEADERS: Final = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+class LiveError(ValueError):
+    """A ``--live`` option that cannot be used; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class Address:
+    """Where the page is served: ``host``, ``port`` (0: any free port) and
+    whether ``host`` is a loopback address."""
+
+    host: str
+    port: int
+
+    @property
+    def loopback(self) -> bool:
+        """Whether only this machine can reach ``host``."""
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+
+def parse_address(text: str) -> Address:
+    """``[HOST:]PORT`` (an IPv6 host in brackets: ``[::1]:8000``); the host
+    defaults to 127.0.0.1.
+
+    Raises:
+        LiveError: no port, or a port outside 0..65535.
+    """
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        host = "127.0.0.1"
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise LiveError(f"--live {text!r}: give [HOST:]PORT, e.g. 8000 or 0.0.0.0:8000") from None
+    if not 0 <= port <= 65535:
+        raise LiveError(f"--live {text!r}: a port is 0..65535")
+    return Address(host, port)
+
+
+def needs_token(address: Address, bots_sealed: bool) -> bool:
+    """Whether the page must ask for the access token: always on a host
+    other than loopback; on loopback too while bots run without the sandbox,
+    since they could then connect to the port and watch other tables play
+    the deals they will be dealt later (``run --live``)."""
+    return not address.loopback or not bots_sealed
+
+
+def _static(name: str) -> bytes:
+    return resources.files("arena.live").joinpath("static", name).read_bytes()
+
+
+def make_app(hub: Hub, token: str | None, changed: Callable[[], Awaitable[None]]) -> Any:
+    """The Starlette application of ``hub``; ``changed`` waits for the next
+    change of a part (see :class:`Pusher`)."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response, StreamingResponse
+    from starlette.routing import Route
+
+    page = _static("live.html")
+    assets = {
+        "live.js": (_static("live.js"), "text/javascript; charset=utf-8"),
+        "live.css": (_static("live.css"), "text/css; charset=utf-8"),
+    }
+
+    def allowed(request: Request) -> bool:
+        if token is None:
+            return True
+        given = request.query_params.get("token", "")
+        return secrets.compare_digest(given.encode(), token.encode())
+
+    def forbidden() -> Response:
+        return Response(
+            "403: this page needs its access token (?token=..., printed by the arena)\n",
+            status_code=403,
+            media_type="text/plain",
+            headers=SECURITY_HEADERS,
+        )
+
+    async def index(request: Request) -> Response:
+        if not allowed(request):
+            return forbidden()
+        return Response(page, media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
+
+    async def static(request: Request) -> Response:
+        found = assets.get(request.path_params["name"])
+        if found is None:
+            return Response("not found\n", 404, headers=SECURITY_HEADERS, media_type="text/plain")
+        return Response(found[0], media_type=found[1], headers=SECURITY_HEADERS)
+
+    async def favicon(request: Request) -> Response:
+        return Response(status_code=204, headers=SECURITY_HEADERS)
+
+    async def game(request: Request) -> Response:
+        if not allowed(request):
+            return forbidden()
+        try:
+            index = int(request.path_params["index"])
+        except ValueError:
+            index = -1
+        hands = hub.game_hands(index)
+        if hands is None:
+            return JSONResponse(
+                {"error": "not finished, or its deal is still to be played at another game"},
+                404,
+                headers=SECURITY_HEADERS,
+            )
+        return JSONResponse(hands, headers=SECURITY_HEADERS)
+
+    async def events(request: Request) -> Response:
+        if not allowed(request):
+            return forbidden()
+
+        async def stream() -> AsyncIterator[str]:
+            sent: dict[str, int] = {}
+            while True:
+                for name in ("info", "standings", "finished", "tables", "end"):
+                    version = hub.versions[name]
+                    if sent.get(name) != version and version > 0:
+                        sent[name] = version
+                        yield f"event: {name}\ndata: {hub.texts[name]}\n\n"
+                if hub.versions["end"]:
+                    return
+                with trio.move_on_after(KEEPALIVE) as scope:
+                    await changed()
+                if scope.cancelled_caught:
+                    yield ": keep-alive\n\n"
+
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={**SECURITY_HEADERS, "X-Accel-Buffering": "no"},
+        )
+
+    return Starlette(
+        routes=[
+            Route("/", index),
+            Route("/events", events),
+            Route("/api/game/{index}", game),
+            Route("/static/{name}", static),
+            Route("/favicon.ico", favicon),
+        ]
+    )
+
+
+class Pusher:
+    """Wakes every event stream when a part of the hub changed."""
+
+    def __init__(self) -> None:
+        self._event = trio.Event()
+
+    async def changed(self) -> None:
+        """Wait for the next :meth:`notify`."""
+        await self._event.wait()
+
+    def notify(self) -> None:
+        """Wake every waiting stream."""
+        self._event.set()
+        self._event = trio.Event()
+
+
+async def _drain(channel: Any, hub: Hub) -> None:
+    """Move every table state waiting in the queue into the hub."""
+    while True:
+        try:
+            state = channel.get_nowait()
+        except queue_module.Empty:
+            return
+        except (OSError, ValueError, EOFError):
+            return
+        if isinstance(state, dict) and "game_id" in state:
+            hub.add_table(state)
+
+
+async def _keep_up(hub: Hub, pusher: Pusher, channel: Any | None) -> None:
+    """Every :data:`TICK`: take new table states and journal lines, apply
+    what waited out the delay, recompute the standings when due (in a
+    thread, on the finished prefix), and wake the streams."""
+    while True:
+        if channel is not None:
+            await _drain(channel, hub)
+        await trio.to_thread.run_sync(hub.read_journal)
+        changed = hub.tick()
+        if hub.standings_due():
+            prefix = hub.take_prefix()
+            part = await trio.to_thread.run_sync(hub.standings_part, prefix)
+            hub.publish_standings(part)
+            changed = True
+        if changed:
+            pusher.notify()
+        await trio.sleep(TICK)
+
+
+def _quiet_config(address: Address) -> Any:
+    from hypercorn.config import Config
+
+    config = Config()
+    host = f"[{address.host}]" if ":" in address.host else address.host
+    config.bind = [f"{host}:{address.port}"]
+    config.accesslog = None
+    config.errorlog = None
+    config.graceful_timeout = 1.0
+    return config
+
+
+def page_url(bind: str, token: str | None) -> str:
+    """The page's address from Hypercorn's ``http://host:port`` bind."""
+    return f"{bind}/" + (f"?token={token}" if token else "")
+
+
+async def serve(
+    hub: Hub,
+    address: Address,
+    token: str | None,
+    channel: Any | None = None,
+    on_ready: Callable[[str], None] | None = None,
+    stop: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    """Serve the page of ``hub`` on ``address`` until cancelled or ``stop``
+    returns; ``on_ready`` gets the page's URL (with the token) once listening.
+
+    Raises:
+        OSError: the address cannot be listened on.
+    """
+    from hypercorn.trio import serve as hypercorn_serve
+
+    pusher = Pusher()
+    app = make_app(hub, token, pusher.changed)
+    config = _quiet_config(address)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_keep_up, hub, pusher, channel)
+        shutdown = trio.Event()
+
+        async def trigger() -> None:
+            await shutdown.wait()
+
+        binds = await nursery.start(
+            lambda task_status: hypercorn_serve(
+                app, config, shutdown_trigger=trigger, task_status=task_status
+            )
+        )
+        if on_ready is not None:
+            on_ready(page_url(binds[0], token))
+        if stop is not None:
+            await stop()
+            hub.end()
+            pusher.notify()
+            await trio.sleep(2 * TICK)  # the streams send their last parts
+            shutdown.set()
+            with trio.move_on_after(2):
+                await trio.sleep_forever()
+            nursery.cancel_scope.cancel()
+
+
+# -- the server process of ``run --live`` ----------------------------------------
+
+
+def _server_process(
+    settings: dict[str, Any],
+    games_total: int,
+    journal: str,
+    mode: str,
+    note: str,
+    delay: float,
+    address: Address,
+    token: str | None,
+    channel: Any,
+    ready: Any,
+    stop_flag: Any,
+) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's; it stops us
+    hub = Hub(settings, games_total, Path(journal), mode, note, delay)
+
+    async def stop() -> None:
+        while not stop_flag.is_set():
+            await trio.sleep(0.1)
+        # Let the last states wait out the delay, so the page ends on the end.
+        with trio.move_on_after(delay + 2 * TICK):
+            await trio.sleep_forever()
+
+    try:
+        trio.run(serve, hub, address, token, channel, lambda url: ready.send(("ready", url)), stop)
+    except OSError as exc:
+        ready.send(("error", exc.strerror or str(exc)))
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            ready.send(("error", f"{type(exc).__name__}: {exc}"))
+        raise
+
+
+class LiveServer:
+    """The page of ``run --live``, in a process of its own.
+
+    Table states come over :attr:`channel` (a bounded ``multiprocessing``
+    queue given to the executor, :mod:`arena.live.feed`); finished games from
+    the run's journal. :meth:`start` returns the page's URL; :meth:`close`
+    lets the last states wait out the delay, then stops the process.
+
+    Raises:
+        LiveError: (from :meth:`start`) the port cannot be listened on.
+    """
+
+    def __init__(
+        self,
+        settings: dict[str, Any],
+        games_total: int,
+        journal: Path,
+        address: Address,
+        token: str | None,
+        delay: float = 0.0,
+        mode: str = "live",
+        note: str = "",
+    ) -> None:
+        from arena.live.feed import QUEUE_SIZE
+
+        self._ctx = multiprocessing.get_context("spawn")
+        self.channel: Any = self._ctx.Queue(QUEUE_SIZE) if mode == "live" else None
+        self._stop = self._ctx.Event()
+        self._ready, child = self._ctx.Pipe(duplex=False)
+        self.delay = delay
+        self._proc = self._ctx.Process(
+            target=_server_process,
+            args=(
+                settings,
+                games_total,
+                str(journal),
+                mode,
+                note,
+                delay,
+                address,
+                token,
+                self.channel,
+                child,
+                self._stop,
+            ),
+            daemon=True,
+        )
+
+    def start(self) -> str:
+        """Start the server process; returns the page's URL (with its token)."""
+        self._proc.start()
+        if not self._ready.poll(START_TIMEOUT):
+            self.close()
+            raise LiveError("--live: the page's server did not start")
+        kind, text = self._ready.recv()
+        if kind != "ready":
+            self.close()
+            raise LiveError(f"--live: cannot serve the page: {text}")
+        return str(text)
+
+    def close(self) -> None:
+        """Stop the server (after the delay, so the page shows the end)."""
+        self._stop.set()
+        self._proc.join(self.delay + 5)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join()
+        if self.channel is not None:
+            self.channel.cancel_join_thread()
+            self.channel.close()
+
+
+def print_url(url: str, token: str | None) -> None:
+    """Tell the user where the page is (stderr)."""
+    extra = " (keep this address to yourself: it holds the access token)" if token else ""
+    print(f"live view: {url}{extra}", file=sys.stderr, flush=True)
+
+
+def new_token() -> str:
+    """A random access token (128 bits, URL-safe)."""
+    return secrets.token_urlsafe(16)
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON."""
+    return json.dumps(value, separators=(",", ":"))
