@@ -100,9 +100,7 @@ class LocalExecutor:
             from arena.live.feed import LiveFeed
 
             feed = LiveFeed(self.live)
-        runner = TournamentRunner(
-            self.entrants, self.settings, self.launcher, on_record, live=feed
-        )
+        runner = TournamentRunner(self.entrants, self.settings, self.launcher, on_record, live=feed)
         trio.run(runner.run, games)
 
     def close(self) -> None:

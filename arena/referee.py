@@ -545,7 +545,12 @@ class Referee:
         deadline = trio.current_time() + self.settings.time_limit
         direction = hand.direction
         self._emit(
-            {"event": "decision", "seat": None, "kind": "pass", "deadline": time.time() + self.settings.time_limit}
+            {
+                "event": "decision",
+                "seat": None,
+                "kind": "pass",
+                "deadline": time.time() + self.settings.time_limit,
+            }
         )
 
         async def one(s: _Seat) -> None:

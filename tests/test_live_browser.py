@@ -38,6 +38,7 @@ from typing import Any
 
 import pytest
 from conftest import BOTS, ROOT
+from live_checks import cards_in, check_hands, check_tables
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(
@@ -49,7 +50,6 @@ sync_api = pytest.importorskip(
 
 SHOTS = ROOT / "test-output"
 HOSTILE = "<b>x&amp;"
-CARD = re.compile(r"^(10|[2-9TJQKA])[SHDC]$")
 FLAGS = ["--headless", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 
 
@@ -105,69 +105,6 @@ class Stream(threading.Thread):
                     self.messages.append((time.time(), event, json.loads(line[6:])))
                     if event == "end":
                         return
-
-
-def _cards_in(value: Any, path: str = "") -> list[str]:
-    """Paths of every card-like string in ``value``."""
-    if isinstance(value, str):
-        return [path] if CARD.match(value) else []
-    if isinstance(value, dict):
-        return [p for k, v in value.items() for p in _cards_in(v, f"{path}/{k}")]
-    if isinstance(value, list):
-        return [p for i, v in enumerate(value) for p in _cards_in(v, f"{path}/{i}")]
-    return []
-
-
-def _ends(records: list[dict[str, Any]]) -> dict[str, float]:
-    return {r["game_id"]: r["started_at"] + r["duration_s"] for r in records}
-
-
-def check_tables(messages: list[tuple[float, str, Any]], records: list[dict[str, Any]]) -> int:
-    """Every card of every table state is one already played to its trick,
-    at its seat, in its order (from the game record); returns the cards checked."""
-    by_id = {r["game_id"]: r for r in records}
-    checked = 0
-    for _, event, data in messages:
-        if event != "tables":
-            assert _cards_in(data) == [], (event, _cards_in(data))
-            continue
-        for t in data["tables"]:
-            paths = _cards_in(t)
-            assert all(re.fullmatch(r"/trick/\d/1", p) for p in paths), paths
-            if not t["trick"]:
-                continue
-            rec = by_id[t["game_id"]]
-            hand = rec["hands"][t["hand"] - 1]
-            done = sum(t["tricks"])
-            number = done - 1 if t["trick_winner"] is not None else done
-            trick = hand["tricks"][number]
-            expected = [[(trick["leader"] + i) % 4, c] for i, c in enumerate(trick["cards"])]
-            assert t["trick"] == expected[: len(t["trick"])], (t, trick)
-            checked += len(t["trick"])
-    return checked
-
-
-def check_hands(
-    answers: list[tuple[float, int, int]], records: list[dict[str, Any]], seatings: int = 4
-) -> int:
-    """A game's hands were given (200) only after every game of its deal had
-    ended; returns how many were given."""
-    by_index = {r["game_index"]: r for r in records}
-    ends = _ends(records)
-    deal_games: dict[str, list[str]] = {}
-    for r in records:
-        deal_games.setdefault(r["deal_key"], []).append(r["game_id"])
-    given = 0
-    for when, index, status in answers:
-        if status != 200:
-            assert status == 404
-            continue
-        deal = by_index[index]["deal_key"]
-        games = deal_games[deal]
-        assert len(games) == seatings
-        assert all(ends[g] <= when for g in games), (index, deal, when)
-        given += 1
-    return given
 
 
 class Watch:
@@ -339,7 +276,7 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
         time.sleep(0.5)
         for _, event, data in stream.messages:
             assert event != "tables" or data["tables"] == []
-            assert _cards_in(data) == []
+            assert cards_in(data) == []
         results = json.loads((out / "results.json").read_text())
         shown = [m for m in stream.messages if m[1] == "standings"][-1][2]
         assert [r["name"] for r in shown["rows"]] == [r["name"] for r in results["standings"]]

@@ -77,7 +77,7 @@ def _address(text: str) -> Any:
 
 def check_live_args(args: argparse.Namespace) -> None:
     """Refuse ``--live-delay`` without ``--live`` (exit 2)."""
-    if getattr(args, "live", None) is None and getattr(args, "live_delay", 0.0):
+    if getattr(args, "live", None) is None and float(getattr(args, "live_delay", 0.0)):
         raise CliError("--live-delay is for --live", EXIT_USAGE)
 
 
@@ -157,7 +157,9 @@ def watch_command(args: argparse.Namespace) -> int:
     try:
         trio.run(serve, hub, address, token, None, lambda url: print_url(url, token))
     except OSError as exc:
-        raise CliError(f"--live: cannot serve the page: {exc.strerror or exc}", EXIT_OUTPUT) from None
+        raise CliError(
+            f"--live: cannot serve the page: {exc.strerror or exc}", EXIT_OUTPUT
+        ) from None
     except KeyboardInterrupt:
         print("stopped", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -280,7 +280,7 @@ class Hub:
 
     def prefix(self) -> list[dict[str, Any]]:
         """The finished prefix of the schedule: games ``0..k-1``, all finished."""
-        out = []
+        out: list[dict[str, Any]] = []
         while len(out) in self.records:
             out.append(self.records[len(out)])
         return out

@@ -338,7 +338,8 @@ def _server_process(
     hub = Hub(settings, games_total, Path(journal), mode, note, delay)
 
     async def stop() -> None:
-        while not stop_flag.is_set():
+        # A multiprocessing Event cannot wake a Trio task: poll it.
+        while not stop_flag.is_set():  # noqa: ASYNC110
             await trio.sleep(0.1)
         # Let the last states wait out the delay, so the page ends on the end.
         with trio.move_on_after(delay + 2 * TICK):
