@@ -9,7 +9,10 @@ arena's. Each measurement is one ``hearts-arena run`` of the same tournament
 second come from the games' own start and end times in ``games.jsonl`` (the
 server's start and its wait at the end are not counted). The two cases
 alternate, ``--pairs`` times, and the medians are compared; a third line gives
-a run without ``--live`` for reference.
+a run without ``--live`` for reference. Beside games per second it prints the
+CPU seconds per game of the arena's whole process tree (arena, workers, the
+page's server, bots; from ``wait4``), which the other users of a shared
+machine disturb far less than the wall clock.
 
 Usage: ``python benchmarks/live_cost.py [--rounds R] [--jobs J] [--pairs P]``.
 The machine is shared and noisy: differences of a few percent between single
@@ -19,6 +22,7 @@ runs are noise; compare the medians.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -75,9 +79,42 @@ def games_per_second(games: Path) -> tuple[int, float]:
     return len(records), len(records) / (end - start)
 
 
-def one_run(args: argparse.Namespace, viewers: int | None, work: Path) -> tuple[float, int]:
+def _stat(pid: int) -> list[str]:
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text.rpartition(")")[2].split()
+
+
+def server_pid(arena: int) -> int | None:
+    """The live page's server: the arena's first ``multiprocessing`` child
+    (started before any worker process), or ``None`` yet."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = _stat(int(entry.name))
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == arena and b"spawn_main" in cmdline:
+            found.append((int(fields[19]), int(entry.name)))
+    return min(found)[1] if found else None
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a running process."""
+    fields = _stat(pid)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def one_run(
+    args: argparse.Namespace, viewers: int | None, work: Path
+) -> tuple[float, float, int, float, float]:
     """One tournament; ``viewers`` None: without ``--live``. Returns games per
-    second and the bytes the slowest viewer received (0 without viewers)."""
+    second, CPU seconds per game of the arena's whole process tree (the
+    arena, its worker processes, the page's server process and the bots; not
+    the viewers), the bytes the slowest viewer received (0 without viewers),
+    and the CPU seconds of the page's server and of the viewers' process."""
     out = work / f"run-{time.monotonic_ns()}"
     log = work / "arena.log"
     cmd = [sys.executable, "-m", "arena", "run", "--rounds", str(args.rounds)]
@@ -90,25 +127,44 @@ def one_run(args: argparse.Namespace, viewers: int | None, work: Path) -> tuple[
     report = work / "viewers.json"
     report.unlink(missing_ok=True)
     if viewers:
-        while True:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
             found = re.search(r"live view: (http://\S+)", log.read_text(errors="replace"))
-            if found or proc.poll() is not None:
+            if found:
                 break
             time.sleep(0.05)
-        assert found, log.read_text()
+        if not found:
+            proc.kill()
+            raise SystemExit(f"no live view address: {log.read_text()[-2000:]}")
         watcher = subprocess.Popen(
             [sys.executable, __file__, "--viewers", found.group(1), str(viewers), str(report)],
             cwd=ROOT,
         )
-    if proc.wait() != 0:
+    server_cpu = 0.0
+    server = None
+    while True:  # wait4, not poll(): the arena's rusage covers its whole tree
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if viewers is not None:
+            server = server or server_pid(proc.pid)
+            if server is not None:
+                with contextlib.suppress(OSError):
+                    server_cpu = cpu_seconds(server)
+        time.sleep(0.25)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
         raise SystemExit(f"the run failed: {log.read_text()[-2000:]}")
-    least = 0
+    cpu = usage.ru_utime + usage.ru_stime
+    least, viewers_cpu = 0, 0.0
     if watcher is not None:
-        watcher.wait(30)
+        _, _, vusage = os.wait4(watcher.pid, 0)
+        watcher.returncode = 0
+        viewers_cpu = vusage.ru_utime + vusage.ru_stime
         counts = json.loads(report.read_text()) if report.exists() else []
         least = min(counts) if counts else 0
-    _, rate = games_per_second(out / "games.jsonl")
-    return rate, least
+    games, rate = games_per_second(out / "games.jsonl")
+    return rate, cpu / games, least, server_cpu, viewers_cpu
 
 
 def main() -> None:
@@ -124,27 +180,54 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         rates: dict[str, list[float]] = {"none": [], "0": [], "100": []}
+        cpus: dict[str, list[float]] = {"none": [], "0": [], "100": []}
         least: list[int] = []
         print(
             f"one tournament of the four sample bots, {args.rounds} rounds "
             f"({4 * args.rounds} games to 100), --jobs {args.jobs}, on {os.cpu_count()} cores; "
             f"{VIEWERS} viewers = {VIEWERS} event-stream clients in one separate process"
         )
+        ratios, shares = [], []
         for pair in range(args.pairs):
             order = ["0", "100"] if pair % 2 == 0 else ["100", "0"]
+            got: dict[str, tuple[float, float, int, float, float]] = {}
             for case in order:
-                rate, got = one_run(args, int(case), work)
+                got[case] = one_run(args, int(case), work)
+                rate, cpu, _, server, viewers = got[case]
                 rates[case].append(rate)
-                if case == "100":
-                    least.append(got)
-                print(f"  pair {pair + 1}: {case:>3} viewers: {rate:6.2f} games/s", flush=True)
-        rate, _ = one_run(args, None, work)
-        rates["none"].append(rate)
+                cpus[case].append(cpu)
+                print(
+                    f"  pair {pair + 1}: {case:>3} viewers: {rate:6.2f} games/s, "
+                    f"{1000 * cpu:5.0f} ms CPU per game; the page's server "
+                    f"{server:5.2f} s CPU, the viewers {viewers:5.2f} s",
+                    flush=True,
+                )
+            least.append(got["100"][2])
+            ratios.append(got["100"][0] / got["0"][0])
+            # What 100 viewers add, as a share of the CPU the whole run used.
+            run_cpu = got["100"][1] * 4 * args.rounds
+            shares.append((got["100"][3] - got["0"][3] + got["100"][4]) / run_cpu)
+        rate, cpu, _, _, _ = one_run(args, None, work)
         zero, hundred = statistics.median(rates["0"]), statistics.median(rates["100"])
-        print(f"without --live:        {rates['none'][0]:6.2f} games/s (one run)")
-        print(f"--live,   0 viewers:   {zero:6.2f} games/s (median of {args.pairs})")
-        print(f"--live, 100 viewers:   {hundred:6.2f} games/s (median of {args.pairs})")
-        print(f"lost to 100 viewers:   {100 * (1 - hundred / zero):5.1f}% (goal: under 5%)")
+        cpu0, cpu100 = statistics.median(cpus["0"]), statistics.median(cpus["100"])
+        n = args.pairs
+        print(f"without --live:      {rate:6.2f} games/s, {1000 * cpu:5.0f} ms CPU/game (one run)")
+        print(
+            f"--live,   0 viewers: {zero:6.2f} games/s, {1000 * cpu0:5.0f} ms CPU/game (medians of {n})"
+        )
+        print(
+            f"--live, 100 viewers: {hundred:6.2f} games/s, {1000 * cpu100:5.0f} ms CPU/game (medians of {n})"
+        )
+        lost = 100 * (1 - statistics.median(ratios))
+        print(
+            f"games/s lost to 100 viewers: {lost:5.1f}% (median of the {n} pairs' ratios; goal: under 5%)"
+        )
+        share = 100 * statistics.median(shares)
+        print(
+            f"CPU the 100 viewers add (the page's server's extra CPU and the viewers' own, "
+            f"as a share of the run's): {share:4.1f}% (median of {n}): the most they can cost "
+            "when the cores are the limit"
+        )
         print(f"least bytes a viewer received in a run: {min(least):,}")
 
 

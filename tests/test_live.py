@@ -18,7 +18,7 @@ from arena.cli import main
 from arena.faults import Fault
 from arena.live.feed import LiveFeed, TableState
 from arena.live.hub import Hub, standings_rows
-from arena.live.server import Address, LiveError, needs_token, parse_address
+from arena.live.server import Address, LiveError, host_name, needs_token, parse_address
 from arena.referee import Referee, RefereeSettings, SeatSetup
 from arena.report import analyse
 from arena.synthetic import synthesize
@@ -240,6 +240,12 @@ def test_addresses_and_tokens() -> None:
             parse_address(bad)
     lan = parse_address("0.0.0.0:8000")
     assert needs_token(lan, bots_sealed=True) and needs_token(lan, bots_sealed=False)
+    assert [host_name(h) for h in ("127.0.0.1:80", "[::1]:8000", "evil.example", "x:1")] == [
+        "127.0.0.1",
+        "::1",
+        "evil.example",
+        "x",
+    ]
     loop = parse_address("8000")
     assert needs_token(loop, bots_sealed=False) and not needs_token(loop, bots_sealed=True)
 

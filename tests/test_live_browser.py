@@ -251,6 +251,10 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
     try:
         assert "token=" not in url  # loopback, and no bot of this command
         origin = url.rstrip("/")
+        rebound = urllib.request.Request(f"{origin}/", headers={"Host": "evil.example"})
+        with pytest.raises(urllib.error.HTTPError) as denied:
+            urllib.request.urlopen(rebound, timeout=10)  # a DNS-rebound page is refused
+        assert denied.value.code == 403
         stream = Stream(f"{origin}/events")
         stream.start()
         context = browser.new_context(viewport={"width": 1280, "height": 900})

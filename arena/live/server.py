@@ -42,6 +42,10 @@ from arena.live.hub import Hub
 
 #: Seconds between two looks at the queue and the journal, and between two pushes.
 TICK: Final = 0.25
+#: Seconds between two writes to one event stream, at least: what changed
+#: meanwhile goes in one write (the tables move twice a second on the page;
+#: each decision's clock counts down in the page itself).
+PUSH_INTERVAL: Final = 0.5
 #: Seconds between two keep-alive comments on an idle event stream.
 KEEPALIVE: Final = 15.0
 #: Seconds the run waits for the server process to listen.
@@ -113,9 +117,27 @@ def _static(name: str) -> bytes:
     return resources.files("arena.live").joinpath("static", name).read_bytes()
 
 
-def make_app(hub: Hub, token: str | None, changed: Callable[[], Awaitable[None]]) -> Any:
+#: Host names a page served on loopback answers to (a request naming another
+#: host is refused: DNS rebinding by a web page the organiser has open).
+LOOPBACK_NAMES: Final = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def host_name(header: str) -> str:
+    """The host of a ``Host`` header, without its port or IPv6 brackets."""
+    if header.startswith("["):
+        return header[1:].partition("]")[0]
+    return header.rpartition(":")[0] if ":" in header else header
+
+
+def make_app(
+    hub: Hub,
+    token: str | None,
+    changed: Callable[[], Awaitable[None]],
+    loopback: bool = False,
+) -> Any:
     """The Starlette application of ``hub``; ``changed`` waits for the next
-    change of a part (see :class:`Pusher`)."""
+    change of a part (see :class:`Pusher`). With ``loopback`` a request whose
+    ``Host`` is not a loopback name is refused (403) as well."""
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -128,6 +150,8 @@ def make_app(hub: Hub, token: str | None, changed: Callable[[], Awaitable[None]]
     }
 
     def allowed(request: Request) -> bool:
+        if loopback and host_name(request.headers.get("host", "")) not in LOOPBACK_NAMES:
+            return False
         if token is None:
             return True
         given = request.query_params.get("token", "")
@@ -178,13 +202,19 @@ def make_app(hub: Hub, token: str | None, changed: Callable[[], Awaitable[None]]
         async def stream() -> AsyncIterator[str]:
             sent: dict[str, int] = {}
             while True:
+                chunks = []  # one write per wake-up, however many parts changed
                 for name in ("info", "standings", "finished", "tables", "end"):
                     version = hub.versions[name]
                     if sent.get(name) != version and version > 0:
                         sent[name] = version
-                        yield f"event: {name}\ndata: {hub.texts[name]}\n\n"
+                        chunks.append(f"event: {name}\ndata: {hub.texts[name]}\n\n")
+                if chunks:
+                    yield "".join(chunks)
                 if hub.versions["end"]:
                     return
+                if chunks:
+                    await trio.sleep(PUSH_INTERVAL)
+                    continue  # what changed meanwhile is sent now
                 with trio.move_on_after(KEEPALIVE) as scope:
                     await changed()
                 if scope.cancelled_caught:
@@ -289,7 +319,7 @@ async def serve(
     from hypercorn.trio import serve as hypercorn_serve
 
     pusher = Pusher()
-    app = make_app(hub, token, pusher.changed)
+    app = make_app(hub, token, pusher.changed, address.loopback)
     config = _quiet_config(address)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_keep_up, hub, pusher, channel)
@@ -409,7 +439,10 @@ class LiveServer:
         if not self._ready.poll(START_TIMEOUT):
             self.close()
             raise LiveError("--live: the page's server did not start")
-        kind, text = self._ready.recv()
+        try:
+            kind, text = self._ready.recv()
+        except EOFError:  # the process died before it could say why
+            kind, text = "error", f"its process ended (exit code {self._proc.exitcode})"
         if kind != "ready":
             self.close()
             raise LiveError(f"--live: cannot serve the page: {text}")

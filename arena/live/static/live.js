@@ -71,7 +71,7 @@ function seatBox(t, seat) {
   if (t.turn === seat || (t.kind === "pass" && t.phase === "pass" && t.deadline)) box.classList.add("turn");
   box.append(el("div", "seat-name", t.seats[seat]));
   const line = el("div", "seat-line");
-  line.append(el("span", "held", t.held[seat] + " cards"), el("span", "", " · tricks " + t.tricks[seat]),
+  line.append(el("span", "held", t.held[seat] + (t.held[seat] === 1 ? " card" : " cards")), el("span", "", " · tricks " + t.tricks[seat]),
     el("span", "", " · points " + t.points[seat]));
   box.append(line);
   box.append(el("div", "seat-score", "score " + t.scores[seat]));
