@@ -257,3 +257,43 @@ def test_cli_refuses_live_options_it_cannot_use(tmp_path: Path, capsys: Any) -> 
     assert "give [HOST:]PORT" in capsys.readouterr().err
     assert main(["watch", str(tmp_path), "--live", "0"]) == 3
     assert "holds no tournament" in capsys.readouterr().err
+
+
+def test_dask_runs_serve_finished_games_only_and_the_token_is_checked(tmp_path: Path) -> None:
+    import argparse
+    import urllib.error
+    import urllib.request
+
+    from arena.live.commands import open_live
+
+    settings = _settings()
+    info = {**settings.to_json(), "entrants": [{"name": n} for n in NAMES]}
+    _journal(tmp_path / "games.jsonl", synthesize(NAMES, settings)[:4])
+    args = argparse.Namespace(live="0", live_delay=0.0, executor="dask")
+    server = open_live(args, info, 20, tmp_path / "games.jsonl", sandboxed=False)
+    try:
+        assert server.channel is None  # Dask games send no events
+        base, token = server.started_url.split("/?token=")
+        with pytest.raises(urllib.error.HTTPError) as denied:
+            urllib.request.urlopen(f"{base}/events?token=wrong", timeout=10)
+        assert denied.value.code == 403
+        parts: dict[str, Any] = {}
+        with urllib.request.urlopen(f"{base}/events?token={token}", timeout=20) as reply:
+            event = ""
+            for raw in reply:
+                line = raw.decode().rstrip("\n")
+                if line.startswith("event: "):
+                    event = line[7:]
+                elif line.startswith("data: "):
+                    parts[event] = json.loads(line[6:])
+                if {"info", "finished", "standings"} <= parts.keys():
+                    break
+        assert parts["info"]["mode"] == "finished"
+        assert "Dask" in parts["info"]["note"]
+        assert parts["finished"]["played"] == 4
+        assert all(g["revealed"] for g in parts["finished"]["games"])  # r1-t0 is over
+        assert parts["standings"]["prefix"] == 4
+        with urllib.request.urlopen(f"{base}/api/game/1?token={token}", timeout=10) as reply:
+            assert len(json.loads(reply.read())["hands"]) == 2
+    finally:
+        server.close()

@@ -48,8 +48,9 @@ TICK: Final = 0.25
 PUSH_INTERVAL: Final = 0.5
 #: Seconds between two keep-alive comments on an idle event stream.
 KEEPALIVE: Final = 15.0
-#: Seconds the run waits for the server process to listen.
-START_TIMEOUT: Final = 20.0
+#: Seconds the run waits for the server process to listen (importing the web
+#: framework can take many seconds on a loaded machine).
+START_TIMEOUT: Final = 60.0
 
 SECURITY_HEADERS: Final = {
     "Content-Security-Policy": (
@@ -328,11 +329,17 @@ async def serve(
         async def trigger() -> None:
             await shutdown.wait()
 
-        binds = await nursery.start(
-            lambda task_status: hypercorn_serve(
-                app, config, shutdown_trigger=trigger, task_status=task_status
-            )
-        )
+        served = trio.Event()
+
+        async def run_server(task_status: Any) -> None:
+            try:
+                await hypercorn_serve(
+                    app, config, shutdown_trigger=trigger, task_status=task_status
+                )
+            finally:
+                served.set()
+
+        binds = await nursery.start(run_server)
         if on_ready is not None:
             on_ready(page_url(binds[0], token))
         if stop is not None:
@@ -341,8 +348,8 @@ async def serve(
             pusher.notify()
             await trio.sleep(2 * TICK)  # the streams send their last parts
             shutdown.set()
-            with trio.move_on_after(2):
-                await trio.sleep_forever()
+            with trio.move_on_after(2):  # Hypercorn's graceful shutdown
+                await served.wait()
             nursery.cancel_scope.cancel()
 
 
@@ -415,6 +422,7 @@ class LiveServer:
         self._stop = self._ctx.Event()
         self._ready, child = self._ctx.Pipe(duplex=False)
         self.delay = delay
+        self.started_url = ""  # the page's URL once started
         self._proc = self._ctx.Process(
             target=_server_process,
             args=(
@@ -446,7 +454,8 @@ class LiveServer:
         if kind != "ready":
             self.close()
             raise LiveError(f"--live: cannot serve the page: {text}")
-        return str(text)
+        self.started_url = str(text)
+        return self.started_url
 
     def close(self) -> None:
         """Stop the server (after the delay, so the page shows the end)."""
