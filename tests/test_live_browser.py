@@ -180,6 +180,7 @@ def _wait(predicate: Any, seconds: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+@pytest.mark.timeout(600)  # a loaded machine plays the 40 games slowly
 def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
     out = tmp_path / "run"
     args = ["run", *_entrants(), "--rounds", "2", "--jobs", "2", "--time-limit", "2"]
