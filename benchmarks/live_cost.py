@@ -169,7 +169,7 @@ def one_run(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=12)
+    parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--viewers", nargs=3, help=argparse.SUPPRESS)

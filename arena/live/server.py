@@ -6,7 +6,9 @@ Routes (every one but ``/static/...`` and ``/favicon.ico`` needs
 * ``/``: the page (``static/live.html``); its script renders every text with
   ``textContent``, never as HTML.
 * ``/events``: server-sent events ``info``, ``standings``, ``tables`` and
-  ``finished`` (JSON, see :mod:`arena.live.hub`), each sent when it changes;
+  ``finished`` (JSON, see :mod:`arena.live.hub`), each sent when it changes,
+  at most every :data:`PUSH_INTERVAL` seconds per stream (less often with
+  more than :data:`STREAMS_AT_FULL_RATE` streams open);
   a comment every 15 seconds keeps the connection open; ``end`` when the run
   is over (the stream then closes).
 * ``/api/game/{index}``: the dealt hands of a finished game whose deal is
@@ -46,6 +48,11 @@ TICK: Final = 0.25
 #: meanwhile goes in one write (the tables move twice a second on the page;
 #: each decision's clock counts down in the page itself).
 PUSH_INTERVAL: Final = 0.5
+#: Event streams served at :data:`PUSH_INTERVAL`; with more, every stream's
+#: interval grows in proportion (100 viewers: one write a second each), so
+#: the writes of all viewers together stay at about 100 a second and the
+#: server never takes much of the CPU the games need.
+STREAMS_AT_FULL_RATE: Final = 50
 #: Seconds between two keep-alive comments on an idle event stream.
 KEEPALIVE: Final = 15.0
 #: Seconds the run waits for the server process to listen (importing the web
@@ -145,6 +152,7 @@ def make_app(
     from starlette.routing import Route
 
     page = _static("live.html")
+    streams = [0]  # event streams open now
     assets = {
         "live.js": (_static("live.js"), "text/javascript; charset=utf-8"),
         "live.css": (_static("live.css"), "text/css; charset=utf-8"),
@@ -202,24 +210,29 @@ def make_app(
 
         async def stream() -> AsyncIterator[str]:
             sent: dict[str, int] = {}
-            while True:
-                chunks = []  # one write per wake-up, however many parts changed
-                for name in ("info", "standings", "finished", "tables", "end"):
-                    version = hub.versions[name]
-                    if sent.get(name) != version and version > 0:
-                        sent[name] = version
-                        chunks.append(f"event: {name}\ndata: {hub.texts[name]}\n\n")
-                if chunks:
-                    yield "".join(chunks)
-                if hub.versions["end"]:
-                    return
-                if chunks:
-                    await trio.sleep(PUSH_INTERVAL)
-                    continue  # what changed meanwhile is sent now
-                with trio.move_on_after(KEEPALIVE) as scope:
-                    await changed()
-                if scope.cancelled_caught:
-                    yield ": keep-alive\n\n"
+            streams[0] += 1
+            try:
+                while True:
+                    chunks = []  # one write per wake-up, however many parts changed
+                    for name in ("info", "standings", "finished", "tables", "end"):
+                        version = hub.versions[name]
+                        if sent.get(name) != version and version > 0:
+                            sent[name] = version
+                            chunks.append(f"event: {name}\ndata: {hub.texts[name]}\n\n")
+                    if chunks:
+                        yield "".join(chunks)
+                    if hub.versions["end"]:
+                        return
+                    if chunks:
+                        share = max(1.0, streams[0] / STREAMS_AT_FULL_RATE)
+                        await trio.sleep(PUSH_INTERVAL * share)
+                        continue  # what changed meanwhile is sent now
+                    with trio.move_on_after(KEEPALIVE) as scope:
+                        await changed()
+                    if scope.cancelled_caught:
+                        yield ": keep-alive\n\n"
+            finally:
+                streams[0] -= 1
 
         return StreamingResponse(
             stream(),

@@ -38,6 +38,7 @@ function renderInfo(info) {
   note.textContent = parts.join(" ");
   note.hidden = parts.length === 0;
   document.getElementById("tables-section").hidden = info.mode !== "live";
+  document.querySelector(".live-tag").textContent = info.mode === "live" ? "live" : "finished games";
 }
 
 function renderStandings(part) {
