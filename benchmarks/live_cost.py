@@ -228,7 +228,7 @@ def main() -> None:
             f"as a share of the run's): {share:4.1f}% (median of {n}): the most they can cost "
             "when the cores are the limit"
         )
-        print(f"least bytes a viewer received in a run: {min(least):,}")
+        print(f"least bytes a viewer received in a run (each got every update): {min(least):,}")
 
 
 if __name__ == "__main__":

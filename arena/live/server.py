@@ -29,6 +29,7 @@ import contextlib
 import ipaddress
 import json
 import multiprocessing
+import os
 import queue as queue_module
 import secrets
 import sys
@@ -125,6 +126,46 @@ def _static(name: str) -> bytes:
     return resources.files("arena.live").joinpath("static", name).read_bytes()
 
 
+class Pusher:
+    """Wakes every event stream at once when a part of the hub changed, at
+    most every :meth:`interval` seconds: each stream writes once per wake-up,
+    so the server wakes once per push for all its viewers together."""
+
+    def __init__(self) -> None:
+        self._event = trio.Event()
+        self.streams = 0  # event streams open now
+        self.pending = False  # a change not pushed yet
+        self.last = -1e9  # trio.current_time() of the last push
+
+    def interval(self) -> float:
+        """Seconds between two pushes: :data:`PUSH_INTERVAL`, longer in
+        proportion with more than :data:`STREAMS_AT_FULL_RATE` streams."""
+        return PUSH_INTERVAL * max(1.0, self.streams / STREAMS_AT_FULL_RATE)
+
+    def changed_now(self) -> None:
+        """Note a change; push it now if the last push is old enough, else
+        with a later :meth:`tick`."""
+        self.pending = True
+        self.tick()
+
+    def tick(self) -> None:
+        """Push a pending change once the interval has passed."""
+        now = trio.current_time()
+        if self.pending and now - self.last >= self.interval():
+            self.pending = False
+            self.last = now
+            self.notify()
+
+    async def changed(self) -> None:
+        """Wait for the next :meth:`notify`."""
+        await self._event.wait()
+
+    def notify(self) -> None:
+        """Wake every waiting stream."""
+        self._event.set()
+        self._event = trio.Event()
+
+
 #: Host names a page served on loopback answers to (a request naming another
 #: host is refused: DNS rebinding by a web page the organiser has open).
 LOOPBACK_NAMES: Final = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -137,22 +178,16 @@ def host_name(header: str) -> str:
     return header.rpartition(":")[0] if ":" in header else header
 
 
-def make_app(
-    hub: Hub,
-    token: str | None,
-    changed: Callable[[], Awaitable[None]],
-    loopback: bool = False,
-) -> Any:
-    """The Starlette application of ``hub``; ``changed`` waits for the next
-    change of a part (see :class:`Pusher`). With ``loopback`` a request whose
-    ``Host`` is not a loopback name is refused (403) as well."""
+def make_app(hub: Hub, token: str | None, pusher: Pusher, loopback: bool = False) -> Any:
+    """The Starlette application of ``hub``; its event streams wait on
+    ``pusher``. With ``loopback`` a request whose ``Host`` is not a loopback
+    name is refused (403) as well."""
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response, StreamingResponse
     from starlette.routing import Route
 
     page = _static("live.html")
-    streams = [0]  # event streams open now
     assets = {
         "live.js": (_static("live.js"), "text/javascript; charset=utf-8"),
         "live.css": (_static("live.css"), "text/css; charset=utf-8"),
@@ -210,7 +245,7 @@ def make_app(
 
         async def stream() -> AsyncIterator[str]:
             sent: dict[str, int] = {}
-            streams[0] += 1
+            pusher.streams += 1
             try:
                 while True:
                     chunks = []  # one write per wake-up, however many parts changed
@@ -223,16 +258,12 @@ def make_app(
                         yield "".join(chunks)
                     if hub.versions["end"]:
                         return
-                    if chunks:
-                        share = max(1.0, streams[0] / STREAMS_AT_FULL_RATE)
-                        await trio.sleep(PUSH_INTERVAL * share)
-                        continue  # what changed meanwhile is sent now
                     with trio.move_on_after(KEEPALIVE) as scope:
-                        await changed()
+                        await pusher.changed()
                     if scope.cancelled_caught:
                         yield ": keep-alive\n\n"
             finally:
-                streams[0] -= 1
+                pusher.streams -= 1
 
         return StreamingResponse(
             stream(),
@@ -249,22 +280,6 @@ def make_app(
             Route("/favicon.ico", favicon),
         ]
     )
-
-
-class Pusher:
-    """Wakes every event stream when a part of the hub changed."""
-
-    def __init__(self) -> None:
-        self._event = trio.Event()
-
-    async def changed(self) -> None:
-        """Wait for the next :meth:`notify`."""
-        await self._event.wait()
-
-    def notify(self) -> None:
-        """Wake every waiting stream."""
-        self._event.set()
-        self._event = trio.Event()
 
 
 async def _drain(channel: Any, hub: Hub) -> None:
@@ -295,7 +310,9 @@ async def _keep_up(hub: Hub, pusher: Pusher, channel: Any | None) -> None:
             hub.publish_standings(part)
             changed = True
         if changed:
-            pusher.notify()
+            pusher.changed_now()
+        else:
+            pusher.tick()
         await trio.sleep(TICK)
 
 
@@ -333,7 +350,7 @@ async def serve(
     from hypercorn.trio import serve as hypercorn_serve
 
     pusher = Pusher()
-    app = make_app(hub, token, pusher.changed, address.loopback)
+    app = make_app(hub, token, pusher, address.loopback)
     config = _quiet_config(address)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_keep_up, hub, pusher, channel)
@@ -385,6 +402,8 @@ def _server_process(
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's; it stops us
+    with contextlib.suppress(OSError):
+        os.nice(10)  # the games come first: the page takes the CPU they leave
     hub = Hub(settings, games_total, Path(journal), mode, note, delay)
 
     async def stop() -> None:
