@@ -3,30 +3,27 @@ served (``--live``) and 0 viewers, and with 100 viewers, in the same run.
 
 The 100 viewers are 100 event-stream clients (``GET /events``, reading every
 server-sent event and discarding it) held by **one separate process** (this
-script started again with ``--viewers``), so the viewers' own work is not the
-arena's. Each measurement is one ``hearts-arena run`` of the same tournament
-(the sample bots, ``--seed``, the same ``--jobs``) in a subprocess; games per
-second come from the games' own start and end times in ``games.jsonl`` (the
-server's start and its wait at the end are not counted). The two cases
-alternate, ``--pairs`` times, and the medians are compared; a third line gives
-a run without ``--live`` for reference. Beside games per second it prints the
-CPU seconds per game of the arena's whole process tree (arena, workers, the
-page's server, bots; from ``wait4``), which the other users of a shared
-machine disturb far less than the wall clock.
+script started again with ``--viewers``), at normal priority on the same
+machine. The machine is shared and its load swings by several times within a
+minute, so the two cases are measured in the *same* tournament: the viewers'
+process connects its 100 clients for ``--phase`` seconds, closes them for as
+long, and so on, and writes down when they were connected. Each game counts
+for the phase in which it ended (its ``started_at + duration_s`` in
+``games.jsonl``); games per second of a case = its games / its seconds. The
+page's server's CPU is sampled every quarter second (``/proc``) and shared
+out the same way. A run without ``--live`` is timed for reference.
 
-Usage: ``python benchmarks/live_cost.py [--rounds R] [--jobs J] [--pairs P]``.
-The machine is shared and noisy: differences of a few percent between single
-runs are noise; compare the medians.
+Usage: ``python benchmarks/live_cost.py [--rounds R] [--jobs J] [--phase S] [--runs N]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -42,46 +39,50 @@ VIEWERS = 100
 async def _viewer(host: str, port: int, target: str, counts: list[int], i: int) -> None:
     stream = await trio.open_tcp_stream(host, port)
     request = f"GET {target} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: text/event-stream\r\n\r\n"
-    await stream.send_all(request.encode())
-    while True:
-        data = await stream.receive_some(65536)
-        if not data:
-            return
-        counts[i] += len(data)
+    async with stream:
+        await stream.send_all(request.encode())
+        while True:
+            data = await stream.receive_some(65536)
+            if not data:
+                return
+            counts[i] += len(data)
 
 
-async def _viewers(url: str, n: int, counts: list[int]) -> None:
-    found = re.match(r"http://([^:/]+):(\d+)/\?token=(\S+)", url) or re.match(
-        r"http://([^:/]+):(\d+)/()", url
-    )
+async def _viewers(url: str, n: int, phase: float, windows: list[list[float]]) -> None:
+    """Connect ``n`` clients for ``phase`` seconds, none for as long, until the
+    server is gone; ``windows`` gets each connected ``[start, end]`` (time.time())."""
+    found = re.match(r"http://([^:/]+):(\d+)/(?:\?token=(\S+))?", url)
     assert found, url
     host, port, token = found.group(1), int(found.group(2)), found.group(3)
     target = f"/events?token={token}" if token else "/events"
-    async with trio.open_nursery() as nursery:
-        for i in range(n):
-            nursery.start_soon(_viewer, host, port, target, counts, i)
+    while True:
+        counts = [0] * n
+        start = time.time()
+        try:
+            with trio.move_on_after(phase):
+                async with trio.open_nursery() as nursery:
+                    for i in range(n):
+                        nursery.start_soon(_viewer, host, port, target, counts, i)
+        except Exception:  # the server is gone (refused, reset): the run is over
+            return
+        finally:
+            windows.append([start, time.time(), min(counts)])
+        if min(counts) == 0:
+            return
+        await trio.sleep(phase)
 
 
-def viewers_main(url: str, n: int, report: Path) -> None:
-    """The viewers' process: ``n`` event-stream clients until the server closes."""
-    counts = [0] * n
+def viewers_main(url: str, n: int, phase: float, report: Path) -> None:
+    """The viewers' process; writes its connected windows to ``report``."""
+    windows: list[list[float]] = []
     try:
-        trio.run(_viewers, url, n, counts)
+        trio.run(_viewers, url, n, phase, windows)
     finally:
-        report.write_text(json.dumps(counts))
-
-
-def games_per_second(games: Path) -> tuple[int, float]:
-    """Games and games per second, from the first start to the last end."""
-    records = [json.loads(line) for line in games.read_text().splitlines() if line]
-    start = min(r["started_at"] for r in records)
-    end = max(r["started_at"] + r["duration_s"] for r in records)
-    return len(records), len(records) / (end - start)
+        report.write_text(json.dumps(windows))
 
 
 def _stat(pid: int) -> list[str]:
-    text = Path(f"/proc/{pid}/stat").read_text()
-    return text.rpartition(")")[2].split()
+    return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
 
 
 def server_pid(arena: int) -> int | None:
@@ -107,128 +108,126 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def one_run(
-    args: argparse.Namespace, viewers: int | None, work: Path
-) -> tuple[float, float, int, float, float]:
-    """One tournament; ``viewers`` None: without ``--live``. Returns games per
-    second, CPU seconds per game of the arena's whole process tree (the
-    arena, its worker processes, the page's server process and the bots; not
-    the viewers), the bytes the slowest viewer received (0 without viewers),
-    and the CPU seconds of the page's server and of the viewers' process."""
+def _inside(t: float, windows: list[list[float]]) -> bool:
+    return any(a <= t < b for a, b, *_ in windows)
+
+
+def run(args: argparse.Namespace, work: Path, live: bool) -> dict[str, float]:
+    """One tournament; with ``live`` the viewers come and go (see the module
+    docstring). Returns games per second overall, and with ``live`` per case,
+    the server's CPU share per case and the least bytes a viewer received."""
     out = work / f"run-{time.monotonic_ns()}"
     log = work / "arena.log"
     cmd = [sys.executable, "-m", "arena", "run", "--rounds", str(args.rounds)]
     cmd += ["--jobs", str(args.jobs), "--seed", "7", "--out", str(out), "--quiet"]
-    if viewers is not None:
+    if live:
         cmd += ["--live", "0"]
     with log.open("wb") as err:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
-    watcher = None
     report = work / "viewers.json"
     report.unlink(missing_ok=True)
-    if viewers:
+    watcher, server, samples = None, None, []
+    if live:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        found = None
+        while time.monotonic() < deadline and not found:
             found = re.search(r"live view: (http://\S+)", log.read_text(errors="replace"))
-            if found:
-                break
             time.sleep(0.05)
         if not found:
             proc.kill()
             raise SystemExit(f"no live view address: {log.read_text()[-2000:]}")
+        phase = str(args.phase)
         watcher = subprocess.Popen(
-            [sys.executable, __file__, "--viewers", found.group(1), str(viewers), str(report)],
+            [
+                sys.executable,
+                __file__,
+                "--viewers",
+                found.group(1),
+                str(VIEWERS),
+                phase,
+                str(report),
+            ],
             cwd=ROOT,
         )
-    server_cpu = 0.0
-    server = None
-    while True:  # wait4, not poll(): the arena's rusage covers its whole tree
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if viewers is not None:
+    while proc.poll() is None:
+        if live:
             server = server or server_pid(proc.pid)
             if server is not None:
                 with contextlib.suppress(OSError):
-                    server_cpu = cpu_seconds(server)
+                    samples.append((time.time(), cpu_seconds(server)))
         time.sleep(0.25)
-    proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"the run failed: {log.read_text()[-2000:]}")
-    cpu = usage.ru_utime + usage.ru_stime
-    least, viewers_cpu = 0, 0.0
-    if watcher is not None:
-        _, _, vusage = os.wait4(watcher.pid, 0)
-        watcher.returncode = 0
-        viewers_cpu = vusage.ru_utime + vusage.ru_stime
-        counts = json.loads(report.read_text()) if report.exists() else []
-        least = min(counts) if counts else 0
-    games, rate = games_per_second(out / "games.jsonl")
-    return rate, cpu / games, least, server_cpu, viewers_cpu
+    records = [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines()]
+    ends = sorted(r["started_at"] + r["duration_s"] for r in records)
+    first = min(r["started_at"] for r in records)
+    result = {"games": len(records), "rate": len(records) / (ends[-1] - first)}
+    if watcher is None:
+        return result
+    watcher.wait(60)
+    windows = [w for w in json.loads(report.read_text()) if w[2] > 0]
+    on_time = sum(max(0.0, min(b, ends[-1]) - max(a, first)) for a, b, _ in windows)
+    off_time = ends[-1] - first - on_time
+    on_games = sum(1 for t in ends if _inside(t, windows))
+    cpu_on = cpu_off = 0.0
+    for (t0, c0), (t1, c1) in itertools.pairwise(samples):
+        if _inside((t0 + t1) / 2, windows):
+            cpu_on += c1 - c0
+        else:
+            cpu_off += c1 - c0
+    return result | {
+        "on_rate": on_games / on_time,
+        "off_rate": (len(records) - on_games) / off_time,
+        "on_time": on_time,
+        "off_time": off_time,
+        "server_on": cpu_on / on_time,
+        "server_off": cpu_off / off_time,
+        "least_bytes": min(w[2] for w in windows),
+        "phases": len(windows),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=150, help="rounds (4 games each)")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--viewers", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--phase", type=float, default=5.0, help="seconds per phase")
+    parser.add_argument("--runs", type=int, default=1, help="tournaments with --live")
+    parser.add_argument("--viewers", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.viewers:
-        viewers_main(args.viewers[0], int(args.viewers[1]), Path(args.viewers[2]))
+        url, n, phase, report = args.viewers
+        viewers_main(url, int(n), float(phase), Path(report))
         return
+    print(
+        f"one tournament of the four sample bots, {args.rounds} rounds ({4 * args.rounds} games "
+        f"to 100), --jobs {args.jobs}, on {os.cpu_count()} cores; {VIEWERS} viewers = {VIEWERS} "
+        f"event-stream clients in one separate process, connected {args.phase:g} s out of "
+        f"every {2 * args.phase:g} s of the run"
+    )
+    on_games = on_time = off_games = off_time = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        rates: dict[str, list[float]] = {"none": [], "0": [], "100": []}
-        cpus: dict[str, list[float]] = {"none": [], "0": [], "100": []}
-        least: list[int] = []
-        print(
-            f"one tournament of the four sample bots, {args.rounds} rounds "
-            f"({4 * args.rounds} games to 100), --jobs {args.jobs}, on {os.cpu_count()} cores; "
-            f"{VIEWERS} viewers = {VIEWERS} event-stream clients in one separate process"
-        )
-        ratios, shares = [], []
-        for pair in range(args.pairs):
-            order = ["0", "100"] if pair % 2 == 0 else ["100", "0"]
-            got: dict[str, tuple[float, float, int, float, float]] = {}
-            for case in order:
-                got[case] = one_run(args, int(case), work)
-                rate, cpu, _, server, viewers = got[case]
-                rates[case].append(rate)
-                cpus[case].append(cpu)
-                print(
-                    f"  pair {pair + 1}: {case:>3} viewers: {rate:6.2f} games/s, "
-                    f"{1000 * cpu:5.0f} ms CPU per game; the page's server "
-                    f"{server:5.2f} s CPU, the viewers {viewers:5.2f} s",
-                    flush=True,
-                )
-            least.append(got["100"][2])
-            ratios.append(got["100"][0] / got["0"][0])
-            # What 100 viewers add, as a share of the CPU the whole run used.
-            run_cpu = got["100"][1] * 4 * args.rounds
-            shares.append((got["100"][3] - got["0"][3] + got["100"][4]) / run_cpu)
-        rate, cpu, _, _, _ = one_run(args, None, work)
-        zero, hundred = statistics.median(rates["0"]), statistics.median(rates["100"])
-        cpu0, cpu100 = statistics.median(cpus["0"]), statistics.median(cpus["100"])
-        n = args.pairs
-        print(f"without --live:      {rate:6.2f} games/s, {1000 * cpu:5.0f} ms CPU/game (one run)")
-        print(
-            f"--live,   0 viewers: {zero:6.2f} games/s, {1000 * cpu0:5.0f} ms CPU/game (medians of {n})"
-        )
-        print(
-            f"--live, 100 viewers: {hundred:6.2f} games/s, {1000 * cpu100:5.0f} ms CPU/game (medians of {n})"
-        )
-        lost = 100 * (1 - statistics.median(ratios))
-        print(
-            f"games/s lost to 100 viewers: {lost:5.1f}% (median of the {n} pairs' ratios; goal: under 5%)"
-        )
-        share = 100 * statistics.median(shares)
-        print(
-            f"CPU the 100 viewers add (the page's server's extra CPU and the viewers' own, "
-            f"as a share of the run's): {share:4.1f}% (median of {n}): the most they can cost "
-            "when the cores are the limit"
-        )
-        print(f"least bytes a viewer received in a run (each got every update): {min(least):,}")
+        for i in range(args.runs):
+            r = run(args, work, True)
+            print(
+                f"  run {i + 1}: 0 viewers {r['off_rate']:6.2f} games/s ({r['off_time']:.0f} s), "
+                f"100 viewers {r['on_rate']:6.2f} games/s ({r['on_time']:.0f} s, "
+                f"{r['phases']:.0f} phases); the page's server used {r['server_off']:.3f} "
+                f"and {r['server_on']:.3f} cores; a viewer got at least "
+                f"{r['least_bytes']:,.0f} bytes a phase",
+                flush=True,
+            )
+            on_games += r["on_rate"] * r["on_time"]
+            on_time += r["on_time"]
+            off_games += r["off_rate"] * r["off_time"]
+            off_time += r["off_time"]
+        plain = run(args, work, False)
+    zero, hundred = off_games / off_time, on_games / on_time
+    print(f"without --live (one run):  {plain['rate']:6.2f} games/s")
+    print(f"--live,   0 viewers:       {zero:6.2f} games/s")
+    print(f"--live, 100 viewers:       {hundred:6.2f} games/s")
+    print(f"lost to 100 viewers: {100 * (1 - hundred / zero):5.1f}% (goal: under 5%)")
 
 
 if __name__ == "__main__":
