@@ -67,8 +67,6 @@ async def _viewers(url: str, n: int, phase: float, windows: list[list[float]]) -
             return
         finally:
             windows.append([start, time.time(), min(counts)])
-        if min(counts) == 0:
-            return
         await trio.sleep(phase)
 
 
@@ -165,7 +163,7 @@ def run(args: argparse.Namespace, work: Path, live: bool) -> dict[str, float]:
     if watcher is None:
         return result
     watcher.wait(60)
-    windows = [w for w in json.loads(report.read_text()) if w[2] > 0]
+    windows = json.loads(report.read_text())
     on_time = sum(max(0.0, min(b, ends[-1]) - max(a, first)) for a, b, _ in windows)
     off_time = ends[-1] - first - on_time
     on_games = sum(1 for t in ends if _inside(t, windows))
@@ -176,13 +174,13 @@ def run(args: argparse.Namespace, work: Path, live: bool) -> dict[str, float]:
         else:
             cpu_off += c1 - c0
     return result | {
-        "on_rate": on_games / on_time,
-        "off_rate": (len(records) - on_games) / off_time,
+        "on_rate": on_games / max(on_time, 1e-9),
+        "off_rate": (len(records) - on_games) / max(off_time, 1e-9),
         "on_time": on_time,
         "off_time": off_time,
-        "server_on": cpu_on / on_time,
-        "server_off": cpu_off / off_time,
-        "least_bytes": min(w[2] for w in windows),
+        "server_on": cpu_on / max(on_time, 1e-9),
+        "server_off": cpu_off / max(off_time, 1e-9),
+        "least_bytes": min((w[2] for w in windows), default=0),
         "phases": len(windows),
     }
 
