@@ -493,7 +493,7 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         progress.update()
 
     interrupted = False
-    live = open_live(args, settings_json, total, out / GAMES_FILE, launch.sandbox)
+    live = open_live(args, settings_json, total, out / GAMES_FILE, launcher.sealed)
     try:
         channel = live.channel if live is not None else None
         executor = big.open_executor(args, entrants, settings, launcher, channel)

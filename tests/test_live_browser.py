@@ -183,11 +183,22 @@ def _wait(predicate: Any, seconds: float, what: str) -> None:
 @pytest.mark.timeout(600)  # a loaded machine plays the 40 games slowly
 def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    args = ["run", *_entrants(), "--rounds", "2", "--jobs", "2", "--time-limit", "2"]
+    # --no-sandbox: bots could reach a loopback port, so the page must want its token.
+    args = [
+        "run",
+        *_entrants(),
+        "--rounds",
+        "2",
+        "--jobs",
+        "2",
+        "--time-limit",
+        "2",
+        "--no-sandbox",
+    ]
     proc, url = _start([*args, "--out", str(out), "--quiet", "--live", "0"], tmp_path / "run.log")
     try:
         origin = url.split("/?")[0]
-        token = url.split("token=")[1]  # bots run without the sandbox: a token is required
+        token = url.split("token=")[1]  # bots run unsealed: a token is required
         with pytest.raises(urllib.error.HTTPError) as denied:
             urllib.request.urlopen(f"{origin}/events", timeout=10)
         assert denied.value.code == 403
