@@ -108,9 +108,9 @@ def _env() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["num"] = _num
+    env.filters["num"] = number_text
     env.filters["setting"] = _setting
-    env.filters["signed"] = _signed
+    env.filters["signed"] = signed_text
     env.filters["visible"] = visible_text
     return env
 
@@ -135,15 +135,17 @@ def _setting(value: object) -> str:
 MINUS: Final = "\u2212"
 
 
-def _num(value: float | None, digits: int = 2) -> str:
+def number_text(value: float | None, digits: int = 2) -> str:
     """A number with ``digits`` decimals, negative ones with U+2212 (the
-    same sign as :func:`_signed`); ``–`` for none."""
+    same sign as :func:`signed_text`); ``–`` for none (the report's and the
+    live page's one way of writing a number)."""
     if value is None:
         return "–"
     return f"{value:.{digits}f}".replace("-", MINUS)
 
 
-def _signed(value: float | None, digits: int = 2) -> str:
+def signed_text(value: float | None, digits: int = 2) -> str:
+    """As :func:`number_text`, with the sign always written."""
     if value is None:
         return "–"
     return f"{value:+.{digits}f}".replace("-", MINUS)

@@ -148,7 +148,7 @@ def test_one_minus_sign_and_whole_game_ids(run: Any) -> None:
     assert "−" in standings  # some duplicate score or interval is negative
     assert not re.search(r"[\[ ,>]-\d", standings)  # no ASCII minus before a number
     assert not re.search(r"(?<![a-z])-\d", index.split('id="verdict"')[1].split("</p>")[0])
-    assert report._num(-1.5) == "−1.50" and report._signed(-1.5) == "−1.50"
+    assert report.number_text(-1.5) == "−1.50" and report.signed_text(-1.5) == "−1.50"
     page = next((out / "entrants").glob("2-*.html")).read_text(encoding="utf-8")
     assert page.count('<a class="gid" href=') >= 16
     css = (out / "report.css").read_text(encoding="utf-8")

@@ -35,7 +35,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from arena.report import MINUS, analyse
+from arena.report import analyse
+from arena.report import number_text as _num
+from arena.report import signed_text as _signed
 
 #: Finished games listed on the page (the newest).
 FINISHED_SHOWN: Final = 12
@@ -44,18 +46,6 @@ FINISHED_SHOWN: Final = 12
 DELAY_ROOM: Final = 200_000
 #: Seconds between two standings computations, at least.
 STANDINGS_INTERVAL: Final = 1.0
-
-
-def _num(value: float | None, digits: int = 2) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.{digits}f}".replace("-", MINUS)
-
-
-def _signed(value: float | None, digits: int = 2) -> str:
-    if value is None:
-        return "–"
-    return f"{value:+.{digits}f}".replace("-", MINUS)
 
 
 def _interval(low: float | None, high: float | None) -> str:
