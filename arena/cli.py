@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import secrets
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -148,12 +149,29 @@ def add_isolation_flags(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def arena_version() -> str:
+    """The installed package's version (``0.1.0``), or ``unknown`` when the
+    arena runs from a source folder that was never installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hearts-arena")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for the docs and tests)."""
     import os
 
     parser = _Parser(
         prog="hearts-arena", description="A tournament arena for Hearts bots.", allow_abbrev=False
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"hearts-arena {arena_version()} (Python {sys.version.split()[0]})",
+        help="print the version and exit",
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -279,6 +297,49 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class PipeSafe:
+    """A text stream (``sys.stdout``, ``sys.stderr``) that goes quiet instead
+    of raising when its reader has gone (``hearts-arena run ... | true``,
+    ``| head``): the rest of the output is dropped, the command goes on and
+    its exit code and files are those it would have had. The stream's file
+    descriptor is pointed at ``/dev/null`` so that the interpreter's last
+    flush at exit cannot fail either (no "Exception ignored" message)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        """Write ``text``; returns its length even when dropped."""
+        if not self.gone:
+            try:
+                return int(self._stream.write(text))
+            except BrokenPipeError:
+                self._lose()
+        return len(text)
+
+    def flush(self) -> None:
+        """Flush, unless the reader has gone."""
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._lose()
+
+    def _lose(self) -> None:
+        self.gone = True
+        try:
+            fd = self._stream.fileno()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+        except (OSError, ValueError, AttributeError):
+            return  # not a real file (a test's capture)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def _sigterm_as_ctrl_c(signum: int, frame: object) -> None:
     signal.raise_signal(signal.SIGINT)
 
@@ -288,7 +349,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     SIGTERM (``kill``, ``timeout``, a CI job cancelled, ``docker stop``) is
     handled as Ctrl-C: bots are stopped, finished games kept, exit code 130.
+    Output to a closed pipe is dropped (:class:`PipeSafe`) and changes
+    neither the exit code nor the files written.
     """
+    stdout, stderr = sys.stdout, sys.stderr
+    # None when the descriptor was closed at start (>&-): print() then prints nothing.
+    safe_out = PipeSafe(stdout) if stdout is not None else None
+    safe_err = PipeSafe(stderr) if stderr is not None else None
+    sys.stdout, sys.stderr = safe_out, safe_err
+    try:
+        return _main_with_signals(argv)
+    finally:
+        for safe in (safe_out, safe_err):
+            if safe is not None:
+                safe.flush()
+        sys.stdout, sys.stderr = stdout, stderr
+
+
+def _main_with_signals(argv: Sequence[str] | None) -> int:
     if threading.current_thread() is not threading.main_thread():
         return _main(argv)
     previous = signal.signal(signal.SIGTERM, _sigterm_as_ctrl_c)
@@ -306,12 +384,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exc:  # --help, --version: printed, then done
+            return exc.code if isinstance(exc.code, int) else EXIT_OK
         if args.command == "run":
-            from arena.commands import run_command
+            from arena.commands import apply_resume, run_command
             from arena.config import apply_config
 
-            apply_config(args, sys.argv[1:] if argv is None else list(argv))
+            given = sys.argv[1:] if argv is None else list(argv)
+            apply_config(args, given)
+            apply_resume(args, given)
             return run_command(args)
         if args.command == "report":
             from arena.commands import report_command
@@ -334,8 +417,6 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
     except BrokenPipeError:  # output piped into a program that stopped reading (| head)
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_INTERNAL
     except KeyboardInterrupt:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import fcntl
 import itertools
 import json
@@ -29,14 +30,13 @@ from arena.entrants import (
     parse_entrants,
     remove_tmpdirs_of_run,
     sample_entrants,
-    with_folders,
 )
 from arena.isolation import IsolationError, Limits, kill_all
 from arena.keys import BadKeyError, MasterKey
 from arena.launcher import RUN_VARIABLE, Launcher, LaunchOptions
 from arena.referee import RefereeSettings
 from arena.report import GAMES_FILE, INDEX_FILE, RESULTS_FILE, RUN_FILE, write_outputs
-from arena.tools_cli import conclude_run, prepare_run
+from arena.tools_cli import DEFAULT_TRANSCRIPT_CAP, conclude_run, prepare_run, run_verdict
 from arena.tournament import (
     FORMAT_VERSION,
     MAX_SCHEDULED_GAMES,
@@ -60,10 +60,17 @@ SECONDS_PER_PROCESS_START = 0.05
 
 
 def _entrants(args: argparse.Namespace) -> list[Entrant]:
+    """The run's entrants: the bots named on the command line, else those of
+    ``--config`` or of the ``run.json`` being resumed (already typed), else
+    the sample bots."""
+    typed: list[Entrant] | None = getattr(args, "entrants", None)
     try:
-        base = getattr(args, "bots_base", None)  # set by --config
-        entrants = parse_entrants(args.bots, base=base) if args.bots else sample_entrants()
-        entrants = with_folders(entrants, getattr(args, "bots_dirs", None))  # --config: dir
+        if args.bots:
+            entrants = parse_entrants(args.bots)
+        elif typed:
+            entrants = typed  # --config's ``dir`` already applied
+        else:
+            entrants = sample_entrants()
     except EntrantError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     if len(entrants) < 4:
@@ -73,6 +80,81 @@ def _entrants(args: argparse.Namespace) -> list[Entrant]:
             EXIT_USAGE,
         )
     return entrants
+
+
+#: ``run.json`` settings -> the ``run`` flag (``dest``) that sets each.
+_RECORDED_FLAGS: Final = {
+    "seed": "seed",
+    "format": "format",
+    "candidate": "candidate",
+    "rounds": "rounds",
+    "seating": "seating",
+    "target_score": "target_score",
+    "hands": "hands",
+    "time_limit": "time_limit",
+    "startup_time": "startup_time",
+    "strikes": "strikes",
+    "transcripts": "transcripts",
+    "transcript_cap": "transcript_cap",
+    "jobs": "jobs",
+    "fresh_processes": "fresh_processes",
+    "disqualify_after": "disqualify_after",
+    "games": "games",
+    "sigma_target": "sigma_target",
+    "ladder_batch": "ladder_batch",
+}
+_RECORDED_LIMITS: Final = {
+    "memory_mb": "memory_limit",
+    "cpu_seconds": "cpu_limit",
+    "processes": "max_processes",
+    "open_files": "max_open_files",
+}
+
+
+def apply_resume(args: argparse.Namespace, argv: list[str]) -> None:
+    """``run --resume --out DIR`` with no bots and no ``--config``: take the
+    entrants and every setting not given on the command line (``argv``) from
+    ``DIR/run.json`` (the key itself comes from ``DIR``'s key file, or
+    ``--key-file``, as for any resume). Settings that are given and differ
+    from the record are refused later, by :func:`_prepare_out` (exit 3),
+    naming both values.
+
+    Raises:
+        CliError: exit 3: ``run.json`` cannot be read or records an entrant
+            without a usable command.
+    """
+    if not args.resume or args.bots or getattr(args, "config", None) is not None:
+        return
+    path = args.out / RUN_FILE
+    if not path.exists():
+        return  # refused with its own message by _prepare_out
+    from arena.config import given_on_command_line
+    from arena.entrants import entrant_from_record
+
+    info = load_run_file(path)
+    recorded: dict[str, Any] = info["settings"]
+    given = given_on_command_line(argv)
+    exclusive = {"hands", "target_score"}
+    if "key_file" in given:
+        given.add("seed")  # the key given replaces the recorded seed (checked against the record)
+    for key, dest in _RECORDED_FLAGS.items():
+        if key not in recorded or dest in given or (dest in exclusive and exclusive & given):
+            continue
+        setattr(args, dest, recorded[key])
+    isolation = recorded.get("isolation")
+    if isinstance(isolation, dict):
+        limits = isolation.get("limits") or {}
+        for key, dest in _RECORDED_LIMITS.items():
+            if key in limits and dest not in given:
+                setattr(args, dest, limits[key])
+        if "sandbox" in isolation and "sandbox" not in given:
+            args.sandbox = bool(isolation["sandbox"])
+        if "separate_users" in isolation and "same_user" not in given:
+            args.same_user = os.geteuid() == 0 and not isolation["separate_users"]
+    try:
+        args.entrants = [entrant_from_record(e) for e in recorded["entrants"]]
+    except EntrantError as exc:
+        raise CliError(f"--resume: {path}: {exc}", EXIT_OUTPUT) from None
 
 
 def _settings(args: argparse.Namespace, key: MasterKey) -> TournamentSettings:
@@ -97,7 +179,7 @@ def _settings(args: argparse.Namespace, key: MasterKey) -> TournamentSettings:
             startup_time=args.startup_time,
             strikes=args.strikes,
             transcripts=args.transcripts,
-            transcript_cap=getattr(args, "transcript_cap", RefereeSettings.transcript_cap),
+            transcript_cap=getattr(args, "transcript_cap", DEFAULT_TRANSCRIPT_CAP),
         ),
     )
 
@@ -115,15 +197,42 @@ def _launch_options(args: argparse.Namespace, run_id: str | None) -> LaunchOptio
         processes=args.max_processes,
         open_files=args.max_open_files,
     )
-    extra = {"run_id": run_id} if run_id else {}
-    return LaunchOptions(
+    options = LaunchOptions(
         limits=limits,
         sandbox=args.sandbox,
         sandbox_ro=tuple(path.resolve() for path in args.sandbox_ro),
         tmp_mb=args.tmp_size,
         separate_users=False if args.same_user else None,
-        **extra,
     )
+    return dataclasses.replace(options, run_id=run_id) if run_id else options
+
+
+def _fit_jobs(
+    args: argparse.Namespace, settings: TournamentSettings, chains: int | None
+) -> TournamentSettings:
+    """Fit ``--jobs`` to the open-files limit (see :mod:`arena.descriptors`):
+    the soft limit is raised as far as the games that can run at once need
+    (at most ``chains``, the schedule's chains of games, when known), and
+    when the hard limit is too low, fewer games run at once, said in one
+    line on stderr. Games played here only (not with ``--executor dask``).
+    Returns the settings with the ``jobs`` that fit.
+
+    Raises:
+        CliError: exit 4: not even one game fits.
+    """
+    if getattr(args, "executor", "local") != "local":
+        return settings
+    from arena.descriptors import DescriptorLimitError, fit_jobs
+
+    at_once = settings.jobs if chains is None else max(1, min(settings.jobs, chains))
+    try:
+        fit = fit_jobs(at_once)
+    except DescriptorLimitError as exc:
+        raise CliError(str(exc), EXIT_ENVIRONMENT) from None
+    if fit.note is None:
+        return settings
+    print(fit.note, file=sys.stderr)
+    return dataclasses.replace(settings, jobs=fit.jobs)
 
 
 def _check_launcher(launcher: Launcher, entrants: list[Entrant]) -> None:
@@ -236,8 +345,13 @@ def _prepare_out_folder(args: argparse.Namespace, run_info: dict[str, Any]) -> l
             )
         diff = settings_differences(old["settings"], run_info["settings"])
         if diff:
+            shown = [
+                _difference(k, old["settings"].get(k), run_info["settings"].get(k)) for k in diff
+            ]
             raise CliError(
-                f"--resume: settings differ from the run in {out}: {', '.join(diff)}", EXIT_OUTPUT
+                f"--resume: settings differ from the run in {out}: {'; '.join(shown)} "
+                "(give only --out and --resume to continue it as recorded)",
+                EXIT_OUTPUT,
             )
         names = [e["name"] for e in run_info["settings"]["entrants"]]
         try:
@@ -257,6 +371,17 @@ def _prepare_out_folder(args: argparse.Namespace, run_info: dict[str, Any]) -> l
     return []
 
 
+def _difference(key: str, old: Any, new: Any) -> str:
+    """``rounds: recorded 2, given 3`` (values cut to 60 characters; the
+    entrants by name)."""
+    if key == "entrants":
+        old = [e.get("name") for e in old or [] if isinstance(e, dict)]
+        new = [e.get("name") for e in new or [] if isinstance(e, dict)]
+        if old == new:
+            return "entrants: same names, other commands or folders"
+    return f"{key}: recorded {json.dumps(old)[:60]}, given {json.dumps(new)[:60]}"
+
+
 def load_run_file(path: Path) -> dict[str, Any]:
     """A tournament's ``run.json``: an object with ``settings`` (an object
     with ``seed`` and ``entrants``, each entrant an object with a ``name``)
@@ -272,7 +397,9 @@ def load_run_file(path: Path) -> dict[str, Any]:
     settings = info.get("settings") if isinstance(info, dict) else None
     entrants = settings.get("entrants") if isinstance(settings, dict) else None
     if (
-        not isinstance(entrants, list)
+        not isinstance(info, dict)
+        or not isinstance(settings, dict)
+        or not isinstance(entrants, list)
         or not all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in entrants)
         or not isinstance(settings.get("seed"), int | str | None)
         or type(info.get("games_total")) is not int
@@ -411,6 +538,35 @@ def out_lock(out: Path) -> Iterator[None]:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def folder_not_in_use(folder: Path) -> Iterator[None]:
+    """For ``report``: hold the lock of a tournament folder (see
+    :func:`out_lock`) if it has one, so that a run writing it now makes the
+    report refuse and a run started meanwhile waits for nothing it could break.
+    The folder is not created and needs no write access for the lock.
+
+    Raises:
+        CliError: (exit code 3) a run is writing to ``folder``.
+    """
+    try:
+        fd = os.open(folder / LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:  # no lock file: no run has ever held this folder
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CliError(
+                f"a hearts-arena run is writing to {folder}; rebuild its report when the "
+                "run has finished (the run writes it itself at the end)",
+                EXIT_OUTPUT,
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
 def run_command(args: argparse.Namespace) -> int:
     """``hearts-arena run``: see ``hearts-arena run --help``; returns the exit code.
 
@@ -446,6 +602,9 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         )
     # Walked lazily, never built whole; a ladder chooses its games as it goes.
     games: Sized = [] if ladder else ScheduleStream(names, settings)
+    # Chains of games (a table's seating across the rounds) run at once at most.
+    chains = None if ladder else max(1, len(games) // settings.rounds)
+    settings = _fit_jobs(args, settings, chains)
     total = big.games_total(settings, games)
     if args.dry_run:
         if ladder:
@@ -516,11 +675,14 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         if left:
             print(f"killed {left} bot processes left by worker processes", file=sys.stderr)
         remove_tmpdirs_of_run(launch.run_id)
+    # Every file is written before anything is printed: a closed pipe on
+    # stdout or stderr can then neither lose a file nor change the verdict.
     results = write_outputs(
         out, settings_json, names, records, total, None if interrupted else key.hex()
     )
+    verdict = None if interrupted else run_verdict(args, results, records)
     _print_standings(results, out)
-    if interrupted:
+    if verdict is None:
         print(
             f"interrupted: {results['games_played']} of {total} games kept; "
             f"continue with: hearts-arena run ... --out {out} --resume",
@@ -528,7 +690,7 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         )
         return EXIT_INTERRUPTED
     _warn_faults(records)
-    return conclude_run(args, results, records)
+    return conclude_run(verdict)
 
 
 def _announce_key(key: MasterKey, launch: LaunchOptions) -> None:
@@ -582,6 +744,11 @@ def report_command(args: argparse.Namespace) -> int:
     run_path = folder / RUN_FILE
     if not run_path.exists():
         raise CliError(f"{folder} holds no tournament ({RUN_FILE} is missing)", EXIT_OUTPUT)
+    with folder_not_in_use(folder):
+        return _report(folder, run_path)
+
+
+def _report(folder: Path, run_path: Path) -> int:
     run_info = load_run_file(run_path)
     names = [e["name"] for e in run_info["settings"]["entrants"]]
     try:

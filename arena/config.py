@@ -15,7 +15,10 @@ would be. Entrants are an array of tables::
 
 Relative paths (entrant files and commands, ``out``, ``junit``) are taken
 from the file's folder. Flags given on the command line override the file;
-bots given on the command line replace its entrants. Every error names the
+bots given on the command line replace its entrants. A ``path`` entrant
+runs in the folder of its program, a ``command`` one in that of its first
+word naming a file (else the file's folder), or in its ``dir``;
+a path is used whole, whatever characters it holds. Every error names the
 file, the key and the problem (exit code 2). See ``examples/tournament.toml``.
 """
 
@@ -23,11 +26,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import tomllib
 from pathlib import Path
 from typing import Any, Final
 
 from arena.cli import EXIT_USAGE, CliError, build_parser
+from arena.entrants import Entrant, EntrantError, check_unique, with_folders
 
 #: Flags that a config file cannot set.
 _NOT_IN_FILE: Final = frozenset({"bots", "config", "command", "help"})
@@ -93,10 +98,12 @@ def _one(action: argparse.Action, value: Any, where: str, base: Path) -> Any:
     return result
 
 
-def _entrant_text(entry: Any, where: str, base: Path) -> str:
-    from arena.entrants import SAMPLE_BOTS
-    from arena.resources import sample_bots_dir
-
+def _entrant(entry: Any, where: str, base: Path) -> Entrant:
+    """One ``[[entrants]]`` table as an :class:`Entrant`, built from its typed
+    fields (a ``path`` is one path whatever characters it holds, and runs in
+    its program's folder, a ``command`` in that of the first word naming a
+    file, else the file's folder; ``dir`` names another folder holding the
+    program)."""
     if not isinstance(entry, dict):
         raise CliError(f"{where}: must be a table with command, path or sample")
     unknown = set(entry) - _ENTRANT_KEYS
@@ -110,25 +117,14 @@ def _entrant_text(entry: Any, where: str, base: Path) -> str:
             raise CliError(f"{where}.{key}: must be non-empty text")
     if "dir" in entry and "sample" in entry:
         raise CliError(f"{where}.dir: a sample bot has its own folder")
-    name = entry.get("name")
-    if "command" in entry:
-        if name is None:
-            raise CliError(f"{where}: an entrant given by command needs a name")
-        return f"{name}={entry['command']}"
-    if "sample" in entry:
-        sample = entry["sample"]
-        if sample not in SAMPLE_BOTS:
-            raise CliError(f"{where}.sample: one of {', '.join(SAMPLE_BOTS)}, got {sample!r}")
-        path = sample_bots_dir() / SAMPLE_BOTS[sample]
-        return f"{name or sample}={path}"
-    path = Path(entry["path"])
-    path = path if path.is_absolute() else Path(os.path.normpath(base / path))
-    return f"{name}={path}" if name else str(path)
-
-
-#: The ``values`` key of the entrants' ``dir`` keys (a list aligned with the
-#: entrants, ``None`` where not given); set on ``args`` when the file's entrants are used.
-ENTRANT_DIRS: Final = "bots_dirs"
+    entrant = _entrant_of_kind(entry, where, base)
+    folder = _entrant_dir(entry, where, base)
+    if folder is None:
+        return entrant
+    try:
+        return with_folders([entrant], [folder])[0]
+    except EntrantError as exc:
+        raise CliError(f"{where}.dir: {exc}") from None
 
 
 def _entrant_dir(entry: dict[str, Any], where: str, base: Path) -> Path | None:
@@ -146,13 +142,48 @@ def _entrant_dir(entry: dict[str, Any], where: str, base: Path) -> Path | None:
     return folder.resolve()
 
 
-def load_config(path: Path) -> tuple[dict[str, Any], list[str]]:
-    """Read a config file: ``(values by flag dest, entrant texts)``.
+def _entrant_of_kind(entry: dict[str, Any], where: str, base: Path) -> Entrant:
+    """The entrant of a checked ``[[entrants]]`` table, from its ``command``,
+    ``path`` or ``sample``."""
+    from arena.entrants import (
+        SAMPLE_BOTS,
+        command_entrant,
+        path_entrant,
+        sample_entrant,
+    )
+
+    name: str | None = entry.get("name")
+    kind = next(k for k in ("command", "path", "sample") if k in entry)
+    try:
+        if kind == "command":
+            if name is None:
+                raise CliError(f"{where}: an entrant given by command needs a name")
+            try:
+                argv = shlex.split(entry["command"])
+            except ValueError as exc:
+                raise EntrantError(f"cannot split the command: {exc}") from None
+            return command_entrant(name, argv, base=base, given=f"{name}={entry['command']}")
+        if kind == "sample":
+            sample = entry["sample"]
+            if sample not in SAMPLE_BOTS:
+                raise CliError(f"{where}.sample: one of {', '.join(SAMPLE_BOTS)}, got {sample!r}")
+            return sample_entrant(sample, name)
+        path = Path(entry["path"])
+        path = path if path.is_absolute() else Path(os.path.normpath(base / path))
+        return path_entrant(path, name=name, given=str(path))
+    except EntrantError as exc:
+        raise CliError(f"{where}.{kind}: {exc}") from None
+
+
+def load_config(path: Path) -> tuple[dict[str, Any], list[Entrant]]:
+    """Read a config file: ``(values by flag dest, entrants)``.
 
     Raises:
         CliError: exit 2: the file cannot be read or is not TOML, an unknown
-            key, a bad value, or two keys of one exclusive pair (``hands``
-            and ``target_score``); the message names the file and the key.
+            key, a bad value, two keys of one exclusive pair (``hands``
+            and ``target_score``), an unusable entrant (a missing file, a
+            command not on ``PATH``, two entrants of one name); the message
+            names the file and the key.
     """
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -163,18 +194,17 @@ def load_config(path: Path) -> tuple[dict[str, Any], list[str]]:
     base = path.resolve().parent
     actions = _run_actions()
     values: dict[str, Any] = {}
-    entrants: list[str] = []
+    entrants: list[Entrant] = []
     for key, value in data.items():
         where = f"{path}: key '{key}'"
         if key in ("entrants", "entrant"):
             if not isinstance(value, list):
                 raise CliError(f"{where}: must be an array of tables ([[entrants]])")
-            entrants = [
-                _entrant_text(e, f"{path}: key '{key}[{i}]'", base) for i, e in enumerate(value)
-            ]
-            dirs = [_entrant_dir(e, f"{path}: key '{key}[{i}]'", base) for i, e in enumerate(value)]
-            if any(d is not None for d in dirs):
-                values[ENTRANT_DIRS] = dirs
+            entrants = [_entrant(e, f"{path}: key '{key}[{i}]'", base) for i, e in enumerate(value)]
+            try:
+                check_unique(entrants)
+            except EntrantError as exc:
+                raise CliError(f"{path}: key '{key}': {exc}") from None
             continue
         dest = key.replace("-", "_")
         action = actions.get(dest)
@@ -203,8 +233,9 @@ def apply_config(args: argparse.Namespace, argv: list[str]) -> None:
     """Fill ``args`` (parsed ``run`` flags) from ``args.config``, if given:
     a value from the file is used unless ``argv`` gives that flag (or one
     exclusive with it, or a ``--format`` the file's option does not belong
-    to: see :data:`FORMAT_OPTIONS`); the file's entrants are used unless ``argv`` names
-    bots (they are then resolved from the file's folder).
+    to: see :data:`FORMAT_OPTIONS`); the file's entrants (resolved from the
+    file's folder) are used unless ``argv`` names bots (resolved from the
+    current folder, as any command-line path).
 
     Raises:
         CliError: see :func:`load_config`.
@@ -213,7 +244,6 @@ def apply_config(args: argparse.Namespace, argv: list[str]) -> None:
     if path is None:
         return
     values, entrants = load_config(path)
-    dirs = values.pop(ENTRANT_DIRS, None)
     given = given_on_command_line(argv)
     partners = _exclusive_partners()
     for dest, value in values.items():
@@ -222,8 +252,5 @@ def apply_config(args: argparse.Namespace, argv: list[str]) -> None:
         if dest in FORMAT_OPTIONS and "format" in given and args.format != FORMAT_OPTIONS[dest]:
             continue  # the file's option belongs to the format the command line replaced
         setattr(args, dest, value)
-    if entrants and not args.bots:
-        args.bots = entrants
-        args.bots_base = path.resolve().parent  # NAME=COMMAND runs from the file's folder
-        if dirs is not None:
-            setattr(args, ENTRANT_DIRS, dirs)
+    if entrants and not args.bots:  # bots on the command line: from the current folder
+        args.entrants = entrants  # typed already: never joined into text again

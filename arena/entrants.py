@@ -6,14 +6,21 @@ An entrant is given on the command line as one of:
 * a path to a ``.py`` file, run with the same Python as the arena;
 * ``NAME=COMMAND``: the command split as a POSIX shell would split it
   (``shlex.split``) but never run through a shell. If its first word names an
-  existing ``.py`` file, that file is run with the arena's Python;
+  existing ``.py`` file, that file is run with the arena's Python. A bare
+  first word must be found on ``PATH``. When the whole ``COMMAND`` is an
+  existing file, it is that file entered as ``NAME`` (not split);
 * ``sample:NAME`` or ``NAME=sample:SAMPLE``: a sample bot shipped with the
   package (:data:`SAMPLE_BOTS`).
 
-A bot runs in the folder of its program file (for ``NAME=COMMAND``, the
-folder of the first word naming a file, such as ``bot.jar`` in ``java -jar
-bot.jar``; the folder the arena was started in when no word names a file),
-with a fresh private temporary folder as ``HOME`` and ``TMPDIR`` and a small
+Each form is parsed once into an :class:`Entrant` (``--config`` builds them
+from TOML with :func:`path_entrant`, :func:`command_entrant` and
+:func:`sample_entrant`; ``--resume`` from ``run.json`` with
+:func:`entrant_from_record`); no entrant is ever turned back into text and
+split again. A bot runs in the folder of its program file (for
+``NAME=COMMAND``, the folder of the first word naming a file, such as
+``bot.jar`` in ``java -jar bot.jar``; when no word names a file, the folder
+the arena was started in, or the config file's), with a fresh private
+temporary folder as ``HOME`` and ``TMPDIR`` and a small
 explicit environment (:func:`bot_environment`).
 """
 
@@ -26,10 +33,10 @@ import shutil
 import sys
 import tempfile
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from arena.resources import sample_bots_dir
 
@@ -61,12 +68,16 @@ class Entrant:
         argv: the command that starts its program.
         cwd: the folder it runs in.
         source: how the user gave it (for the settings record).
+        program: the file its command runs (a script or an executable)
+            when it was given by path; checked by the launcher before
+            anything starts. ``None`` for a command found on ``PATH``.
     """
 
     name: str
     argv: tuple[str, ...]
     cwd: Path
     source: str
+    program: Path | None = None
 
 
 def check_name(name: str) -> str:
@@ -95,7 +106,7 @@ def check_name(name: str) -> str:
 
 
 def _python_file(path: Path) -> bool:
-    return path.suffix == ".py" and path.is_file()
+    return path.suffix == ".py" and _is_file(path)
 
 
 def _exists(path: Path) -> bool:
@@ -106,50 +117,77 @@ def _exists(path: Path) -> bool:
         return False
 
 
-def parse_entrant(text: str, *, base: Path | None = None) -> Entrant:
-    """Parse one entrant given on the command line (see the module docstring).
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file (or a link to one); a name too long
+    for the file system is not."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
-    Args:
-        text: ``path``, ``path.py`` or ``NAME=COMMAND``.
-        base: the folder relative paths are resolved in (default: the
-            current folder).
+
+def path_entrant(path: Path, *, name: str | None = None, given: str | None = None) -> Entrant:
+    """An entrant given as a program file (``.py`` files run with the arena's
+    Python), named ``name`` (default: the file's stem). It runs in the folder
+    of its program. ``path`` is used as one path, whatever characters it holds
+    (spaces, quotes, ``=``, any script): it is never split.
 
     Raises:
-        EntrantError: a missing or non-executable file, a folder, a bad name
-            or an empty command; the message is one line.
+        EntrantError: the file is missing, a folder or not executable, or the
+            name is unusable.
     """
-    base = base or Path.cwd()
-    if text.startswith("sample:") and not _exists(Path(base, text)):
-        return sample_entrant(text.removeprefix("sample:"))
-    name, sep, command = text.partition("=")
-    if sep and name and "/" not in name and not _exists(Path(base, text)):
-        check_name(name)
-        if command.startswith("sample:"):
-            return sample_entrant(command.removeprefix("sample:"), name)
-        try:
-            argv = shlex.split(command)
-        except ValueError as exc:
-            raise EntrantError(f"entrant {name!r}: cannot split its command: {exc}") from None
-        if not argv:
-            raise EntrantError(f"entrant {name!r} has an empty command")
-        first = Path(base, argv[0])
-        if _python_file(first):
-            argv = [sys.executable, str(first.resolve()), *argv[1:]]
-            return Entrant(name, tuple(argv), first.resolve().parent, text)
-        argv, folder = _absolute_files(argv, base)
-        return Entrant(name, tuple(argv), folder, text)
-    path = Path(base, text)
+    shown = given if given is not None else str(path)
     if not _exists(path):
-        raise EntrantError(f"bot file not found: {text[:200]}")
+        raise EntrantError(f"bot file not found: {shown[:200]}")
     if path.is_dir():
-        raise EntrantError(f"bot {text} is a folder; give the program file inside it")
+        raise EntrantError(f"bot {shown[:200]} is a folder; give the program file inside it")
     path = path.resolve()
-    name = check_name(path.stem)
+    name = check_name(name if name is not None else path.stem)
     if path.suffix == ".py":
-        return Entrant(name, (sys.executable, str(path)), path.parent, text)
+        return Entrant(name, (sys.executable, str(path)), path.parent, shown, path)
     if not os.access(path, os.X_OK):
-        raise EntrantError(f"bot {text} is not executable (chmod +x it, or give NAME=COMMAND)")
-    return Entrant(name, (str(path),), path.parent, text)
+        raise EntrantError(
+            f"bot {shown[:200]} is not executable (chmod +x it, or give NAME=COMMAND)"
+        )
+    return Entrant(name, (str(path),), path.parent, shown, path)
+
+
+def command_entrant(
+    name: str, argv: Sequence[str], *, base: Path, given: str | None = None
+) -> Entrant:
+    """An entrant given as a command (already split into words: never run
+    through a shell). Words naming existing files (relative to ``base``) are
+    made absolute, and it runs in the folder of its program (see
+    :func:`_absolute_files`; ``base`` when no word names a file). A first
+    word naming an existing ``.py`` file is run with the arena's Python.
+
+    Raises:
+        EntrantError: a bad name, an empty command, a program path that does
+            not exist, or a bare command name that is not found on ``PATH``.
+    """
+    check_name(name)
+    argv = list(argv)
+    shown = given if given is not None else f"{name}={shlex.join(argv)}"
+    if not argv or not argv[0]:
+        raise EntrantError(f"entrant {name!r} has an empty command")
+    first = Path(base, argv[0])
+    words, folder = _absolute_files(argv, base)  # file words absolute: it runs in `folder`
+    if _python_file(first):
+        program = first.resolve()
+        return Entrant(
+            name, (sys.executable, str(program), *words[1:]), program.parent, shown, program
+        )
+    if "/" in argv[0]:
+        if not _is_file(first):
+            raise EntrantError(f"entrant {name!r}: bot file not found: {str(first)[:200]}")
+        return Entrant(name, tuple(words), folder, shown, first.resolve())
+    if shutil.which(argv[0]) is None:
+        raise EntrantError(
+            f"entrant {name!r}: command {argv[0][:100]!r} was not found on PATH "
+            "(give a path such as ./prog for a program in this folder)"
+        )
+    # Not pinned to this machine's copy: a Dask worker finds it on its own PATH.
+    return Entrant(name, tuple(words), folder, shown)
 
 
 def _absolute_files(argv: list[str], base: Path) -> tuple[list[str], Path]:
@@ -173,6 +211,41 @@ def _absolute_files(argv: list[str], base: Path) -> tuple[list[str], Path]:
     return out, folder or base.resolve()
 
 
+def parse_entrant(text: str, *, base: Path | None = None) -> Entrant:
+    """Parse one entrant given on the command line (see the module docstring).
+
+    ``NAME=COMMAND`` whose whole ``COMMAND`` is an existing file is that file
+    entered as ``NAME`` (it runs in its own folder, and its path is not split,
+    so spaces and quotes need no quoting).
+
+    Args:
+        text: ``path``, ``path.py``, ``sample:NAME``, ``NAME=sample:SAMPLE``
+            or ``NAME=COMMAND``.
+        base: the folder relative paths are resolved in (default: the
+            current folder).
+
+    Raises:
+        EntrantError: a missing or non-executable file, a folder, a bad name,
+            an empty command or one not found on ``PATH``; the message is one line.
+    """
+    base = base or Path.cwd()
+    if text.startswith("sample:") and not _exists(Path(base, text)):
+        return sample_entrant(text.removeprefix("sample:"))
+    name, sep, command = text.partition("=")
+    if sep and name and "/" not in name and not _exists(Path(base, text)):
+        check_name(name)
+        if command.startswith("sample:"):
+            return sample_entrant(command.removeprefix("sample:"), name)
+        if command and _is_file(Path(base, command)):
+            return path_entrant(Path(base, command), name=name, given=text)
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            raise EntrantError(f"entrant {name!r}: cannot split its command: {exc}") from None
+        return command_entrant(name, argv, base=base, given=text)
+    return path_entrant(Path(base, text), given=text)
+
+
 def sample_entrant(sample: str, name: str | None = None) -> Entrant:
     """A sample bot shipped inside the package, entered as ``name`` (default:
     the sample's own name).
@@ -183,11 +256,13 @@ def sample_entrant(sample: str, name: str | None = None) -> Entrant:
     if sample not in SAMPLE_BOTS:
         raise EntrantError(f"no sample bot {sample!r}; the samples are {', '.join(SAMPLE_BOTS)}")
     folder = sample_bots_dir()
+    program = folder / SAMPLE_BOTS[sample]
     return Entrant(
         check_name(name or sample),
-        (sys.executable, str(folder / SAMPLE_BOTS[sample])),
+        (sys.executable, str(program)),
         folder,
         f"sample:{sample}",
+        program,
     )
 
 
@@ -196,13 +271,12 @@ def sample_entrants() -> list[Entrant]:
     return [sample_entrant(name) for name in DEFAULT_SAMPLES]
 
 
-def parse_entrants(texts: Iterable[str], *, base: Path | None = None) -> list[Entrant]:
-    """Parse several entrants and check that names are unique.
+def check_unique(entrants: Sequence[Entrant]) -> list[Entrant]:
+    """Return ``entrants`` as a list if their names are unique.
 
     Raises:
-        EntrantError: see :func:`parse_entrant`, or two entrants with one name.
+        EntrantError: two entrants with one name.
     """
-    entrants = [parse_entrant(t, base=base) for t in texts]
     seen: dict[str, str] = {}
     for e in entrants:
         if e.name in seen:
@@ -211,7 +285,43 @@ def parse_entrants(texts: Iterable[str], *, base: Path | None = None) -> list[En
                 "name one with NAME=COMMAND"
             )
         seen[e.name] = e.source
-    return entrants
+    return list(entrants)
+
+
+def parse_entrants(texts: Iterable[str], *, base: Path | None = None) -> list[Entrant]:
+    """Parse several entrants and check that names are unique.
+
+    Raises:
+        EntrantError: see :func:`parse_entrant`, or two entrants with one name.
+    """
+    return check_unique([parse_entrant(t, base=base) for t in texts])
+
+
+def entrant_from_record(record: Mapping[str, Any]) -> Entrant:
+    """An entrant as :func:`describe` recorded it in ``run.json``: its
+    ``argv`` list when recorded (older files: ``command`` split as a shell
+    would), ``cwd``, ``name``, ``given`` and ``program``.
+
+    Raises:
+        EntrantError: the record lacks a usable name, command or folder.
+    """
+    try:
+        name = check_name(str(record["name"]))
+        argv = record.get("argv")
+        if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
+            argv = shlex.split(str(record["command"]))
+        if not argv:
+            raise ValueError("an empty command")
+        program = record.get("program")
+        return Entrant(
+            name,
+            tuple(argv),
+            Path(str(record["cwd"])),
+            str(record.get("given", "")),
+            Path(program) if isinstance(program, str) else None,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise EntrantError(f"a recorded entrant has no usable command and folder ({exc})") from None
 
 
 def with_folders(entrants: list[Entrant], folders: Sequence[Path | None] | None) -> list[Entrant]:
@@ -227,7 +337,7 @@ def with_folders(entrants: list[Entrant], folders: Sequence[Path | None] | None)
     out = []
     for entrant, folder in zip(entrants, folders, strict=True):
         if folder is not None:
-            program = next(
+            program = entrant.program or next(
                 (Path(w) for w in entrant.argv if _is_own_file(w) and w != sys.executable), None
             )
             if program is not None and not program.resolve().is_relative_to(folder):
@@ -298,9 +408,19 @@ def remove_tmpdirs_of_run(run_id: str) -> int:
     return removed
 
 
-def describe(entrants: Sequence[Entrant]) -> list[dict[str, str]]:
-    """Entrants as plain data for the settings record."""
+def describe(entrants: Sequence[Entrant]) -> list[dict[str, Any]]:
+    """Entrants as plain data for the settings record: ``name``, ``command``
+    (the argv joined as a shell would quote it, for reading), ``argv`` (the
+    exact words, what :func:`entrant_from_record` uses), ``cwd``, ``given``
+    and ``program`` (the file run, when known)."""
     return [
-        {"name": e.name, "command": shlex.join(e.argv), "cwd": str(e.cwd), "given": e.source}
+        {
+            "name": e.name,
+            "command": shlex.join(e.argv),
+            "argv": list(e.argv),
+            "cwd": str(e.cwd),
+            "given": e.source,
+            **({"program": str(e.program)} if e.program is not None else {}),
+        }
         for e in entrants
     ]

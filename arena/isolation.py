@@ -91,7 +91,10 @@ def make_preexec(limits: Limits, *, limit_processes: bool) -> Callable[[], None]
     """The function run in the child before ``exec``: apply ``limits``, and
     allow no core file and no POSIX message queue.
 
-    Runs between fork and exec, so it only calls ``setrlimit``.
+    Runs between fork and exec, so it only calls ``setrlimit``. A limit
+    above the arena's own hard limit (``--max-open-files 256`` under
+    ``ulimit -Hn 128``) is lowered to it: an unprivileged process cannot
+    raise a hard limit, and the bot would fail to start.
     """
     # No POSIX message queue: a bot has no use for one, and one left behind
     # would outlive the bot (RLIMIT_MSGQUEUE counts bytes of queues per user).
@@ -107,13 +110,18 @@ def make_preexec(limits: Limits, *, limit_processes: bool) -> Callable[[], None]
     if limit_processes and limits.processes:
         settings.append((resource.RLIMIT_NPROC, limits.processes))
 
+    pairs: list[tuple[int, int, int]] = []
+    for which, value in settings:
+        hard = value + 5 if which == resource.RLIMIT_CPU else value
+        ceiling = resource.getrlimit(which)[1]  # a limit never rises above the arena's own
+        if ceiling != resource.RLIM_INFINITY and ceiling >= 0:
+            value, hard = min(value, ceiling), min(hard, ceiling)
+        pairs.append((which, value, hard))
+
     def preexec() -> None:
         _new_session_keyring()
-        for which, value in settings:
-            if which == resource.RLIMIT_CPU:
-                resource.setrlimit(which, (value, value + 5))
-            else:
-                resource.setrlimit(which, (value, value))
+        for which, soft, hard in pairs:
+            resource.setrlimit(which, (soft, hard))
 
     return preexec
 

@@ -87,7 +87,8 @@ def junit_xml(suite: str, cases: Sequence[Case], *, time: float | None = None) -
         elif c.details:
             ET.SubElement(tc, "system-out").text = _clean(c.details)
     ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    document: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    return document + b"\n"
 
 
 def write_junit(

@@ -162,6 +162,10 @@ class Launcher:
         for e in entrants:
             program = _program_file(e)
             if not program.exists():
+                if "/" not in str(program):  # a bare command name, looked up on PATH
+                    raise IsolationError(
+                        f"entrant {e.name!r}: command {str(program)!r} was not found on PATH"
+                    )
                 raise IsolationError(f"entrant {e.name!r}: bot file not found: {program}")
             if not program.is_file():
                 raise IsolationError(f"entrant {e.name!r}: {program} is not a regular file")
@@ -405,7 +409,11 @@ def _check_own_folders(entrants: list[Entrant]) -> None:
 
 
 def _program_file(entrant: Entrant) -> Path:
-    """The file an entrant's command runs (a script, or the executable)."""
+    """The file an entrant's command runs (a script, or the executable): the
+    one found when it was parsed, else (an older record) guessed from its
+    command; a bare command name not found on ``PATH`` is returned as it is."""
+    if entrant.program is not None:
+        return entrant.program
     argv = entrant.argv
     first = Path(argv[0])
     if len(argv) > 1 and first.name.startswith("python"):
@@ -415,7 +423,7 @@ def _program_file(entrant: Entrant) -> Path:
     if first.is_absolute() or "/" in argv[0]:
         return Path(entrant.cwd, first)
     found = shutil.which(argv[0])
-    return Path(found) if found else Path(entrant.cwd, first)
+    return Path(found) if found else first
 
 
 __all__ = ["IsolationError", "LaunchOptions", "Launcher"]

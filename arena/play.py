@@ -192,7 +192,9 @@ class HumanSeat(InProcessSeat):
     async def _line(self, prompt: str) -> str:
         await self.narrator.pause()
         try:
-            line = await trio.to_thread.run_sync(self.ask, prompt)
+            # Abandoned on cancel: Ctrl-C (Trio cancels every task) ends the
+            # game at once; the blocked read is left to the exiting process.
+            line = await trio.to_thread.run_sync(self.ask, prompt, abandon_on_cancel=True)
         except EOFError:
             raise Quit from None
         if line.strip().lower() in ("q", "quit", "exit"):

@@ -33,7 +33,7 @@ import trio
 from arena.botproc import BotProcess, Reply
 from arena.cards import mask_of_names
 from arena.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
-from arena.entrants import Entrant
+from arena.entrants import Entrant, EntrantError, entrant_from_record
 from arena.faults import FaultKind
 from arena.launcher import Launcher
 from arena.referee import GameSpec, Referee, RefereeSettings, SeatSetup, handshake
@@ -192,14 +192,10 @@ def recorded_entrant(run_info: dict[str, Any] | None, name: str) -> Entrant | No
         return None
     for e in run_info["settings"]["entrants"]:
         if e["name"] == name:
-            try:
-                argv = tuple(shlex.split(e["command"]))
-                return Entrant(name, argv, Path(e["cwd"]), str(e.get("given", "")))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise ReplayError(
-                    f"run.json records {name!r} without a usable command and folder ({exc}); "
-                    "give --bot"
-                ) from None
+            try:  # its recorded argv: the words are never joined and split again
+                return entrant_from_record(e)
+            except EntrantError as exc:
+                raise ReplayError(f"run.json records {name!r}: {exc}; give --bot") from None
     return None
 
 

@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arena.cli import (
     EXIT_FAILED,
@@ -25,6 +25,9 @@ from arena.cli import (
     add_isolation_flags,
     output_file,
 )
+
+if TYPE_CHECKING:
+    from arena.verdict import Verdict
 
 #: Default cap of transcript entries per seat and game (see ``--transcript-cap``).
 DEFAULT_TRANSCRIPT_CAP = 1000
@@ -73,7 +76,8 @@ def add_run_flags(run: argparse.ArgumentParser) -> None:
         metavar="FILE",
         type=output_file,
         default=None,
-        help="write JUnit XML: one test case per entrant, failed on faults or a --fail-if",
+        help="write JUnit XML: one test case per entrant judged (a gauntlet's candidate, "
+        "else each), failed iff a --fail-if holds for it (none given: faults>0)",
     )
     ci.add_argument(
         "--config",
@@ -356,35 +360,46 @@ def prepare_run(args: argparse.Namespace, names: Sequence[str]) -> None:
         raise CliError(str(exc)) from None
 
 
-def conclude_run(
+def run_verdict(
     args: argparse.Namespace,
     results: dict[str, Any],
     records: Sequence[dict[str, Any]],
-) -> int:
-    """After a finished run: evaluate ``--fail-if`` (one line on stderr per
-    condition that held), write ``--junit``. Returns :data:`EXIT_FAILED` if
-    a condition held, else :data:`EXIT_OK`."""
-    from arena.verdict import evaluate, failure_lines, junit_cases
+) -> Verdict:
+    """After a finished run: judge it (see :func:`arena.verdict.judge`) and
+    write ``--junit``, before anything is printed (so that output to a closed
+    pipe can neither lose the file nor change the verdict). Returns the
+    :class:`~arena.verdict.Verdict`.
 
-    conditions = getattr(args, "fail_if", None) or []
-    standings = results["standings"]
-    candidate = getattr(args, "candidate", None)
-    subjects = [candidate] if candidate else [r["name"] for r in standings]
-    failed = evaluate(conditions, standings, subjects)
-    for line in failure_lines(failed):
-        print(line, file=sys.stderr)
+    Raises:
+        CliError: exit 3: the JUnit file cannot be written.
+    """
+    from arena.verdict import judge
+
     junit = getattr(args, "junit", None)
+    verdict = judge(
+        getattr(args, "fail_if", None) or [],
+        results["standings"],
+        records,
+        candidate=getattr(args, "candidate", None),
+        junit=junit is not None,
+    )
     if junit is not None:
         from arena.junit import write_junit
 
-        cases = junit_cases(standings, failed, records)
-        if candidate:  # the candidate first
-            cases.sort(key=lambda c: c.name != candidate)
         try:
-            write_junit(junit, f"hearts-arena run {args.out}", cases)
+            write_junit(junit, f"hearts-arena run {args.out}", verdict.cases)
         except OSError as exc:
             raise CliError(f"--junit {junit}: {exc.strerror or exc}", EXIT_OUTPUT) from None
-    return EXIT_FAILED if failed else EXIT_OK
+    return verdict
+
+
+def conclude_run(verdict: Verdict) -> int:
+    """Print the verdict's ``fail-if`` lines on stderr; return
+    :data:`EXIT_FAILED` if a JUnit case of the verdict failed, else
+    :data:`EXIT_OK`."""
+    for line in verdict.lines():
+        print(line, file=sys.stderr)
+    return EXIT_OK if verdict.passed else EXIT_FAILED
 
 
 TOOL_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {

@@ -14,7 +14,11 @@ worse, since points are bad), ``mean_rank>2.5``, ``rank>1``.
 
 A condition *fails the run* when it holds: for the candidate in a gauntlet,
 for every entrant otherwise. A metric that cannot be measured (no hands
-played, say) counts as holding, so that CI never passes by accident.
+played, say) counts as holding, so that CI never passes by accident. With
+``--junit`` and no condition, ``faults>0`` is judged. :func:`judge` makes
+the one :class:`Verdict` of a run: a JUnit case per judged entrant, failed if
+and only if a condition holds for it, and exit code 5 if and only if a case
+failed.
 """
 
 from __future__ import annotations
@@ -195,14 +199,89 @@ def failure_lines(failed: Sequence[tuple[Condition, list[tuple[str, str]]]]) -> 
     return [f"fail-if {c.text}: {'; '.join(text for _, text in found)}" for c, found in failed]
 
 
-def junit_cases(
+#: The condition judged when ``--junit`` is given without any ``--fail-if``.
+DEFAULT_CONDITION: Final = "faults>0"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The one verdict of a finished run: it alone decides the exit code,
+    the JUnit file and the ``fail-if`` lines printed, so they never disagree.
+
+    Attributes:
+        subjects: the entrants judged (the candidate of a gauntlet, else
+            every entrant, in standings order); one JUnit case each.
+        failed: each condition that holds for some subject, with the
+            subjects and measured values (see :meth:`Condition.failures`).
+        cases: the JUnit cases, one per subject, failed if and only if a
+            condition holds for that subject.
+        implicit: the conditions are :data:`DEFAULT_CONDITION`, judged
+            because ``--junit`` was given without ``--fail-if``.
+    """
+
+    subjects: tuple[str, ...]
+    failed: tuple[tuple[Condition, tuple[tuple[str, str], ...]], ...]
+    cases: tuple[Case, ...]
+    implicit: bool = False
+
+    @property
+    def passed(self) -> bool:
+        """No condition holds for any subject (every JUnit case passes)."""
+        return not any(c.failure is not None for c in self.cases)
+
+    def lines(self) -> list[str]:
+        """One line per condition that held: ``fail-if faults>0: mybot 3 > 0``
+        (with the implicit condition, ``fail-if faults>0 (--junit without
+        --fail-if): ...``)."""
+        note = " (--junit without --fail-if)" if self.implicit else ""
+        return [
+            f"fail-if {c.text}{note}: {'; '.join(text for _, text in found)}"
+            for c, found in self.failed
+        ]
+
+
+def judge(
+    conditions: Sequence[Condition],
     standings: Sequence[Mapping[str, Any]],
+    records: Sequence[Mapping[str, Any]],
+    *,
+    candidate: str | None = None,
+    junit: bool = False,
+) -> Verdict:
+    """Judge a finished run.
+
+    Args:
+        conditions: the ``--fail-if`` conditions; with none and ``junit``,
+            :data:`DEFAULT_CONDITION` (any fault) is judged instead.
+        standings: the rows of ``results.json``.
+        records: the games (for each bot's answering time, the cases' time
+            in seconds).
+        candidate: a gauntlet's candidate: the only subject.
+        junit: whether a JUnit file is written.
+    """
+    implicit = not conditions and junit
+    conds = [parse_condition(DEFAULT_CONDITION)] if implicit else list(conditions)
+    subjects = [candidate] if candidate else [str(r["name"]) for r in standings]
+    failed = evaluate(conds, standings, subjects)
+    cases = _cases(standings, subjects, failed, records, implicit)
+    return Verdict(
+        tuple(subjects),
+        tuple((c, tuple(found)) for c, found in failed),
+        tuple(cases),
+        implicit,
+    )
+
+
+def _cases(
+    standings: Sequence[Mapping[str, Any]],
+    subjects: Sequence[str],
     failed: Sequence[tuple[Condition, list[tuple[str, str]]]],
     records: Sequence[Mapping[str, Any]],
+    implicit: bool,
 ) -> list[Case]:
-    """One JUnit case per entrant (in standings order): failed when it has
-    faults or a ``--fail-if`` condition holds for it. The case's time is the
-    seconds its bot spent answering requests over all its games."""
+    """One JUnit case per subject, failed if and only if a condition in
+    ``failed`` holds for it; faults are listed in every case's details.
+    The case's time is the seconds its bot spent answering requests."""
     seconds: dict[str, float] = {}
     for rec in records:
         for seat, timing in enumerate(rec.get("timing") or []):
@@ -210,25 +289,28 @@ def junit_cases(
             seconds[name] = (
                 seconds.get(name, 0.0) + timing.get("requests", 0) * timing.get("mean_ms", 0) / 1000
             )
+    rows = {r["name"]: r for r in standings}
+    note = " (--junit without --fail-if)" if implicit else ""
     cases = []
-    for row in standings:
-        name = row["name"]
+    for name in subjects:
+        row = rows[name]
         problems = []
-        faults = {k: v for k, v in row["faults"].items() if v}
-        if faults:
-            problems.append(
-                f"{sum(faults.values())} faults ("
-                + ", ".join(f"{v} {k}" for k, v in sorted(faults.items()))
-                + ")"
-            )
         for c, found in failed:
             mine = [text for subject, text in found if subject == name]
             if mine:
-                problems.append(f"fail-if {c.text}: {'; '.join(mine)}")
-        ppH = row.get("points_per_hand")
+                problems.append(f"fail-if {c.text}{note}: {'; '.join(mine)}")
+        faults = {k: v for k, v in row["faults"].items() if v}
+        fault_line = (
+            f"{sum(faults.values())} faults ("
+            + ", ".join(f"{v} {k}" for k, v in sorted(faults.items()))
+            + ")"
+            if faults
+            else "no faults"
+        )
         summary = (
             f"rank {row['rank']}, {row['games']} games, {row['wins']} wins, "
-            f"points per hand {_fmt(ppH)}, mean rank {_fmt(row.get('mean_rank'))}"
+            f"points per hand {_fmt(row.get('points_per_hand'))}, "
+            f"mean rank {_fmt(row.get('mean_rank'))}; {fault_line}"
         )
         cases.append(
             Case(
@@ -236,7 +318,7 @@ def junit_cases(
                 classname="hearts-arena.run",
                 time=seconds.get(name, 0.0),
                 failure="; ".join(problems) if problems else None,
-                details="\n".join([*problems, summary]) if problems else summary,
+                details="\n".join([*problems, summary]),
             )
         )
     return cases

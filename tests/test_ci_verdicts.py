@@ -4,13 +4,17 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import bot, load_outputs, run_arena
+from conftest import ROOT, bot, load_outputs, run_arena
 
 from arena.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from arena.junit import Case
 from arena.tournament import (
     TournamentSettings,
     schedule,
@@ -18,7 +22,14 @@ from arena.tournament import (
     schedule_round_robin,
     tables_of,
 )
-from arena.verdict import ConditionError, check_names, evaluate, failure_lines, parse_condition
+from arena.verdict import (
+    ConditionError,
+    check_names,
+    evaluate,
+    failure_lines,
+    judge,
+    parse_condition,
+)
 
 NAMES = ["e", "a", "d", "c", "b", "f"]
 
@@ -163,12 +174,11 @@ def test_gauntlet_run_fails_on_a_condition_with_one_line_and_junit(
     assert '">d</a> <strong class="tag">candidate</strong>' in row
     suite = ET.parse(junit).getroot().find("testsuite")
     cases = {c.get("name"): c for c in suite.findall("testcase")}
-    assert sorted(cases) == list("abcde")
-    assert suite.get("failures") == "1"
+    assert sorted(cases) == ["d"]  # a gauntlet's file lists the candidate only
+    assert (suite.get("tests"), suite.get("failures")) == ("1", "1")
     failure = cases["d"].find("failure")
-    assert failure is not None and "illegal" in failure.get("message")
-    assert "fail-if faults>0" in failure.get("message")
-    assert all(cases[n].find("failure") is None for n in "abce")
+    assert failure is not None and failure.get("message") == lines[0]
+    assert "illegal" in failure.text
 
 
 def test_fail_if_judges_every_entrant_in_a_round_robin(
@@ -219,3 +229,133 @@ def test_gauntlet_dry_run_lists_only_the_candidates_tables(
     assert "5 entrants, 4 tables" in out
     assert "b, c, d, e" not in out
     assert "32 games" in out
+
+
+def junit_suite(path: Path) -> tuple[ET.Element, dict[str, ET.Element]]:
+    suite = ET.parse(path).getroot().find("testsuite")
+    assert suite is not None
+    return suite, {c.get("name", ""): c for c in suite.findall("testcase")}
+
+
+def test_a_clean_candidate_passes_whatever_its_opponents_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 14, item 5: the opponent ``d`` faults, the candidate ``a`` does
+    not: exit 0, and the JUnit file (the candidate's case only) passes."""
+    out, junit = tmp_path / "o", tmp_path / "g.xml"
+    args = ["run", *FIVE, *BASE, "--format", "gauntlet", "--candidate", "a", "--out", str(out)]
+    assert run_arena([*args, "--fail-if", "faults>0", "--junit", str(junit)]) == EXIT_OK
+    assert "fail-if" not in capsys.readouterr().err
+    results, _ = load_outputs(out)
+    d = next(r for r in results["standings"] if r["name"] == "d")
+    assert d["faults"]["illegal"] > 0  # the opponent did fault
+    suite, cases = junit_suite(junit)
+    assert (suite.get("tests"), suite.get("failures")) == ("1", "0")
+    assert list(cases) == ["a"] and cases["a"].find("failure") is None
+    # Without --fail-if, --junit judges faults>0 for the candidate alone: still a pass.
+    args = [*args, "--overwrite", "--junit", str(junit)]
+    assert run_arena(args) == EXIT_OK
+    assert junit_suite(junit)[0].get("failures") == "0"
+
+
+def test_junit_without_fail_if_fails_on_faults_and_exits_5(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, junit = tmp_path / "o", tmp_path / "j.xml"
+    four = [*FIVE[:3], FIVE[3]]  # a, b, c and the illegal d
+    assert run_arena(["run", *four, *BASE, "--out", str(out), "--junit", str(junit)]) == EXIT_FAILED
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("fail-if")]
+    assert line.startswith("fail-if faults>0 (--junit without --fail-if): d ")
+    suite, cases = junit_suite(junit)
+    assert (suite.get("tests"), suite.get("failures")) == ("4", "1")
+    assert [n for n, c in cases.items() if c.find("failure") is not None] == ["d"]
+    # A --fail-if that does not hold passes every case, faults or not (they
+    # are in the case's output); the exit code agrees.
+    args = ["--overwrite", "--fail-if", "games<1", "--junit", str(junit)]
+    assert run_arena(["run", *four, *BASE, "--out", str(out), *args]) == EXIT_OK
+    suite, cases = junit_suite(junit)
+    assert (suite.get("tests"), suite.get("failures")) == ("4", "0")
+    out_text = cases["d"].findtext("system-out") or ""
+    assert " illegal)" in out_text and "faults (" in out_text
+
+
+def test_one_verdict_decides_cases_lines_and_exit() -> None:
+    rows = [
+        {"name": "me", "faults": {"crashed": 2}, "points_per_hand": 9.0, "mean_rank": 3.0,
+         "wins": 0, "games": 4, "rank": 4},
+        {"name": "low", "faults": {}, "points_per_hand": 5.0, "mean_rank": 1.5, "wins": 2,
+         "games": 4, "rank": 1},
+    ]  # fmt: skip
+    v = judge([parse_condition("points_per_hand>low")], rows, [], candidate="me")
+    assert v.subjects == ("me",) and not v.passed
+    assert v.lines() == ["fail-if points_per_hand>low: me 9 > low 5"]
+    assert v.cases == (
+        Case("me", "hearts-arena.run", 0.0, "fail-if points_per_hand>low: me 9 > low 5",
+             "fail-if points_per_hand>low: me 9 > low 5\nrank 4, 4 games, 0 wins, points per "
+             "hand 9, mean rank 3; 2 faults (2 crashed)"),
+    )  # fmt: skip
+    assert judge([], rows, [], candidate="low", junit=True).passed
+    assert judge([], rows, []).cases[0].failure is None  # no --junit, no condition: no verdict
+    implicit = judge([], rows, [], junit=True)
+    assert [c.failure for c in implicit.cases] == [
+        "fail-if faults>0 (--junit without --fail-if): me 2 > 0",
+        None,
+    ]
+
+
+def _arena_into_closed_pipes(
+    folder: Path, *extra: str, buffered: bool, close_stderr: bool = False
+) -> tuple[int, str]:
+    """Run the arena with stdout (and maybe stderr) a pipe nobody reads, as
+    ``hearts-arena ... | true`` does; returns the exit code and stderr."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("PYTHONUNBUFFERED", None)
+    if not buffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before the first line
+    err_file = folder / "stderr.txt"
+    with err_file.open("w") as err:
+        proc = subprocess.run(
+            [sys.executable, "-m", "arena", *extra],
+            stdout=write,
+            stderr=write if close_stderr else err,
+            cwd=folder,
+            env=env,
+            timeout=300,
+        )
+    os.close(write)
+    return proc.returncode, err_file.read_text()
+
+
+@pytest.mark.parametrize(
+    ("buffered", "close_stderr"), [(False, False), (True, False), (True, True)]
+)
+def test_a_closed_pipe_changes_neither_the_verdict_nor_the_files(
+    open_tmp: Path, buffered: bool, close_stderr: bool
+) -> None:
+    """Issue 14, item 4: ``run bad_bot.py ... --junit j.xml --fail-if faults>0
+    | true`` exited 1 without j.xml (120 and "Exception ignored" when buffered)."""
+    bots = [bot("illegal", "bad"), "sample:low", "sample:duck", "sample:random"]
+    args = [*bots, "--rounds", "1", "--hands", "1", "--seed", "2", "--out", "o"]
+    code, err = _arena_into_closed_pipes(
+        open_tmp, "run", *args, "--junit", "j.xml", "--fail-if", "faults>0",
+        buffered=buffered, close_stderr=close_stderr,
+    )  # fmt: skip
+    assert code == EXIT_FAILED
+    suite, cases = junit_suite(open_tmp / "j.xml")
+    assert (suite.get("tests"), suite.get("failures")) == ("4", "1")
+    assert cases["bad"].find("failure") is not None
+    assert (open_tmp / "o" / "index.html").exists() and (open_tmp / "o" / "results.json").exists()
+    assert "Exception ignored" not in err and "Traceback" not in err
+    if not close_stderr:
+        assert "fail-if faults>0: bad " in err
+
+
+def test_check_into_a_closed_pipe_keeps_its_verdict_and_junit(open_tmp: Path) -> None:
+    args = ["check", bot("illegal", "bad"), "--only", "handshake", "--only", "pass-left"]
+    code, err = _arena_into_closed_pipes(open_tmp, *args, "--junit", "c.xml", buffered=True)
+    assert code == EXIT_FAILED
+    suite, cases = junit_suite(open_tmp / "c.xml")
+    assert suite.get("failures") != "0" and cases["handshake"].find("failure") is None
+    assert "Exception ignored" not in err and "Traceback" not in err

@@ -201,3 +201,75 @@ def test_cli_end_to_end_in_a_subprocess(open_tmp: Path) -> None:
     assert (open_tmp / "reports" / "index.html").exists()
     assert [row["games"] for row in results["standings"]] == [4, 4, 4, 4]
     assert "report: reports/index.html" in proc.stdout
+
+
+def test_a_command_not_on_path_is_said_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 14, item 13: ``NAME=missing-cmd`` said "bot file not found: <cwd>/missing-cmd"."""
+    args = ["run", *FOUR[:3], "x=no-such-command-14 --fast", "--out", str(tmp_path / "o")]
+    assert run_arena(args) == EXIT_USAGE
+    assert one_line_error(capsys) == (
+        "error: entrant 'x': command 'no-such-command-14' was not found on PATH "
+        "(give a path such as ./prog for a program in this folder)"
+    )
+    # A command that is on PATH is found and recorded with its words as given.
+    assert run_arena(["run", *FOUR[:3], "x=sh -c 'exit 0'", "--dry-run"]) == 0
+    capsys.readouterr()
+
+
+def test_name_equals_file_is_the_file_unsplit(open_tmp: Path) -> None:
+    """``NAME=FILE`` whose whole text is a file (here with a space and a quote)
+    is that file, run in its folder, with no shell quoting needed."""
+    folder = open_tmp / "my bots's"
+    folder.mkdir()
+    folder.chmod(0o755)
+    program = folder / "first legal.py"
+    program.write_text((BOTS / "first_legal.py").read_text())
+    program.chmod(0o644)
+    out = open_tmp / "o"
+    args = ["run", f"mine={program}", *FOUR[1:], "--hands", "1", "--rounds", "1", "--quiet"]
+    assert run_arena([*args, "--out", str(out), "--fail-if", "faults>0"]) == 0
+    (mine,) = [e for e in json.loads((out / "run.json").read_text())["settings"]["entrants"]
+               if e["name"] == "mine"]  # fmt: skip
+    assert mine["argv"] == [sys.executable, str(program)]
+    assert (mine["cwd"], mine["given"]) == (str(folder), f"mine={program}")
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    assert run_arena(["--version"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"hearts-arena {version('hearts-arena')} (Python 3.")
+    proc = subprocess.run(
+        [sys.executable, "-m", "arena", "--version"], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0 and proc.stdout == out
+    # Into a closed pipe, or with standard output closed: still 0, no traceback.
+    for redirect in ("| true", ">&-"):
+        shell = subprocess.run(
+            f"{sys.executable} -m arena --version {redirect}; echo ${{PIPESTATUS[0]}} >&2",
+            shell=True, executable="/bin/bash", capture_output=True, text=True, check=False,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+        assert shell.stdout == "" and shell.stderr.endswith("0\n")  # the exit code
+        assert "Traceback" not in shell.stderr and "Exception" not in shell.stderr
+
+
+def test_report_is_refused_while_a_run_writes_the_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from arena.commands import out_lock
+
+    out = tmp_path / "o"
+    args = ["run", *FOUR, "--hands", "1", "--rounds", "1", "--quiet", "--out", str(out)]
+    assert run_arena(args) == 0
+    capsys.readouterr()
+    with out_lock(out):  # as a running tournament holds it
+        assert run_arena(["report", str(out)]) == EXIT_OUTPUT
+        assert one_line_error(capsys) == (
+            f"error: a hearts-arena run is writing to {out}; rebuild its report when the run "
+            "has finished (the run writes it itself at the end)"
+        )
+    assert run_arena(["report", str(out)]) == 0

@@ -4,6 +4,8 @@ overriding the file, and errors that name the key (exit code 2)."""
 from __future__ import annotations
 
 import json
+import shutil
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -103,7 +105,7 @@ def test_the_example_config_is_valid() -> None:
     assert values["format"] == "gauntlet" and values["candidate"] == "kit"
     assert [c.text for c in values["fail_if"]] == ["faults>0", "points_per_hand>random"]
     assert values["out"] == ROOT / "reports" / "example"
-    assert entrants[0] == f"kit={ROOT / 'sample_bots' / 'kit_bot.py'}"
+    assert (entrants[0].name, entrants[0].program) == ("kit", ROOT / "sample_bots" / "kit_bot.py")
     assert len(entrants) == 5
 
 
@@ -155,8 +157,11 @@ def test_the_ci_guide_job_runs(open_tmp: Path) -> None:
     (open_tmp / "ci").mkdir()
     (open_tmp / "ci").chmod(0o755)
     (open_tmp / "ci" / "gauntlet.toml").write_text(toml)
-    (open_tmp / "my_bot.py").write_text((BOTS / "first_legal.py").read_text())
+    # The bot reads a data file next to itself: it runs in its own folder.
+    (open_tmp / "my_bot.py").write_text((BOTS / "data_bot.py").read_text())
     (open_tmp / "my_bot.py").chmod(0o644)
+    (open_tmp / "data_bot.txt").write_text("mine\n")
+    (open_tmp / "data_bot.txt").chmod(0o644)
     assert run_arena(["check", str(open_tmp / "my_bot.py"), "--only", "handshake"]) == 0
     junit = open_tmp / "reports" / "gauntlet.xml"
     config = str(open_tmp / "ci" / "gauntlet.toml")
@@ -166,7 +171,108 @@ def test_the_ci_guide_job_runs(open_tmp: Path) -> None:
     assert code in (0, 5)  # 5 if first_legal loses to random on these deals
     settings = json.loads((open_tmp / "reports" / "gauntlet" / "run.json").read_text())["settings"]
     assert settings["format"] == "gauntlet" and settings["candidate"] == "mine"
-    assert junit.exists()
+    results, _ = load_outputs(open_tmp / "reports" / "gauntlet")
+    mine = next(r for r in results["standings"] if r["name"] == "mine")
+    assert sum(mine["faults"].values()) == 0
+    cases = ET.parse(junit).getroot().findall("testsuite/testcase")
+    assert [c.get("name") for c in cases] == ["mine"]  # the candidate only
+    assert (cases[0].find("failure") is not None) == (code == 5)
+
+
+def _bot_in(folder: Path, file: str = "first_legal.py") -> Path:
+    """Copy a test bot into ``folder`` (created, readable by the bot users)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o755)
+    target = folder / file
+    target.write_text((BOTS / file).read_text())
+    target.chmod(0o644)
+    return target
+
+
+SHORT = 'rounds = 1\nhands = 1\nseed = 3\nquiet = true\nout = "out"\n'
+OTHERS = '[[entrants]]\nsample = "low"\n\n[[entrants]]\nsample = "duck"\n\n' + (
+    '[[entrants]]\nsample = "random"\n'
+)
+
+
+@pytest.mark.parametrize("folder", ["bots dir", 'it\'s "ünï" = bots', "a'b"])
+def test_a_path_entrant_may_hold_spaces_quotes_and_unicode(open_tmp: Path, folder: str) -> None:
+    """Issue 14, item 1: ``path = "bots dir/tiny_bot.py"`` was split at the space."""
+    program = _bot_in(open_tmp / folder, "first_legal.py").rename(open_tmp / folder / "tiny_bot.py")
+    path = open_tmp / "t.toml"
+    toml_path = f"{folder}/tiny_bot.py".replace("\\", "\\\\").replace('"', '\\"')
+    path.write_text(f'{SHORT}\n[[entrants]]\nname = "mine"\npath = "{toml_path}"\n\n{OTHERS}')
+    assert run_arena(["run", "--config", str(path)]) == 0
+    results, _ = load_outputs(open_tmp / "out")
+    mine = json.loads((open_tmp / "out" / "run.json").read_text())["settings"]["entrants"][0]
+    assert mine["argv"][1] == str(program) and mine["cwd"] == str(program.parent)
+    row = next(r for r in results["standings"] if r["name"] == "mine")
+    assert row["games"] == 4 and sum(row["faults"].values()) == 0
+
+
+def test_sample_entrants_work_when_the_arena_lives_under_a_folder_with_a_space(
+    open_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14, item 1: ``sample = "low"`` was joined into ``low=/path with space/...``."""
+    spaced = open_tmp / "my tools" / "sample_bots"
+    shutil.copytree(ROOT / "sample_bots", spaced, dirs_exist_ok=True)
+    for p in [spaced.parent, spaced, *spaced.iterdir()]:
+        p.chmod(0o755)
+    monkeypatch.setattr("arena.entrants.sample_bots_dir", lambda: spaced)
+    path = open_tmp / "t.toml"
+    path.write_text(f'{SHORT}\n{OTHERS}\n[[entrants]]\nsample = "heuristic"\n')
+    assert run_arena(["run", "--config", str(path)]) == 0
+    results, _ = load_outputs(open_tmp / "out")
+    entrants = results["settings"]["entrants"]
+    assert [e["argv"][1] for e in entrants] == [
+        str(spaced / f) for f in ("low_bot.py", "duck_bot.py", "random_bot.py", "heuristic_bot.py")
+    ]
+    assert all(sum(r["faults"].values()) == 0 for r in results["standings"])
+
+
+def test_a_path_entrant_runs_in_the_folder_of_its_program(
+    open_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 14, item 2: a bot reading a file next to itself crashed in every
+    game (it ran in the TOML file's folder) and the run exited 0."""
+    program = _bot_in(open_tmp / "sub", "data_bot.py")
+    (program.parent / "data_bot.txt").write_text("data-bot\n")
+    (program.parent / "data_bot.txt").chmod(0o644)
+    path = open_tmp / "t.toml"
+    text = (
+        f'{SHORT}fail_if = ["faults>0"]\n\n[[entrants]]\nname = "mine"\npath = "sub/data_bot.py"\n'
+    )
+    path.write_text(f"{text}\n{OTHERS}")
+    assert run_arena(["run", "--config", str(path)]) == 0
+    results, records = load_outputs(open_tmp / "out")
+    mine = next(r for r in results["standings"] if r["name"] == "mine")
+    assert mine["games"] == 4 and mine["faults"] == {k: 0 for k in mine["faults"]}
+    assert all(r["faults"] == [] for r in records)
+    # The same bot as NAME=FILE on the command line runs in its folder too.
+    out = open_tmp / "cli"
+    bots = [f"mine={program}", "sample:low", "sample:duck", "sample:random"]
+    args = ["run", *bots, "--rounds", "1", "--hands", "1", "--quiet", "--out", str(out)]
+    assert run_arena([*args, "--fail-if", "faults>0"]) == 0
+    # A command entrant still runs in the config file's folder: there, no data file.
+    path.write_text(
+        f'{SHORT}\n[[entrants]]\nname = "mine"\ncommand = "sub/data_bot.py"\n\n{OTHERS}'.replace(
+            'out = "out"', 'out = "cmd"'
+        )
+    )
+    assert run_arena(["run", "--config", str(path), "--fail-if", "faults_crashed>0"]) == 5
+    assert "fail-if faults_crashed>0: mine" in capsys.readouterr().err
+
+
+def test_a_missing_path_entrant_names_the_key_and_the_whole_path(
+    open_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = open_tmp / "t.toml"
+    path.write_text(f'{SHORT}\n[[entrants]]\nname = "mine"\npath = "bots dir/none.py"\n\n{OTHERS}')
+    assert run_arena(["run", "--config", str(path)]) == EXIT_USAGE
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"error: {path}: key 'entrants[0]'.path: bot file not found: {open_tmp}/bots dir/none.py"
+    )
 
 
 def test_an_entrant_dir_is_its_folder(open_tmp: Path) -> None:

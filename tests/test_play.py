@@ -168,3 +168,35 @@ def test_sample_bots_fill_the_empty_seats(capsys: pytest.CaptureFixture[str]) ->
 def test_card_input_and_display_helpers() -> None:
     assert parse_cards(" qs, 10h  2c ") == ["QS", "TH", "2C"]
     assert show_cards(["2C", "TC", "QS", "AH"]) == "2C TC | - | QS | AH"
+
+
+@pytest.mark.parametrize("prompt", [rb"your pass \(three", rb"your card \["])
+def test_ctrl_c_at_the_prompt_stops_at_once(open_tmp: Path, prompt: bytes) -> None:
+    """Issue 14, item 13: Ctrl-C at the prompt waited for Enter. Here no Enter
+    is ever typed: the game must end on the Ctrl-C alone, with exit 130 and
+    the bots stopped."""
+    bots = [bot("first_legal", n) for n in ("north", "east", "south")]
+    term = Terminal(["play", *bots, "--human", "--hands", "1", "--seed", "5"], open_tmp)
+    try:
+        if prompt != rb"your pass \(three":  # pass first, then wait for a card prompt
+            term.expect(rb"your hand: ([^\r\n]*)")
+            term.expect(rb"your pass \(three cards, e\.g\. QS AH KH\): ")
+            held = term.seen.decode(errors="replace").rsplit("your hand: ", 1)[1].split("\n")[0]
+            term.send(" ".join([c for c in held.replace("|", " ").split() if c != "-"][:3]))
+        term.expect(prompt)
+        os.write(term.fd, b"\x03")  # Ctrl-C: the terminal sends SIGINT
+        term.expect(rb"interrupted")
+        assert term.wait() == 130
+    finally:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(term.pid, 9)
+    assert b"Traceback" not in term.seen + term.buffer
+    assert _bot_processes(bots) == []
+
+
+def _bot_processes(bots: list[str]) -> list[tuple[int, str]]:
+    from conftest import processes_matching
+
+    return [
+        p for b in bots for p in processes_matching(b.split("=", 1)[1]) if "--human" not in p[1]
+    ]

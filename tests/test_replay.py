@@ -300,3 +300,21 @@ def test_a_different_illegal_card_or_a_fault_now_is_different() -> None:
     then_ok = dict(base, recorded_fault=None, recorded_answer="2C")
     assert ReplayResult(**then_ok, answer="2C", fault=None).same
     assert not ReplayResult(**then_ok, answer=None, fault="crashed: exit code 1").same
+
+
+def test_a_recorded_path_with_spaces_and_quotes_replays_unsplit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 14, items 1-2: replay's default bot is the one run.json records,
+    rebuilt from its argv (not its command text split again)."""
+    folder = tmp_path / "my 'odd' bots"
+    folder.mkdir()
+    (folder / "first legal.py").write_text((ROOT / "tests" / "bots" / "first_legal.py").read_text())
+    out = tmp_path / "o"
+    bots = [f"odd={folder / 'first legal.py'}", "sample:low", "sample:duck", "sample:random"]
+    args = ["--hands", "1", "--rounds", "1", "--seed", "8", "--quiet", "--same-user"]
+    assert run_arena(["run", *bots, *args, "--out", str(out)]) == EXIT_OK
+    capsys.readouterr()
+    code = run_arena(["replay", f"{out}#0", "--seat", "odd", "--same-user"])
+    assert code == EXIT_OK, capsys.readouterr()
+    assert "same as recorded" in capsys.readouterr().out

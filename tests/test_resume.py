@@ -13,8 +13,18 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, bot, bot_path, load_outputs, needs_seal, run_arena, run_processes
+from conftest import (
+    BOTS,
+    ROOT,
+    bot,
+    bot_path,
+    load_outputs,
+    needs_seal,
+    run_arena,
+    run_processes,
+)
 
+from arena.cli import EXIT_OUTPUT
 from arena.keys import MasterKey
 
 ENTRANTS = [
@@ -166,3 +176,79 @@ def test_ctrl_c_stops_cleanly_with_partial_standings(tmp_path: Path, signum: int
     assert (out / "index.html").exists()
     assert run_processes(out) == []
     assert run_tmpdirs(out) == []
+
+
+def test_resume_with_only_out_reads_settings_and_entrants_from_run_json(
+    open_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 14, item 13: ``run --resume --out DIR`` alone continues the run
+    in DIR as recorded; flags given must agree with the record (exit 3)."""
+    spaced = open_tmp / "my bots"
+    spaced.mkdir()
+    spaced.chmod(0o755)
+    (spaced / "first legal.py").write_text((BOTS / "first_legal.py").read_text())
+    (spaced / "first legal.py").chmod(0o644)
+    entrants = [*ENTRANTS[:3], f"f={spaced / 'first legal.py'}"]
+    settings = ["--time-limit", "0.7", "--strikes", "2", "--max-open-files", "200"]
+    reference = open_tmp / "reference"
+    assert run_arena(["run", *entrants, *ARGS, *settings, "--out", str(reference)]) == 0
+    ref_results, ref_records = load_outputs(reference)
+    assert len(ref_records) == 12
+
+    out = open_tmp / "o"
+    assert run_arena(["run", *entrants, *ARGS, *settings, "--out", str(out)]) == 0
+    journal = out / "games.jsonl"
+    journal.write_text("".join(journal.read_text().splitlines(keepends=True)[:5]))
+    capsys.readouterr()
+    # A flag that disagrees with the record: one line, exit 3, nothing played.
+    assert run_arena(["run", "--resume", "--out", str(out), "--rounds", "4"]) == EXIT_OUTPUT
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"error: --resume: settings differ from the run in {out}: rounds: recorded 3, given 4 "
+        "(give only --out and --resume to continue it as recorded)"
+    )
+    assert len(journal.read_text().splitlines()) == 5
+    # Only --out: the recorded entrants (a command with an argument, a path
+    # with a space) and settings; flags that agree are accepted.
+    assert run_arena(["run", "--resume", "--out", str(out), "--quiet", "--hands", "1"]) == 0
+    results, records = load_outputs(out)
+    assert results["complete"] is True
+    assert sorted(r["game_index"] for r in records) == list(range(12))
+    assert results["standings"] == ref_results["standings"]
+    assert results["settings"] == json.loads((reference / "run.json").read_text())["settings"]
+
+
+def test_a_recorded_entrant_is_read_from_its_argv_and_older_records_still_work() -> None:
+    from arena.entrants import EntrantError, entrant_from_record
+
+    record = {"name": "x", "command": "ignored", "argv": ["run", "b 'c"], "cwd": "/srv/b c",
+              "given": "x=...", "program": "/srv/b c/run"}  # fmt: skip
+    e = entrant_from_record(record)
+    assert (e.name, e.argv, e.cwd, e.source, e.program) == (
+        "x", ("run", "b 'c"), Path("/srv/b c"), "x=...", Path("/srv/b c/run"),
+    )  # fmt: skip
+    old = entrant_from_record({"name": "y", "command": "python3 'my bot.py' --fast", "cwd": "/"})
+    assert (old.argv, old.program) == (("python3", "my bot.py", "--fast"), None)
+    with pytest.raises(EntrantError, match="no usable command and folder"):
+        entrant_from_record({"name": "z", "cwd": "/"})
+
+
+def test_resume_with_only_out_keeps_a_secret_key_and_disqualification(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run without --seed (a secret key in the folder) resumes from --out
+    alone and ends with the standings of the whole run."""
+    out = tmp_path / "o"
+    unseeded = [a for a in ARGS if a not in ("--seed", "99")]
+    assert (
+        run_arena(["run", *ENTRANTS, *unseeded, "--disqualify-after", "50", "--out", str(out)]) == 0
+    )
+    whole, _ = load_outputs(out)
+    assert whole["settings"]["seed"] is None and whole["settings"]["disqualify_after"] == 50
+    journal = out / "games.jsonl"
+    journal.write_text("".join(journal.read_text().splitlines(keepends=True)[:4]))
+    capsys.readouterr()
+    assert run_arena(["run", "--resume", "--out", str(out)]) == 0
+    results, records = load_outputs(out)
+    assert len(records) == 12 and results["standings"] == whole["standings"]
+    assert results["settings"] == whole["settings"]
