@@ -7,9 +7,10 @@ of its bot user; while it starts, also the child's three pipe ends and the
 two of the ``exec`` error pipe. So a game, four bots, needs about
 :data:`FDS_PER_GAME` descriptors and the arena itself :data:`FDS_BASE`.
 Measured (5 entrants, one-hand games, 2 worker processes, peak descriptors
-per worker from ``/proc/PID/fd``): 296 with ``--jobs 20`` (10 games each),
-77 with ``--jobs 4`` (2 each): about 30 a game and 15 for the process, so
-the figures here leave a third to spare.
+per worker from ``/proc/PID/fd``): unsealed (``--no-sandbox``), 296 with
+``--jobs 20`` (10 games each) and 77 with ``--jobs 4`` (2 each), about 30 a
+game and 15 for the process; sealed (the default), 104 and 71. The figures
+here leave a third to spare over the worst.
 
 :func:`fit_jobs` raises the soft limit towards the hard limit as far as
 ``--jobs`` needs, and when even the hard limit is too low, says how many
