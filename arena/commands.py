@@ -148,7 +148,11 @@ def apply_resume(args: argparse.Namespace, argv: list[str]) -> None:
             if key in limits and dest not in given:
                 setattr(args, dest, limits[key])
         if "sandbox" in isolation and "sandbox" not in given:
-            args.sandbox = bool(isolation["sandbox"])
+            args.sandbox = bool(isolation["sandbox"])  # recorded resolved: sealed or not
+        if isinstance(isolation.get("tmp_mb"), int) and "tmp_size" not in given:
+            args.tmp_size = isolation["tmp_mb"]
+        if isinstance(isolation.get("sandbox_ro"), list) and "sandbox_ro" not in given:
+            args.sandbox_ro = [Path(str(p)) for p in isolation["sandbox_ro"]]
         if "separate_users" in isolation and "same_user" not in given:
             args.same_user = os.geteuid() == 0 and not isolation["separate_users"]
     try:
