@@ -95,7 +95,9 @@ def write_junit(
     path: Path, suite: str, cases: Sequence[Case], *, time: float | None = None
 ) -> None:
     """Write :func:`junit_xml` to ``path`` (atomically: a temporary file then
-    a rename), creating its folder.
+    a rename), creating its folder. The file is readable by everyone (0644):
+    it holds verdicts only, for CI steps that may run as another user, even
+    though a run writes its output folder owner-only.
 
     Raises:
         OSError: the file cannot be written.
@@ -103,4 +105,5 @@ def write_junit(
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(junit_xml(suite, cases, time=time))
+    os.chmod(tmp, 0o644)
     os.replace(tmp, path)
