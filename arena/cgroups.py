@@ -211,6 +211,14 @@ def _write(path: Path | str, text: str) -> None:
         os.close(fd)
 
 
+def _write_bytes(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
 def _read(path: Path | str) -> str:
     with open(path, encoding="ascii", errors="replace") as f:
         return f.read()
@@ -478,6 +486,22 @@ class BotGroup:
         )
         self.frozen = False
         self._pinned: int | None = None
+        # The files written and read at every decision, as plain strings.
+        fd_ = self._dir(plan.freeze)
+        self._freeze_file = (
+            None
+            if fd_ is None
+            else str(fd_ / ("cgroup.freeze" if plan.freeze == UNIFIED else "freezer.state"))
+        )
+        self._frozen_text, self._thawed_text = (
+            (b"1", b"0") if plan.freeze == UNIFIED else (b"FROZEN", b"THAWED")
+        )
+        cd_ = self._dir(plan.cpu)
+        self._cpu_file = (
+            None
+            if cd_ is None
+            else str(cd_ / ("cpu.stat" if plan.cpu == UNIFIED else "cpuacct.usage"))
+        )
 
     def __repr__(self) -> str:
         return f"<BotGroup {next(iter(self.dirs.values()), '')}>"
@@ -564,26 +588,18 @@ class BotGroup:
 
     def freeze(self) -> None:
         """Stop every process of the group (no-op where freezing is not available)."""
-        d = self._dir(self.plan.freeze)
-        if d is None:
+        if self._freeze_file is None:
             return
         with contextlib.suppress(OSError):
-            if self.plan.freeze == UNIFIED:
-                _write(d / "cgroup.freeze", "1")
-            else:
-                _write(d / "freezer.state", "FROZEN")
+            _write_bytes(self._freeze_file, self._frozen_text)
             self.frozen = True
 
     def thaw(self) -> None:
         """Let the group's processes run again."""
-        d = self._dir(self.plan.freeze)
-        if d is None:
+        if self._freeze_file is None:
             return
         with contextlib.suppress(OSError):
-            if self.plan.freeze == UNIFIED:
-                _write(d / "cgroup.freeze", "0")
-            else:
-                _write(d / "freezer.state", "THAWED")
+            _write_bytes(self._freeze_file, self._thawed_text)
         self.frozen = False
 
     def freezer_state(self) -> str | None:
@@ -605,16 +621,19 @@ class BotGroup:
     def cpu_ns(self) -> int | None:
         """CPU time (user + system) of every process the group ever held, in
         **nanoseconds**; ``None`` without CPU accounting or once it is gone."""
-        d = self._dir(self.plan.cpu)
-        if d is None:
+        path = self._cpu_file
+        if path is None:
             return None
         try:
-            if self.plan.cpu == UNIFIED:
-                for line in _read(d / "cpu.stat").splitlines():
-                    if line.startswith("usage_usec "):
-                        return int(line.split()[1]) * 1000
-                return None
-            return int(_read(d / "cpuacct.usage"))
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                data = os.read(fd, 4096)
+            finally:
+                os.close(fd)
+            if self.plan.cpu == UNIFIED:  # "usage_usec N\n..." comes first
+                start = data.index(b"usage_usec ") + 11
+                return int(data[start : data.index(b"\n", start)]) * 1000
+            return int(data)
         except (OSError, ValueError):
             return None
 

@@ -17,7 +17,7 @@ import trio
 from conftest import BOTS, ROOT, bot, load_outputs, processes_matching, run_arena
 
 from arena import cgroups
-from arena.botproc import BotProcess
+from arena.botproc import BotProcess, LaunchSpec
 from arena.cores import CoreGate
 from arena.entrants import parse_entrants
 from arena.launcher import Launcher, LaunchOptions
@@ -29,8 +29,16 @@ needs_freezer = pytest.mark.skipif(not PLAN.freeze, reason="no cgroup freezer he
 needs_memory = pytest.mark.skipif(not PLAN.memory, reason="no memory control group here")
 
 
-def launcher(**options: object) -> Launcher:
-    return Launcher(LaunchOptions(**options))  # type: ignore[arg-type]
+_LAUNCHERS: list[Launcher] = []  # kept alive: a launcher removes its folder copies when collected
+
+
+def spec_for(file: str, *args: str, **options: object) -> LaunchSpec:
+    """A launch spec for a test bot, from a checked launcher (kept alive)."""
+    launch = Launcher(LaunchOptions(**options))  # type: ignore[arg-type]
+    bot_entrant = entrant(file, *args)
+    launch.check([bot_entrant])
+    _LAUNCHERS.append(launch)
+    return launch.spec(bot_entrant)
 
 
 def entrant(file: str, *args: str):  # type: ignore[no-untyped-def]
@@ -137,8 +145,7 @@ def test_remove_run_dirs_ignores_paths_that_are_not_ours(tmp_path: Path) -> None
 
 @needs_groups
 def test_a_bots_processes_are_in_its_group_and_nothing_is_left_after_close() -> None:
-    launch = launcher()
-    spec = launch.spec(entrant("hostile_grandchild", "setsid"))
+    spec = spec_for("hostile_grandchild", "setsid")
     group = spec.cgroup
     assert group is not None
     for d in group.dirs.values():
@@ -166,7 +173,7 @@ def test_a_bots_processes_are_in_its_group_and_nothing_is_left_after_close() -> 
 @needs_freezer
 def test_a_bot_off_move_is_frozen_and_its_cpu_does_not_advance(tmp_path: Path) -> None:
     gate = CoreGate(1, token_dir=tmp_path / "cores")
-    spec = launcher(gate=gate).spec(entrant("spinner"))
+    spec = spec_for("spinner", gate=gate)
     group = spec.cgroup
     assert group is not None
 
@@ -201,7 +208,7 @@ def test_a_bot_on_move_has_one_core_of_its_own_at_the_highest_weight(tmp_path: P
     from arena.cores import machine_cpus
 
     gate = CoreGate(1, token_dir=tmp_path / "cores")
-    spec = launcher(gate=gate).spec(entrant("first_legal"))
+    spec = spec_for("first_legal", gate=gate)
     group = spec.cgroup
     assert group is not None
     share, cpuset = group.dirs[PLAN.share], group.dirs[PLAN.cpuset]
@@ -235,7 +242,7 @@ def test_a_bot_on_move_has_one_core_of_its_own_at_the_highest_weight(tmp_path: P
 @needs_freezer
 def test_the_clock_starts_when_the_bot_gets_a_core(tmp_path: Path) -> None:
     gate = CoreGate(1, token_dir=tmp_path / "cores")
-    spec = launcher(gate=gate).spec(entrant("first_legal"))
+    spec = spec_for("first_legal", gate=gate)
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
@@ -302,7 +309,9 @@ def test_nothing_of_a_bot_is_left_after_kill_9_and_resume(tmp_path: Path) -> Non
     assert processes_matching(marker) == []
     entrants = [bot("hostile_clears_env", "env"), *(bot("stubborn", n) for n in "ab")]
     entrants.append(f"slow={BOTS / 'stubborn.py'} 0.01")
+    # Unsealed: a sealed bot's processes die with its sandbox's pid namespace.
     args = [*entrants, "--hands", "1", "--rounds", "3", "--seed", "7", "--jobs", "2", "--quiet"]
+    args.append("--no-sandbox")
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
@@ -334,7 +343,7 @@ def test_cleanup_command_removes_what_a_killed_arena_left(tmp_path: Path, capsys
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "arena", "run", *entrants, "--hands", "1", "--rounds", "3",
-         "--seed", "7", "--jobs", "1", "--quiet", "--out", str(out)],
+         "--seed", "7", "--jobs", "1", "--quiet", "--out", str(out), "--no-sandbox"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     journal = out / "games.jsonl"
@@ -374,7 +383,7 @@ def test_workers_exit_when_the_arena_dies_and_the_watchdog_ends_their_bots(tmp_p
     # 5 entrants, 5 tables x 4 rotations x 3 rounds: enough games for the worker pool at --jobs 2.
     proc = subprocess.Popen(
         [sys.executable, "-m", "arena", "run", *entrants, "--hands", "1", "--rounds", "3",
-         "--seed", "7", "--jobs", "2", "--quiet", "--out", str(out)],
+         "--seed", "7", "--jobs", "2", "--quiet", "--out", str(out), "--no-sandbox"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     journal = out / "games.jsonl"
