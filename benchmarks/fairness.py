@@ -25,8 +25,10 @@ Usage: ``python benchmarks/fairness.py [--time-limit SECONDS] [--compare]``.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,8 +38,22 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-HONEST = f"{HERE / 'cpu_bound_bot.py'} 0.9"
-HOG = f"{HERE / 'cpu_hog_bot.py'} 4"
+
+
+def _own_folder(name: str) -> Path:
+    """``benchmarks/NAME`` copied into a folder of its own (a sealed bot sees
+    its whole folder, so two programs may not share one)."""
+    folder = Path(tempfile.mkdtemp(prefix="fairness-bot-"))
+    atexit.register(shutil.rmtree, folder, True)
+    folder.chmod(0o755)
+    shutil.copy(HERE / name, folder / name)
+    (folder / name).chmod(0o644)
+    return folder / name
+
+
+BOUND = _own_folder("cpu_bound_bot.py")
+HONEST = f"{BOUND} 0.9"
+HOG = f"{_own_folder('cpu_hog_bot.py')} 4"
 
 
 def run_tournament(
@@ -97,7 +113,7 @@ def honest_cell(jobs: int, hog: bool, limit: float, fair: bool) -> dict[str, flo
 def handshake_cell(limit: float, fair: bool) -> dict[str, float]:
     """Four bots per table needing half the startup time in CPU, 16 started at once."""
     startup = 4.0
-    bot = f"{HERE / 'cpu_bound_bot.py'} 0 {startup / 2}"
+    bot = f"{BOUND} 0 {startup / 2}"
     entrants = [f"s{i}={bot}" for i in range(1, 5)]
     with tempfile.TemporaryDirectory(prefix="fairness-") as tmp:
         os.chmod(tmp, 0o755)
