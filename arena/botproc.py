@@ -690,7 +690,12 @@ class BotProcess:
             if group is not None:  # everything the bot started, whatever its session or uid
                 self.oom_kills = group.oom_kills()
                 await trio.to_thread.run_sync(group.kill)
-            if spec.lease is not None:
+            if group is not None and (spec.lease is not None or spec.sealed):
+                # Nothing of the bot's is outside its group (its uid cannot write
+                # the group's files): no scan of /proc, which costs the bots on
+                # move their CPU.
+                pass
+            elif spec.lease is not None:
                 await trio.to_thread.run_sync(
                     lambda: kill_all(uid=spec.lease.uid if spec.lease else None)
                 )
