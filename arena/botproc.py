@@ -29,7 +29,7 @@ import signal
 import subprocess
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -37,6 +37,8 @@ import trio
 
 from arena import protocol
 from arena.capped import CappedBuffer
+from arena.cgroups import BotGroup
+from arena.cores import CoreGate
 from arena.faults import FaultKind
 from arena.isolation import Limits, UidLease, kill_all, process_tree, renew_cpu_limit
 from arena.protocol import clean_text
@@ -58,8 +60,11 @@ class Reply:
         message: the bot's valid reply (schema-checked), or ``None`` on a fault.
         fault: ``None``, or the fault (timeout, malformed or crashed).
         detail: for a fault, what happened.
-        elapsed: seconds from sending the request to the reply or the fault.
+        elapsed: seconds from sending the request to the reply or the fault
+            (the clock starts when the bot holds a core and is thawed).
         request_id: the id of the request.
+        cpu: CPU seconds the whole bot (its control group) used meanwhile,
+            or ``None`` where that is not measured.
     """
 
     message: dict[str, Any] | None
@@ -67,6 +72,7 @@ class Reply:
     detail: str
     elapsed: float
     request_id: int
+    cpu: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +99,9 @@ class LaunchSpec:
         sealed: ``argv`` runs the bot in bubblewrap (:func:`arena.seal.sealed_argv`):
             its pipes are passed as descriptors, and an exit status over 128
             is bubblewrap's report of the bot's death by signal (status - 128).
+        cgroup: the bot's control group (joined before ``exec`` and before
+            the uid is dropped; killed and removed on close), or ``None``.
+        gate: the core token its requests wait for (:mod:`arena.cores`), or ``None``.
     """
 
     argv: tuple[str, ...]
@@ -108,9 +117,15 @@ class LaunchSpec:
     limits: Limits | None = None
     seccomp: bytes | None = None
     sealed: bool = False
+    cgroup: BotGroup | None = None
+    gate: CoreGate | None = None
 
     def release(self) -> None:
-        """Give back what the spec reserved: its uid lease and its folder."""
+        """Give back what the spec reserved: its control group (everything
+        in it killed), its uid lease and its folder."""
+        if self.cgroup is not None:
+            self.cgroup.kill()
+            self.cgroup.remove()
         if self.lease is not None:
             self.lease.release()
         if self.tmpdir is not None:
@@ -169,6 +184,11 @@ class BotProcess:
         self._cancel = trio.CancelScope()
         self._io_nursery: trio.Nursery | None = None
         self._stderr_done = trio.Event()
+        self._token: int | None = None  # the core token held (see arena.cores)
+        self._last_token: int | None = None  # ... and the last one (its core, if free)
+        self.cpu_seconds = 0.0  # CPU seconds charged to requests so far
+        self.oom_kills = 0  # processes the kernel killed for the group's memory bound
+        self.oom_reported = 0  # ... of which the game records already counted
 
     def __repr__(self) -> str:
         return f"<BotProcess {self.spec.label!r} pid={self.pid}>"
@@ -185,18 +205,36 @@ class BotProcess:
         from one of Trio's worker threads (retired after 10 s idle) would be
         killed 10 s later.
 
+        With a core gate, waits for a core first: the new process starts
+        holding it, and its first request (``hello``) keeps it, so start-up
+        is charged to the handshake's clock and to no other bot's (PROTOCOL.md,
+        ``time_ms``). With a control group, the child joins it before
+        ``exec`` and before dropping to the bot's uid.
+
         Raises:
             OSError: the program could not be started (missing, not
                 executable, bad working directory). The caller records it as
-                the fault ``crashed``; the spec's uid and folder are released.
+                the fault ``crashed``; the spec's group, uid and folder are released.
         """
+        gate = spec.gate
+        token: int | None = None
         try:
-            child = await _spawn(spec)
+            if gate is not None:
+                token = await gate.acquire()
+                if spec.cgroup is not None:
+                    spec.cgroup.pin(gate.cpu_of(token))
+            try:
+                child = await _spawn(spec)
+            except BaseException:
+                if gate is not None and token is not None:
+                    gate.release(token)
+                raise
         except BaseException:
             spec.release()  # never started: nothing will close it
             raise
         pidfd = os.pidfd_open(child.pid)
         bot = cls(spec, child, pidfd)
+        bot._token = bot._last_token = token
         nursery.start_soon(bot._run_io)
         return bot
 
@@ -227,9 +265,15 @@ class BotProcess:
             return "running"
         if info.si_code == os.CLD_EXITED:
             if self.spec.sealed and info.si_status > 128:  # bubblewrap: killed by a signal
-                return _describe_returncode(128 - info.si_status, self.spec.limits)
+                text = _describe_returncode(128 - info.si_status, self.spec.limits)
+                if info.si_status - 128 == signal.SIGKILL:
+                    text += self._memory_note()
+                return text
             return f"exit code {info.si_status}{self._memory_note()}{self._exec_note()}"
-        return _describe_returncode(-info.si_status, self.spec.limits)
+        text = _describe_returncode(-info.si_status, self.spec.limits)
+        if info.si_status == signal.SIGKILL:
+            text += self._memory_note()
+        return text
 
     def _exec_note(self) -> str:
         """Sealed, the program is started by a shell inside the sandbox: when
@@ -246,6 +290,14 @@ class BotProcess:
         limits = self.spec.limits
         if limits is None or not limits.memory_mb:
             return ""
+        group = self.spec.cgroup
+        if group is not None and group.binds_memory:
+            kills = max(self.oom_kills, group.oom_kills())
+            if kills:
+                return (
+                    f"; out of memory: its limit is {limits.memory_mb} MiB for the bot as a "
+                    f"whole ({kills} of its processes killed)"
+                )
         text = self.stderr.text()
         if any(sign in text for sign in _OUT_OF_MEMORY_SIGNS):
             return f"; out of memory: its limit is {limits.memory_mb} MiB of address space"
@@ -434,36 +486,51 @@ class BotProcess:
         # dropped; a malformed line is charged to this request (protocol/README.md).
         charged: str | None = None
         self._read_ready()
-        for event in self._lines:
-            if event.bad is not None:
-                if charged is None:
-                    charged = event.bad
-            elif event.obj is not None and protocol.request_id_of(event.obj) == self._absorbing:
-                self._absorbing = None
-        self._lines.clear()
-        if self._eof:
+        if rid > 1:
+            for event in self._lines:
+                if event.bad is not None:
+                    if charged is None:
+                        charged = event.bad
+                elif event.obj is not None and protocol.request_id_of(event.obj) == self._absorbing:
+                    self._absorbing = None
+            self._lines.clear()
+        # else: the first request (the handshake) holds the bot's core from its
+        # start: what it wrote while starting is judged as written during it.
+        if self._eof and not self._lines:
             self._gone(await self._output_ended())
             return Reply(None, FaultKind.CRASHED, self.dead or "gone", 0.0, rid)
-        message = {"type": kind, "id": rid, **fields, "time_ms": int(time_limit * 1000)}
-        if encoded is None:
-            self._send(message)
-        else:
-            key, value, text = encoded
-            data = protocol.encode(message)
-            spliced = b"%s,%s:%s}\n" % (data[:-2], json.dumps(key).encode(), text.encode())
-            self._send(message, spliced)
-            message[key] = value
-        self.flush()
-        transcript = self.stats.transcript
-        if transcript is not None:
-            transcript.append({"t": start, "sent": message})
-        due = start + time_limit if deadline is None else deadline
-        reply = await self._await_reply(kind, rid, start, due, time_limit, charged)
+        # The clock starts once the bot holds a core and is thawed (arena.cores).
+        await self._take_core()
+        cpu_before = self._cpu_ns()
+        try:
+            start = trio.current_time()
+            message = {"type": kind, "id": rid, **fields, "time_ms": int(time_limit * 1000)}
+            if encoded is None:
+                self._send(message)
+            else:
+                key, value, text = encoded
+                data = protocol.encode(message)
+                spliced = b"%s,%s:%s}\n" % (data[:-2], json.dumps(key).encode(), text.encode())
+                self._send(message, spliced)
+                message[key] = value
+            self.flush()
+            transcript = self.stats.transcript
+            if transcript is not None:
+                transcript.append({"t": start, "sent": message})
+            due = start + time_limit if deadline is None else deadline
+            reply = await self._await_reply(kind, rid, start, due, time_limit, charged)
+        finally:
+            cpu = self._release_core(cpu_before)
+        if cpu is not None:
+            reply = replace(reply, cpu=cpu)
+            self.cpu_seconds += cpu
         self.stats.requests += 1
         if reply.message is not None and reply.elapsed > self.stats.slowest:
             self.stats.slowest = reply.elapsed
         if transcript is not None:
             entry: dict[str, Any] = {"t": trio.current_time(), "id": rid}
+            if cpu is not None:
+                entry["cpu_ms"] = round(cpu * 1000, 1)
             if reply.message is not None:
                 entry["received"] = protocol.transcript_reply(reply.message)
             else:
@@ -471,6 +538,55 @@ class BotProcess:
                 entry["detail"] = reply.detail
             transcript.append(entry)
         return reply
+
+    async def _take_core(self) -> None:
+        """Wait for a core token (unless held) and thaw the bot's group."""
+        gate = self.spec.gate
+        if gate is not None and self._token is None:
+            self._token = self._last_token = await gate.acquire(self._last_token)
+        group = self.spec.cgroup
+        if group is not None:
+            if gate is not None and self._token is not None:
+                group.pin(gate.cpu_of(self._token))  # its own core
+            if gate is not None and gate.ponder:
+                group.set_priority(True)
+            if group.frozen:
+                group.thaw()
+
+    def _release_core(self, cpu_before: int | None) -> float | None:
+        """Freeze the bot (unless pondering is allowed), give its core token
+        back; the CPU seconds its group used since ``cpu_before`` (ns), if known."""
+        group = self.spec.cgroup
+        gate = self.spec.gate
+        if group is not None and self.dead is None:
+            if gate is not None and gate.ponder:
+                group.set_priority(False)  # thinks on others' time, on idle CPU only
+            else:
+                group.freeze()
+        if gate is not None and self._token is not None:
+            gate.release(self._token)
+            self._token = None
+        cpu_after = self._cpu_ns()
+        if cpu_before is None or cpu_after is None:
+            return None
+        return max(0, cpu_after - cpu_before) / 1e9
+
+    def _cpu_ns(self) -> int | None:
+        group = self.spec.cgroup
+        return group.cpu_ns() if group is not None else None
+
+    def thaw(self) -> None:
+        """Let a bot frozen off move run again (before it must read a last
+        message such as ``bye``); it stays so until its next request ends."""
+        group = self.spec.cgroup
+        if group is not None:
+            group.thaw()
+
+    def freezer_state(self) -> str | None:
+        """The bot group's freezer state (``"frozen"``, ``"freezing"``,
+        ``"thawed"``), or ``None`` without a group or freezer."""
+        group = self.spec.cgroup
+        return group.freezer_state() if group is not None else None
 
     async def _await_reply(
         self, kind: str, rid: int, start: float, deadline: float, limit: float, charged: str | None
@@ -548,6 +664,16 @@ class BotProcess:
         reused meanwhile. Shielded from cancellation: the child is always reaped.
         """
         with trio.CancelScope(shield=True):
+            group = self.spec.cgroup
+            if group is not None:
+                # Off move: on idle CPU only, so its last words (a hog's children
+                # too) cost no thinking bot its core.
+                group.set_priority(False)
+                group.pin(None)
+                group.thaw()  # a frozen bot reads no bye and dies of no signal (v1)
+            if self._token is not None and self.spec.gate is not None:  # pragma: no cover
+                self.spec.gate.release(self._token)
+                self._token = None
             if self.dead is None:
                 self.notify({"type": "bye"})
                 self.flush()
@@ -561,7 +687,15 @@ class BotProcess:
                     await self.exited.wait()
             self._killpg(signal.SIGKILL)
             spec = self.spec
-            if spec.lease is not None:
+            if group is not None:  # everything the bot started, whatever its session or uid
+                self.oom_kills = group.oom_kills()
+                await trio.to_thread.run_sync(group.kill)
+            if group is not None and (spec.lease is not None or spec.sealed):
+                # Nothing of the bot's is outside its group (its uid cannot write
+                # the group's files): no scan of /proc, which costs the bots on
+                # move their CPU.
+                pass
+            elif spec.lease is not None:
                 await trio.to_thread.run_sync(
                     lambda: kill_all(uid=spec.lease.uid if spec.lease else None)
                 )
@@ -583,6 +717,8 @@ class BotProcess:
         struck-out bot burns no more CPU. :meth:`close` still reaps it."""
         self._gone(reason)
         self._killpg(signal.SIGKILL)
+        if self.spec.cgroup is not None:
+            self.spec.cgroup.kill(timeout=0)
 
     async def _close_stdin(self) -> None:
         if self._stdin_fd >= 0:
@@ -601,6 +737,30 @@ class BotProcess:
     def _killpg(self, sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, sig)
+
+
+def _child_setup(spec: LaunchSpec) -> Callable[[], None] | None:
+    """What the child runs between ``fork`` and ``exec``: the resource limits,
+    joining the bot's control group, then (with a group) dropping to the
+    bot's uid, in that order: once it is the bot's uid it could no longer
+    write the group's ``cgroup.procs``."""
+    limits = spec.preexec
+    group = spec.cgroup
+    if group is None:
+        return limits
+    uid, gid = spec.user, spec.group
+
+    def setup() -> None:
+        if limits is not None:
+            limits()
+        group.join_self()
+        if gid is not None:
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+        if uid is not None:
+            os.setresuid(uid, uid, uid)
+
+    return setup
 
 
 _OUT_OF_MEMORY_SIGNS: Final = (
@@ -686,7 +846,8 @@ async def _spawn(spec: LaunchSpec) -> Child:
         child_ends = [pipes[0][0], pipes[1][1], pipes[2][1]]
         ours = [pipes[0][1], pipes[1][0], pipes[2][0]]
         fds += child_ends
-        preexec = spec.preexec
+        # Limits, the bot's control group, then its uid (arena.cgroups).
+        preexec = _child_setup(spec)
         pass_fds: tuple[int, ...] = ()
         if spec.sealed:
             from arena import seal
@@ -695,7 +856,7 @@ async def _spawn(spec: LaunchSpec) -> Child:
             if spec.seccomp is not None:
                 program = seal.seccomp_fd(spec.seccomp)
                 fds.append(program)
-            preexec = functools.partial(_sealed_preexec, program, spec.preexec)
+            preexec = functools.partial(_sealed_preexec, program, _child_setup(spec))
             pass_fds = (seal.STDIN_FD, seal.STDOUT_FD, seal.SECCOMP_FD)
         popen_call = functools.partial(
             subprocess.Popen,
@@ -707,9 +868,11 @@ async def _spawn(spec: LaunchSpec) -> Child:
             env=spec.env,
             start_new_session=True,
             preexec_fn=preexec,
-            user=spec.user,
-            group=spec.group,
-            extra_groups=[] if spec.group is not None else None,
+            # With a group, the uid is dropped in _child_setup, after joining
+            # it (a bot's uid cannot write the group's files).
+            user=spec.user if spec.cgroup is None else None,
+            group=spec.group if spec.cgroup is None else None,
+            extra_groups=[] if spec.group is not None and spec.cgroup is None else None,
             close_fds=True,
             pass_fds=pass_fds,
         )

@@ -648,6 +648,7 @@ async def _bye(bot: BotProcess, grace: float) -> tuple[bool, str, float]:
     start = trio.current_time()
     if bot.dead is not None:
         return False, f"the bot was gone before bye: {bot.dead}", 0.0
+    bot.thaw()  # frozen off move: it could not read the bye
     bot.notify({"type": "bye"})
     bot.flush()
     with trio.move_on_after(grace):

@@ -133,7 +133,8 @@ def add_isolation_flags(parser: argparse.ArgumentParser) -> None:
     )
     iso.add_argument(
         "--memory-limit", type=_nonnegative_int, default=4096, metavar="MIB",
-        help="address space per bot process in MiB (default 4096; 0: none)",
+        help="memory per bot in MiB: for the bot as a whole where a memory control group "
+        "binds, else address space per process (default 4096; 0: none)",
     )  # fmt: skip
     iso.add_argument(
         "--cpu-limit", type=_nonnegative_int, default=300, metavar="SECONDS",
@@ -141,8 +142,19 @@ def add_isolation_flags(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     iso.add_argument(
         "--max-processes", type=_positive_int, default=256, metavar="N",
-        help="processes and threads per bot (default 256; binds only unprivileged bot users)",
+        help="processes and threads per bot (default 256; a pids control group, else "
+        "binds only unprivileged bot users)",
     )  # fmt: skip
+    iso.add_argument(
+        "--cores", type=_nonnegative_int, default=0, metavar="N",
+        help="bots thinking at once across all games; a decision's clock starts when its bot "
+        "gets a core (default 0: the machine's cores)",
+    )  # fmt: skip
+    iso.add_argument(
+        "--ponder",
+        action="store_true",
+        help="let bots think on others' time (by default a bot not on move is frozen)",
+    )
     iso.add_argument(
         "--max-open-files", type=_positive_int, default=256, metavar="N",
         help="open files per bot process (default 256)",
@@ -292,6 +304,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="check a finished tournament's deals and seeds against its revealed key",
     )
     ver.add_argument("folder", type=Path)
+    clean = sub.add_parser(
+        "cleanup",
+        allow_abbrev=False,
+        help="kill and remove every bot process and control group a killed run on DIR left",
+    )
+    clean.add_argument("folder", type=Path, metavar="DIR")
     add_tool_commands(sub)
     add_watch_command(sub)
     return parser
@@ -408,6 +426,10 @@ def _main(argv: Sequence[str] | None) -> int:
             from arena.commands import verify_command
 
             return verify_command(args)
+        if args.command == "cleanup":
+            from arena.commands import cleanup_command
+
+            return cleanup_command(args)
         from arena.tools_cli import TOOL_COMMANDS
 
         if args.command in TOOL_COMMANDS:

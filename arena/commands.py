@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence, Sized
 from pathlib import Path
 from typing import Any, Final
 
+from arena import cgroups
 from arena.cli import (
     EXIT_ENVIRONMENT,
     EXIT_FAILED,
@@ -207,6 +208,8 @@ def _launch_options(args: argparse.Namespace, run_id: str | None) -> LaunchOptio
         sandbox_ro=tuple(path.resolve() for path in args.sandbox_ro),
         tmp_mb=args.tmp_size,
         separate_users=False if args.same_user else None,
+        cores=getattr(args, "cores", 0),
+        ponder=getattr(args, "ponder", False),
     )
     return dataclasses.replace(options, run_id=run_id) if run_id else options
 
@@ -245,6 +248,8 @@ def _check_launcher(launcher: Launcher, entrants: list[Entrant]) -> None:
     except IsolationError as exc:
         code = EXIT_USAGE if str(exc).startswith("entrant ") else EXIT_ENVIRONMENT
         raise CliError(str(exc), code) from None
+    # The referee keeps the clocks: first on the CPU, like the bot on move.
+    cgroups.prioritize_self(cgroups.probe())
 
 
 def estimate(games: Sized, settings: TournamentSettings) -> dict[str, float]:
@@ -371,7 +376,7 @@ def _prepare_out_folder(args: argparse.Namespace, run_info: dict[str, Any]) -> l
             )
         for name in (GAMES_FILE, RESULTS_FILE, RUN_FILE, INDEX_FILE):
             (out / name).unlink(missing_ok=True)
-    (out / RUN_FILE).write_text(json.dumps(run_info, indent=2) + "\n", encoding="utf-8")
+    _write_whole(out / RUN_FILE, json.dumps(run_info, indent=2) + "\n")
     return []
 
 
@@ -384,6 +389,21 @@ def _difference(key: str, old: Any, new: Any) -> str:
         if old == new:
             return "entrants: same names, other commands or folders"
     return f"{key}: recorded {json.dumps(old)[:60]}, given {json.dumps(new)[:60]}"
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all (no temporary file left on failure).
+
+    Raises:
+        OSError: it could not be written (a full disk).
+    """
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def load_run_file(path: Path) -> dict[str, Any]:
@@ -524,7 +544,9 @@ def out_lock(out: Path) -> Iterator[None]:
             f"cannot create the output folder {out}: {exc.strerror or exc}", EXIT_OUTPUT
         ) from None
     try:
+        # Owner-only: a bot running as another uid cannot open it to take the lock.
         fd = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        os.fchmod(fd, 0o600)
     except OSError as exc:
         raise CliError(
             f"cannot use the output folder {out}: {exc.strerror or exc}", EXIT_OUTPUT
@@ -629,10 +651,25 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         "games_total": total,
         "run_id": launch.run_id,
     }
+    # A killed arena's bots may hold the folder's lock: end them first.
+    left_in_groups = _remove_groups_left(args.out)
     stack.enter_context(out_lock(args.out))
     records = _prepare_out(args, run_info)
+    left_in_groups += _remove_groups_left(args.out)
+    run_groups = launch.run_groups
+    watchdog = None
+    if run_groups is not None:
+        _record_groups(args.out, run_groups.dirs())
+        try:
+            watchdog = cgroups.start_watchdog(run_groups.dirs())
+        except OSError as exc:
+            print(f"warning: no watchdog for the bots' groups: {exc}", file=sys.stderr)
     _write_key_file(args.out, key)
+    if not args.quiet:
+        print(launch.describe_bounds(), file=sys.stderr)
     _announce_key(key, launcher.options)  # resolved: sealed or not
+    if left_in_groups:
+        print(f"killed {left_in_groups} bot processes left by an earlier run", file=sys.stderr)
     if old_run_id:
         left = kill_all(env=f"{RUN_VARIABLE}={old_run_id}")
         if left:
@@ -644,12 +681,22 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     if args.resume and not ladder and not todo:
         print(f"--resume: all {len(games)} games were already played", file=sys.stderr)
     progress = _Progress(total, len(records) if ladder else len(games) - len(todo), args.quiet)
-    journal = Journal(out / GAMES_FILE)
+    try:
+        journal = Journal(out / GAMES_FILE)
+    except OSError as exc:
+        raise _output_error(out, exc) from None
+    disk_errors: list[OSError] = []  # the output folder could not take a line
 
     def on_record(record: dict[str, Any]) -> None:
         # In memory first: a Ctrl-C between the two steps is mended by close().
         records.append(record)
-        journal.append(record)
+        if disk_errors:  # stopping: the games still ending are played again by --resume
+            return
+        try:
+            journal.append(record)  # whole line or nothing
+        except OSError as exc:
+            disk_errors.append(exc)
+            raise _OutputFailed from None
         # On disk now; the report never reads transcripts (the largest part
         # of a record with --transcripts): the copy kept for it goes without.
         record.pop("transcripts", None)
@@ -666,24 +713,45 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
             executor.close()
         if scheduled is not None:  # a ladder: the games it chose
             total = scheduled
-            big.record_games_total(out, RUN_FILE, total)
+            try:
+                big.record_games_total(out, RUN_FILE, total)
+            except OSError as exc:
+                disk_errors.append(exc)
     except* KeyboardInterrupt:  # Ctrl-C, possibly inside Trio's exception groups
         interrupted = True
+    except* _OutputFailed:  # a full disk: the bots are closed, the error said below
+        pass
     finally:
         progress.close()
-        journal.close(records)
+        try:
+            journal.close(() if disk_errors else records)
+        except OSError as exc:
+            disk_errors.append(exc)
         if live is not None:
             live.close()  # after the delay, so the page ends on the last game
         # Bots and folders a killed or interrupted worker process left on this machine.
-        left = kill_all(env=f"{RUN_VARIABLE}={launch.run_id}")
+        left = 0
+        if run_groups is not None:
+            left += cgroups.remove_run_dirs(run_groups.dirs())
+            with contextlib.suppress(OSError):
+                (out / cgroups.RECORD_FILE).unlink()
+        if watchdog is not None:  # the groups are gone: nothing left to watch
+            watchdog.kill()
+            watchdog.wait()
+        left += kill_all(env=f"{RUN_VARIABLE}={launch.run_id}")
         if left:
             print(f"killed {left} bot processes left by worker processes", file=sys.stderr)
         remove_tmpdirs_of_run(launch.run_id)
+    if disk_errors:
+        raise _output_error(out, disk_errors[0])
     # Every file is written before anything is printed: a closed pipe on
     # stdout or stderr can then neither lose a file nor change the verdict.
-    results = write_outputs(
-        out, settings_json, names, records, total, None if interrupted else key.hex()
-    )
+    try:
+        results = write_outputs(
+            out, settings_json, names, records, total, None if interrupted else key.hex()
+        )
+    except OSError as exc:
+        raise _output_error(out, exc) from None
     verdict = None if interrupted else run_verdict(args, results, records)
     _print_standings(results, out)
     if verdict is None:
@@ -712,6 +780,38 @@ def _announce_key(key: MasterKey, launch: LaunchOptions) -> None:
             "the output folder, its key and the journal",
             file=sys.stderr,
         )
+
+
+class _OutputFailed(Exception):
+    """A game's line could not be written to ``games.jsonl``: stop the run."""
+
+
+def _output_error(out: Path, exc: OSError) -> CliError:
+    """The one-line error (exit code 3) for an output folder that cannot be written."""
+    kept = len(read_journal(out / GAMES_FILE, checked=False)) if (out / GAMES_FILE).exists() else 0
+    return CliError(
+        f"cannot write to the output folder {out}: {exc.strerror or exc}; {kept} games are "
+        f"kept in {GAMES_FILE}: make room, then continue with: hearts-arena run ... "
+        f"--out {out} --resume",
+        EXIT_OUTPUT,
+    )
+
+
+def _remove_groups_left(out: Path) -> int:
+    """Kill and remove the control groups a run on ``out`` recorded, if the
+    arena that recorded them is gone (killed); how many processes were killed."""
+    if not out.is_dir() or cgroups.recorded_arena_alive(out):
+        return 0
+    return cgroups.remove_recorded(out)
+
+
+def _record_groups(out: Path, dirs: list[Path]) -> None:
+    try:
+        cgroups.record_run(out, dirs)
+    except OSError as exc:
+        raise CliError(
+            f"cannot write to the output folder {out}: {exc.strerror or exc}", EXIT_OUTPUT
+        ) from None
 
 
 def _warn_faults(records: list[dict[str, Any]]) -> None:
@@ -799,4 +899,33 @@ def verify_command(args: argparse.Namespace) -> int:
         f"verified: {games} games of {folder}: the key matches its commitment, and every "
         "deal, bot seed and hand is the one the key and the rules give"
     )
+    return EXIT_OK
+
+
+def cleanup_command(args: argparse.Namespace) -> int:
+    """``hearts-arena cleanup DIR``: end everything a killed run on ``DIR`` left
+    on this machine: its bots' control groups (thawed, then killed, then
+    removed), any bot process still carrying the run's id in its environment,
+    and the bots' temporary folders. Refuses while the run is still going.
+
+    Raises:
+        CliError: (exit code 3) ``DIR`` holds no tournament, or its run is
+            still going.
+    """
+    out: Path = args.folder
+    if not (out / RUN_FILE).exists() and not (out / cgroups.RECORD_FILE).exists():
+        raise CliError(f"{out} holds no tournament ({RUN_FILE} is missing)", EXIT_OUTPUT)
+    if cgroups.recorded_arena_alive(out):
+        raise CliError(f"the run writing to {out} is still going; stop it first", EXIT_OUTPUT)
+    killed = _remove_groups_left(out)
+    with out_lock(out):  # refused if a run (without a record) still holds it
+        killed += _remove_groups_left(out)
+        run_id = None
+        if (out / RUN_FILE).exists():
+            value = load_run_file(out / RUN_FILE).get("run_id")
+            run_id = value if isinstance(value, str) and value.isalnum() else None
+        if run_id:
+            killed += kill_all(env=f"{RUN_VARIABLE}={run_id}")
+            remove_tmpdirs_of_run(run_id)
+    print(f"cleanup: killed {killed} bot processes left by the run in {out}")
     return EXIT_OK

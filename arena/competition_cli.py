@@ -210,4 +210,6 @@ def record_games_total(out: Path, run_file: str, total: int) -> None:
     path = out / run_file
     info = json.loads(path.read_text(encoding="utf-8"))
     info["games_total"] = total
-    path.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    from arena.commands import _write_whole  # whole or not at all (a full disk)
+
+    _write_whole(path, json.dumps(info, indent=2) + "\n")

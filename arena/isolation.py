@@ -221,7 +221,12 @@ def lease_uid(base: int = DEFAULT_UID_BASE, size: int = UID_POOL_SIZE) -> UidLea
         except BlockingIOError:
             os.close(fd)
             continue
-        kill_processes(find_processes(uid=uid))
+        left = find_processes(uid=uid)
+        if left:
+            from arena import cgroups
+
+            cgroups.thaw_groups_of(left)  # a frozen process may not die (v1 freezer)
+            kill_processes(left)
         if _uid_has_processes(uid):
             # Killed or zombie processes not yet reaped still count against
             # the uid's process limit: a bot started now could not fork.

@@ -16,12 +16,13 @@ import stat
 import sys
 import tempfile
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
-from arena import isolation, seal
+from arena import cgroups, isolation, seal
 from arena.botproc import LaunchSpec
+from arena.cores import CoreGate
 from arena.entrants import IN_USE, TMPDIR_PREFIX, Entrant, bot_environment, private_tmpdir
 from arena.isolation import IsolationError, Limits, UidLease
 
@@ -53,6 +54,12 @@ class LaunchOptions:
             means "when the arena runs as root".
         uid_base: first uid of the pool for :attr:`separate_users`.
         run_id: names the tournament run in every bot's environment.
+        cores: bots thinking at once, across the worker processes (0: the
+            machine's cores; see :mod:`arena.cores`).
+        ponder: bots may think on others' time (not frozen off move).
+        cgroup_run: opaque name of the run's control groups (:mod:`arena.cgroups`).
+        gate: the core token shared by the run's processes (made from
+            ``cores`` and ``ponder`` when not given).
     """
 
     limits: Limits = field(default_factory=Limits)
@@ -62,6 +69,20 @@ class LaunchOptions:
     separate_users: bool | None = None
     uid_base: int = isolation.DEFAULT_UID_BASE
     run_id: str = field(default_factory=lambda: secrets.token_hex(8))
+    cores: int = 0
+    ponder: bool = False
+    cgroup_run: str = field(default_factory=lambda: secrets.token_hex(8))
+    gate: CoreGate | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.gate is None:
+            object.__setattr__(self, "gate", CoreGate(self.cores, self.ponder))
+
+    @property
+    def run_groups(self) -> cgroups.RunGroups | None:
+        """The run's control groups, or ``None`` where this machine offers none."""
+        plan = cgroups.probe()
+        return cgroups.RunGroups(plan, self.cgroup_run) if plan.usable else None
 
     @property
     def uses_separate_users(self) -> bool:
@@ -79,6 +100,16 @@ class LaunchOptions:
             "tmp_mb": self.tmp_mb,
             "separate_users": self.uses_separate_users,
         }
+
+    def describe_bounds(self) -> str:
+        """One line: where each bound of a bot comes from here, and what is not enforced."""
+        gate = self.gate
+        assert gate is not None
+        line = cgroups.probe().describe(self.limits.memory_mb, self.limits.processes)
+        pondering = (
+            "bots think on others' time (--ponder)" if gate.ponder else "bots off move frozen"
+        )
+        return f"{line}; {gate.cores} bots think at once (--cores), {pondering}"
 
 
 @dataclass
@@ -271,7 +302,12 @@ class Launcher:
             cwd = copy.folder
         home = None if sealed else private_tmpdir(opts.run_id)
         lease = None
+        cgroup: cgroups.BotGroup | None = None
         try:
+            run_groups = opts.run_groups
+            if run_groups is not None:
+                limits = opts.limits
+                cgroup = run_groups.create(limits.memory_mb * isolation.MIB, limits.processes)
             if opts.uses_separate_users:
                 lease = isolation.lease_uid(opts.uid_base)
                 lease.purge = not sealed  # a sealed bot writes nothing outside its sandbox
@@ -308,7 +344,14 @@ class Launcher:
                 cwd=cwd,
                 env=env,
                 label=entrant.name,
-                preexec=isolation.make_preexec(opts.limits, limit_processes=lease is not None),
+                preexec=isolation.make_preexec(
+                    # The group bounds the bot's memory as a whole: no RLIMIT_AS
+                    # (it breaks JVMs and Go, which reserve address space).
+                    replace(opts.limits, memory_mb=0)
+                    if cgroup and cgroup.binds_memory
+                    else opts.limits,
+                    limit_processes=lease is not None,
+                ),
                 user=lease.uid if lease else None,
                 group=group,
                 tmpdir=home,
@@ -317,8 +360,13 @@ class Launcher:
                 limits=opts.limits,
                 seccomp=seccomp,
                 sealed=sealed,
+                cgroup=cgroup,
+                gate=opts.gate,
             )
         except BaseException:
+            if cgroup is not None:
+                cgroup.kill(timeout=0)
+                cgroup.remove()
             if lease is not None:
                 lease.release()
             if home is not None:

@@ -86,12 +86,17 @@ class WorkerError(RuntimeError):
     """A worker process failed (a bug in the arena, not a bot's fault)."""
 
 
-def _die_with_parent() -> None:
-    """Ask the kernel to SIGKILL this worker if the coordinator dies (its
-    bots are then found and killed by ``--resume``, by their run id)."""
+def _die_with_parent(parent: int) -> None:
+    """Ask the kernel to SIGKILL this worker if the coordinator (pid
+    ``parent``) dies; its bots' control groups are then removed by
+    ``--resume`` or ``hearts-arena cleanup``. A coordinator that died before
+    the request was made is caught by checking the parent afterwards: the
+    worker then exits at once."""
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _worker(
@@ -102,9 +107,10 @@ def _worker(
     results: Any,
     slots: int,
     deal_locks: list[Any],
-    live: Any = None,
+    live: Any,
+    parent: int,
 ) -> None:
-    _die_with_parent()
+    _die_with_parent(parent)
     from arena.live.feed import LiveFeed
 
     feed = None
@@ -209,6 +215,7 @@ class ProcessPool:
                     self.slots,
                     locks,
                     self.live,
+                    os.getpid(),
                 ),
                 daemon=True,
             )

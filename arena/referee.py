@@ -135,6 +135,9 @@ class _Seat:
     requests: int = 0
     reply_time: float = 0.0
     slowest: float = 0.0
+    wall_ms: list[float] = field(default_factory=list)  # each decision's wall time
+    cpu_ms: list[float | None] = field(default_factory=list)  # ... and its CPU time
+    oom_before: int = 0
 
 
 def hand_record(
@@ -178,8 +181,15 @@ class GameRecord:
     and only the names of any others), ``{"t", "id",
     "fault", "detail"}`` (no valid answer) or ``{"t", "truncated": n}`` (``n``
     entries over the cap were dropped); ``t`` is seconds since the game
-    started. The handshake and ``bye`` belong to the process, not the game,
-    and are not in it.
+    started. An answer or fault entry also has ``cpu_ms``, the CPU its whole
+    bot used for that request in milliseconds, where it is measured. The
+    handshake and ``bye`` belong to the process, not the game, and are not in it.
+
+    ``timing``: per seat, ``requests``, ``mean_ms`` and ``max_ms`` (wall
+    time), ``wall_ms`` and ``cpu_ms`` (each decision's wall and CPU time in
+    milliseconds, in order; CPU ``None`` where not measured), ``cpu_mean_ms``,
+    ``cpu_max_ms`` and ``oom_kills`` (processes of the bot killed for its
+    memory bound during the game).
     """
 
     spec: GameSpec
@@ -189,7 +199,7 @@ class GameRecord:
     faults: list[Fault] = field(default_factory=list)
     stderr: list[str] = field(default_factory=lambda: ["", "", "", ""])
     bot_names: list[str | None] = field(default_factory=lambda: [None, None, None, None])
-    timing: list[dict[str, float]] = field(default_factory=list)
+    timing: list[dict[str, Any]] = field(default_factory=list)
     transcripts: list[list[dict[str, Any]]] | None = None
     struck_out: list[int] = field(default_factory=list)
     started_at: float = 0.0
@@ -378,6 +388,8 @@ class Referee:
         s.requests += 1
         s.reply_time += reply.elapsed
         s.slowest = max(s.slowest, reply.elapsed)
+        s.wall_ms.append(round(1000 * reply.elapsed, 1))
+        s.cpu_ms.append(None if reply.cpu is None else round(1000 * reply.cpu, 1))
 
     # -- the game -----------------------------------------------------------
 
@@ -393,6 +405,8 @@ class Referee:
                     s.bot.stats.transcript = []
                 # stderr written since the last game (or since start-up) counts for this one
                 s.bot.renew_cpu_limit()
+                # Kills since the last game (or since start-up) count for this one.
+                s.oom_before = getattr(s.bot, "oom_reported", 0)
         if self.settings.transcripts:
             for s in self.seats:
                 if s.bot is not None:
@@ -443,11 +457,22 @@ class Referee:
         rec.duration = trio.current_time() - t0
         transcripts: list[list[dict[str, Any]]] = []
         for s in self.seats:
+            cpu = [c for c in s.cpu_ms if c is not None]
+            oom = 0
+            group = getattr(getattr(s.bot, "spec", None), "cgroup", None)  # scripted seats: none
+            if s.bot is not None and group is not None:
+                s.bot.oom_reported = max(s.bot.oom_reported, group.oom_kills())
+                oom = s.bot.oom_reported - s.oom_before
             rec.timing.append(
                 {
                     "requests": s.requests,
                     "mean_ms": round(1000 * s.reply_time / s.requests, 3) if s.requests else 0.0,
                     "max_ms": round(1000 * s.slowest, 3),
+                    "cpu_mean_ms": round(sum(cpu) / len(cpu), 3) if cpu else None,
+                    "cpu_max_ms": max(cpu) if cpu else None,
+                    "wall_ms": s.wall_ms,
+                    "cpu_ms": s.cpu_ms,
+                    "oom_kills": oom,
                 }
             )
             if s.bot is not None:
@@ -542,7 +567,6 @@ class Referee:
 
     async def _pass(self, hand: Hand) -> None:
         chosen: list[int] = [0, 0, 0, 0]
-        deadline = trio.current_time() + self.settings.time_limit
         direction = hand.direction
         self._emit(
             {
@@ -562,9 +586,10 @@ class Referee:
                     "to": pass_target(s.seat, direction),
                     "hand": names_of(hand.hands[s.seat]),
                 }
-                reply = await s.bot.request(
-                    "pass", fields, self.settings.time_limit, deadline=deadline
-                )
+                # Each bot's clock starts when it gets a core (arena.cores), not
+                # at a deadline shared by the four (R4 holds: nothing is revealed
+                # until all four passes are final).
+                reply = await s.bot.request("pass", fields, self.settings.time_limit)
                 self._count(s, reply)
                 if reply.message is not None:
                     cards = reply.message["cards"]

@@ -890,9 +890,18 @@ def render_index(
 
 
 def _write_atomic(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all (through ``path.tmp``, removed on failure).
+
+    Raises:
+        OSError: it could not be written (a full disk); ``path`` is unchanged.
+    """
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _prune(folder: Path, keep: set[str]) -> None:
@@ -920,9 +929,7 @@ def write_outputs(
     _write_atomic(out_dir / CSV_FILE, standings_csv(a.standings))
     env = _env()
     for static in (STYLE_FILE, SCRIPT_FILE):
-        (out_dir / static).write_text(
-            (templates_dir() / static).read_text(encoding="utf-8"), encoding="utf-8"
-        )
+        _write_atomic(out_dir / static, (templates_dir() / static).read_text(encoding="utf-8"))
     site = _Site(a)
     entrants_dir = out_dir / ENTRANTS_DIR
     games_dir = out_dir / GAMES_DIR
@@ -930,13 +937,15 @@ def write_outputs(
     games_dir.mkdir(exist_ok=True)
     template = env.get_template("entrant.html.j2")
     for name in a.names:
-        (entrants_dir / site.entrant_file[name]).write_text(
-            template.render(entrant_context(a, name, results)), encoding="utf-8"
+        _write_atomic(
+            entrants_dir / site.entrant_file[name],
+            template.render(entrant_context(a, name, results)),
         )
     template = env.get_template("game.html.j2")
     for i, rec in enumerate(a.records):
-        (games_dir / site.game_file[rec["game_index"]]).write_text(
-            template.render(game_context(a, i, results, site)), encoding="utf-8"
+        _write_atomic(
+            games_dir / site.game_file[rec["game_index"]],
+            template.render(game_context(a, i, results, site)),
         )
     _prune(entrants_dir, set(site.entrant_file.values()))
     _prune(games_dir, set(site.game_file.values()))

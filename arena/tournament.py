@@ -508,28 +508,59 @@ class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
         _drop_partial_line(path)
-        self._file = path.open("a", encoding="utf-8")
+        self._fd = -1
+        self._open()
+
+    def _open(self) -> None:
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
     def append(self, record: dict[str, Any]) -> None:
-        """Write one record as a line and make it durable."""
-        self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        """Write one record as a line and make it durable.
+
+        Raises:
+            OSError: the line could not be written whole (a full disk): the
+                file is cut back to its last complete line before raising.
+        """
+        data = (json.dumps(record, separators=(",", ":")) + "\n").encode("utf-8")
+        fd = self._fd
+        size = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+                os.fsync(fd)
+            raise
+
+    def _close_fd(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def close(self, records: Iterable[dict[str, Any]] = ()) -> None:
         """Close the file, first appending any of ``records`` whose game is
         not on disk: a Ctrl-C can land between a game's end and its line.
         What is on disk is read back (only its ``game_index`` values are
-        kept, one line at a time), so no game is written twice."""
-        self._file.close()
+        kept, one line at a time), so no game is written twice.
+
+        Raises:
+            OSError: a missing line could not be written (the file keeps only
+                complete lines).
+        """
+        self._close_fd()
         _drop_partial_line(self.path)
         on_disk = journal_indices(self.path)
         missing = [r for r in records if r["game_index"] not in on_disk]
         if missing:
-            self._file = self.path.open("a", encoding="utf-8")
-            for record in missing:
-                self.append(record)
-            self._file.close()
+            self._open()
+            try:
+                for record in missing:
+                    self.append(record)
+            finally:
+                self._close_fd()
 
 
 def journal_indices(path: Path) -> set[int]:

@@ -20,6 +20,7 @@ from conftest import (
     bot_path,
     load_outputs,
     needs_seal,
+    processes_matching,
     run_arena,
     run_processes,
 )
@@ -57,6 +58,19 @@ def wait_for_games(out: Path, n: int, proc: subprocess.Popen[str], timeout: floa
     raise AssertionError(f"fewer than {n} games after {timeout} s")
 
 
+def kill_watchdog(arena: int) -> None:
+    """Kill the run's watchdog (arena.cgroups), which would otherwise end the
+    bots of a killed arena before --resume could show that it does."""
+    for pid, _ in processes_matching("arena.cgroups"):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except OSError:
+            continue
+        if parent == arena:
+            os.kill(pid, signal.SIGKILL)
+
+
 def run_tmpdirs(out: Path) -> list[Path]:
     run_id = json.loads((out / "run.json").read_text())["run_id"]
     return list(Path(tempfile.gettempdir()).glob(f"hearts-bot-{run_id}-*"))
@@ -76,6 +90,7 @@ def test_kill_9_then_resume_gives_the_uninterrupted_standings(
     out = tmp_path / "killed"
     proc = start_arena(out, ENTRANTS, [*ARGS, *mode])
     wait_for_games(out, 3, proc)
+    kill_watchdog(proc.pid)  # as a crash of the machine would: --resume must clean up
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     kept = len((out / "games.jsonl").read_text().splitlines())
@@ -118,6 +133,7 @@ def test_kill_9_then_resume_with_a_secret_key(tmp_path: Path) -> None:
     out = tmp_path / "killed"
     proc = start_arena(out, ENTRANTS, [*args, "--key-file", str(key_file)])
     wait_for_games(out, 3, proc)
+    kill_watchdog(proc.pid)  # as a crash of the machine would: --resume must clean up
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert run_arena(["run", *ENTRANTS, *args, "--out", str(out), "--resume"]) == 0
