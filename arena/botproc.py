@@ -739,26 +739,47 @@ class BotProcess:
             os.killpg(self.pid, sig)
 
 
+#: Exit code of a bot process whose set-up (limits, control group, uid)
+#: failed between fork and exec; its stderr says why.
+SETUP_FAILED: Final = 125
+
+
 def _child_setup(spec: LaunchSpec) -> Callable[[], None] | None:
-    """What the child runs between ``fork`` and ``exec``: the resource limits,
-    joining the bot's control group, then (with a group) dropping to the
-    bot's uid, in that order: once it is the bot's uid it could no longer
-    write the group's ``cgroup.procs``."""
+    """What the child runs between ``fork`` and ``exec``: joining the bot's
+    control group, the resource limits, then (with a group) dropping to the
+    bot's uid, in that order: the group's ``cgroup.procs`` files are opened
+    before ``RLIMIT_NOFILE`` is lowered (the arena's descriptors are still
+    open in the child then) and before the uid is the bot's (which could no
+    longer write them). A failure is written to the bot's stderr and the
+    child exits with :data:`SETUP_FAILED`: a bot that could not start."""
     limits = spec.preexec
     group = spec.cgroup
-    if group is None:
-        return limits
+    if group is None and limits is None:
+        return None
     uid, gid = spec.user, spec.group
 
     def setup() -> None:
-        if limits is not None:
-            limits()
-        group.join_self()
-        if gid is not None:
-            os.setgroups([])
-            os.setresgid(gid, gid, gid)
-        if uid is not None:
-            os.setresuid(uid, uid, uid)
+        try:
+            # Join first: the arena's descriptors are still open here (they
+            # are closed after this function), so once RLIMIT_NOFILE is the
+            # bot's, opening a group's cgroup.procs could fail with EMFILE.
+            if group is not None:
+                group.join_self()
+            if limits is not None:
+                limits()
+            if group is None:
+                return
+            if gid is not None:
+                os.setgroups([])
+                os.setresgid(gid, gid, gid)
+            if uid is not None:
+                os.setresuid(uid, uid, uid)
+        except BaseException as exc:
+            # Say why on the bot's stderr (fd 2 is its pipe by now) and exit: the
+            # arena records a bot that could not start, and the tournament goes on.
+            with contextlib.suppress(OSError):
+                os.write(2, f"arena: cannot set up the bot's process: {exc!r}\n".encode())
+            os._exit(SETUP_FAILED)
 
     return setup
 

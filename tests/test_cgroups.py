@@ -456,3 +456,24 @@ def test_reusing_a_uid_thaws_then_kills_what_a_killed_arena_left_frozen() -> Non
         group.remove()
         with contextlib.suppress(OSError):
             next(iter(group.dirs.values())).parent.rmdir()
+
+
+@needs_groups
+def test_bots_start_while_the_arena_holds_more_descriptors_than_a_bot_may(
+    tmp_path: Path,
+) -> None:
+    """A bot's group is joined before its open-files limit is set: the arena's
+    descriptors are still open in the child then, and with more of them than
+    --max-open-files every bot used to fail to start (EMFILE in the set-up)."""
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(300)]
+    try:
+        out = tmp_path / "o"
+        entrants = [bot("first_legal", n) for n in "abcd"]
+        args = ["run", *entrants, "--hands", "1", "--rounds", "1", "--quiet"]
+        assert run_arena([*args, "--max-open-files", "64", "--out", str(out)]) == 0
+    finally:
+        for fd in held:
+            os.close(fd)
+    results, records = load_outputs(out)
+    assert [r["faults"] for r in records] == [[], [], [], []]
+    assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
