@@ -690,10 +690,16 @@ class BotGroup:
 
 def _init_cpuset(d: Path) -> None:
     """A new v1 cpuset group has no CPUs and no memory nodes (no process can
-    join it): give it its parent's."""
+    join it: ENOSPC): give it its parent's, filling the parent first when it
+    is itself still empty (the run's folder, made by another worker process
+    a moment before)."""
     for name in ("cpuset.cpus", "cpuset.mems"):
         if not _read(d / name).strip():
-            _write(d / name, _read(d.parent / name).strip())
+            value = _read(d.parent / name).strip()
+            if not value:  # a parent another worker made and has not filled yet
+                _init_cpuset(d.parent)
+                value = _read(d.parent / name).strip()
+            _write(d / name, value)
 
 
 def _set_weight(d: Path, high: bool) -> None:

@@ -477,3 +477,34 @@ def test_bots_start_while_the_arena_holds_more_descriptors_than_a_bot_may(
     results, records = load_outputs(out)
     assert [r["faults"] for r in records] == [[], [], [], []]
     assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
+
+
+@pytest.mark.skipif(
+    not (
+        Path("/sys/fs/cgroup/cpuset/cpuset.cpus").exists()
+        and os.access("/sys/fs/cgroup/cpuset", os.W_OK)
+    ),
+    reason="no writable v1 cpuset hierarchy here",
+)
+def test_a_bot_group_in_a_run_folder_not_filled_yet_gets_cpus() -> None:
+    """Two worker processes share a run's folder: one may make it and not yet
+    have filled its cpuset when the other makes a bot group inside it. The bot
+    group then fills the folder first (an empty cpuset refuses every process:
+    ENOSPC, which made a bot fail to start)."""
+    import secrets
+
+    run = Path("/sys/fs/cgroup/cpuset") / f"hearts-arena-test-{secrets.token_hex(4)}"
+    run.mkdir()
+    bot_dir = run / "bot"
+    try:
+        assert (run / "cpuset.cpus").read_text().strip() == ""  # as another worker left it
+        bot_dir.mkdir()
+        cgroups._init_cpuset(bot_dir)
+        root = Path("/sys/fs/cgroup/cpuset")
+        for name in ("cpuset.cpus", "cpuset.mems"):
+            assert (run / name).read_text().strip() == (root / name).read_text().strip()
+            assert (bot_dir / name).read_text().strip() == (root / name).read_text().strip()
+    finally:
+        for d in (bot_dir, run):
+            with contextlib.suppress(OSError):
+                d.rmdir()

@@ -236,6 +236,14 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
             return page.inner_text("#prefix") != first_prefix
 
         _wait(standings_moved, 90, "the standings to change")
+        # A game not finished yet (the last one the page has not listed):
+        # its hands must be refused whatever the timing of the others.
+        latest = [m for m in stream.messages if m[1] == "finished"]
+        listed = {g["game_index"] for g in latest[-1][2]["games"]} if latest else set()
+        unfinished = max(i for i in range(40) if i not in listed)
+        unplayed = _ask_hands(origin, token, {"games": [{"game_index": unfinished}]})
+        assert unplayed[0][2] == 404, unplayed
+        answers.extend(unplayed)
         button = page.locator("#finished button.show")
         if button.count():
             button.first.click()
