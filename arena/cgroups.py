@@ -433,19 +433,21 @@ class RunGroups:
             for key, base in plan.bases.items():
                 run = base / self.token
                 d = run / name
-                for attempt in range(3):  # the run's folder is removed when it empties
-                    if not run.is_dir():
-                        self._make_run_dir(key, base, run)
-                    if key == plan.share:  # the bots' weight counts against others' only so
-                        _set_weight(base, True)
-                        _set_weight(run, True)
-                    if d in dirs.values():  # "cpu,cpuacct" mounted together: one folder
-                        break
+                # The run's folder is removed when it empties, by this or another
+                # worker process, at any moment of this: start again then.
+                for attempt in range(5):
                     try:
+                        if not run.is_dir():
+                            self._make_run_dir(key, base, run)
+                        if key == plan.share:  # the bots' weight counts against others' only so
+                            _set_weight(base, True)
+                            _set_weight(run, True)
+                        if d in dirs.values():  # "cpu,cpuacct" mounted together: one folder
+                            break
                         d.mkdir(mode=0o700)
                         break
                     except FileNotFoundError:
-                        if attempt == 2:
+                        if attempt == 4:
                             raise
                 if key == "cpuset":
                     _init_cpuset(d)

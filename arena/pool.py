@@ -24,6 +24,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import traceback
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
@@ -158,7 +159,9 @@ def _worker(
     try:
         trio.run(main)
     except BaseException as exc:  # a bug: report it to the coordinator
-        results.put(("error", f"{type(exc).__name__}: {exc}"))
+        # The whole traceback (sub-exceptions of Trio's groups included), capped.
+        text = "".join(traceback.format_exception(exc))
+        results.put(("error", text[-4000:]))
         raise
     results.put(("interrupted" if stopped else "done", os.getpid()))
 
