@@ -279,14 +279,30 @@ def remove_entrant_copies_of_gid(gid: int) -> int:
     ``gid``, left by a killed arena; returns how many."""
     import tempfile
 
+    # Listed by hand, not with Path.glob: another arena removes its own
+    # folders meanwhile, and a folder gone between listing and reading made
+    # glob raise FileNotFoundError (and stop a worker).
     removed = 0
-    for path in Path(tempfile.gettempdir()).glob(f"{ENTRANT_COPY_PREFIX}*-entrants-*/*"):
-        with contextlib.suppress(OSError):
-            st = path.lstat()
-            if stat.S_ISDIR(st.st_mode) and st.st_gid == gid:
-                shutil.rmtree(path, ignore_errors=True)
-                removed += 1
+    for top in _entries(Path(tempfile.gettempdir())):
+        if not (top.name.startswith(ENTRANT_COPY_PREFIX) and "-entrants-" in top.name):
+            continue
+        for path in _entries(top):
+            with contextlib.suppress(OSError):
+                st = path.lstat()
+                if stat.S_ISDIR(st.st_mode) and st.st_gid == gid:
+                    shutil.rmtree(path, ignore_errors=True)
+                    removed += 1
     return removed
+
+
+def _entries(folder: Path) -> list[Path]:
+    """The entries of ``folder``; none when it cannot be listed (gone, or
+    not a folder)."""
+    try:
+        with os.scandir(folder) as it:
+            return [Path(e.path) for e in it]
+    except OSError:
+        return []
 
 
 #: World-writable folders searched for a released uid's files.

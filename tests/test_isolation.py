@@ -214,3 +214,37 @@ def test_a_uid_with_unreaped_processes_is_not_leased(tmp_path: Path) -> None:
     lease = lease_uid(base=base, size=1)  # reaped: the uid is free again
     assert lease.uid == base
     lease.release()
+
+
+def test_stale_entrant_copies_are_removed_even_while_other_folders_vanish(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A killed arena's copies readable by a gid are removed when the gid is
+    leased again; a folder another arena removes during the search is
+    skipped, never an error (it stopped a Dask worker in CI)."""
+    import tempfile
+
+    from arena import isolation
+
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
+    gid = os.getgid() if os.getuid() != 0 else 3_499_999
+    stale = tmp_path / "hearts-bot-aa-entrants-x1" / "0"
+    stale.mkdir(parents=True)
+    kept = tmp_path / "hearts-bot-aa-entrants-x1" / "1"
+    kept.mkdir()
+    if os.getuid() == 0:
+        os.chown(stale, -1, gid)
+    else:
+        os.chown(kept, -1, next(g for g in os.getgroups() if g != gid))
+    vanishing = tmp_path / "hearts-bot-bb-entrants-x2"
+    vanishing.mkdir()
+    real_scandir = os.scandir
+
+    def scandir_after_removal(path: object):  # type: ignore[no-untyped-def]
+        if isinstance(path, str | os.PathLike) and Path(path) == vanishing:
+            vanishing.rmdir()
+        return real_scandir(path)
+
+    monkeypatch.setattr(isolation.os, "scandir", scandir_after_removal)
+    assert isolation.remove_entrant_copies_of_gid(gid) == 1
+    assert not stale.exists() and kept.exists() and not vanishing.exists()
