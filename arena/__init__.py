@@ -1,0 +1,18 @@
+"""hearts-arena: a tournament arena for programs that play Hearts.
+
+The package's folders are its layers, each importing only those below it
+(checked in CI by the import-linter contracts in ``pyproject.toml``)::
+
+    cli          the command line: parsing, settings, exit codes
+    tools, live  check/replay/play/verify; the spectator's view
+    report       results.json, standings.csv, HTML, JUnit, verdicts
+    tournament   schedules, formats, the runner, executors
+    results      ratings (TrueSkill), standings, statistics
+    game         the referee; the public view of a game's events
+    seats        bot processes, stand-in seats, launch and isolation
+    protocol     the wire protocol's codec and the kinds of fault
+    core         cards, rules (pure), the tournament key, package data
+
+:mod:`arena.botkit` is the kit for writing a bot in Python; it imports
+nothing from the rest of the package.
+"""

@@ -2,7 +2,7 @@
 
 import sys
 
-from arena.cli import main
+from arena.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

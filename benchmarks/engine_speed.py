@@ -25,7 +25,7 @@ affects them alike):
   tests the bot's card against it itself, then calls ``play_unchecked``;
 * ``unchecked``: ``play_unchecked`` after ``legal_mask()`` (search and
   playouts), proven to give the same hands as the checked path by
-  ``tests/test_rules.py::test_unchecked_play_equals_checked_play``;
+  ``tests/core/test_rules.py::test_unchecked_play_equals_checked_play``;
 * ``playout``: ``Hand.random_playout`` (the same draws as ``unchecked``).
 
 Usage (from the repository root)::
@@ -47,8 +47,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arena import rules
-from arena.rules import Hand, Phase
+from arena.core import rules
+from arena.core.rules import Hand, Phase
 
 
 def _nth_card(mask: int, k: int) -> int:  # for measuring older engines without it

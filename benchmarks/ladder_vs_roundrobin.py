@@ -10,22 +10,22 @@ and a lower ``p`` is assumed to be stronger. That assumption is checked
 directly: the script also reports the rank correlation of the entrants'
 points per hand (over the round-robin's games) with ``p``.
 
-Games are simulated in-process with the rules engine (:mod:`arena.rules`),
+Games are simulated in-process with the rules engine (:mod:`arena.core.rules`),
 calling the bot's pure ``choose_pass(msg)`` / ``choose_play(msg)`` with the
 messages the referee would send (no processes, no JSON): 32 entrants make
 35,960 tables, far too many to play with processes here. Games are short
 (``--hands``, default 1 hand per game, the same for both formats), so a
 game's ranks come from one hand.
 
-* Ladder: the real :func:`arena.ladder.play_ladder` with its default batch
+* Ladder: the real :func:`arena.tournament.ladder.play_ladder` with its default batch
   (16 tables) and window, the games played by this simulator.
-* Round-robin: the real :func:`arena.tournament.schedule_round_robin`
+* Round-robin: the real :func:`arena.tournament.runner.schedule_round_robin`
   (one round), its tables shuffled with the seed, each table's four
   rotations kept together; a budget of ``G`` games is the first ``G // 4``
   tables.
 
 After every checkpoint budget ``G`` (games), both are rated with the real
-standings code (:func:`arena.standings.compute_standings`: TrueSkill,
+standings code (:func:`arena.results.standings.compute_standings`: TrueSkill,
 sorted by the conservative rating ``mu - 3 sigma``), and the order is
 compared with the known one by Kendall's tau (``scipy.stats.kendalltau``,
 tau-b). The goal: the ladder reaches
@@ -58,13 +58,13 @@ from typing import Any
 
 from scipy.stats import kendalltau  # pip install ".[bench]"
 
-from arena.cards import mask_of_names, names_of, parse_card
-from arena.ladder import play_ladder
-from arena.referee import GameSpec, derive_seed
-from arena.resources import sample_bots_dir
-from arena.rules import GameScore, Hand, Phase, deal_hands, pass_target
-from arena.standings import compute_standings
-from arena.tournament import TournamentSettings, schedule_round_robin
+from arena.core.cards import mask_of_names, names_of, parse_card
+from arena.core.resources import sample_bots_dir
+from arena.core.rules import GameScore, Hand, Phase, deal_hands, pass_target
+from arena.game.referee import GameSpec, derive_seed
+from arena.results.standings import compute_standings
+from arena.tournament.ladder import play_ladder
+from arena.tournament.runner import TournamentSettings, schedule_round_robin
 
 TIME_MS = 1000
 _BOT: ModuleType | None = None

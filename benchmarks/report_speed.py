@@ -1,6 +1,6 @@
 """How long the report takes: synthesise about 1,000 game records and time ``write_outputs``.
 
-The records are played in-process by the rules engine (``arena.synthetic``:
+The records are played in-process by the rules engine (``arena.tournament.synthetic``:
 6 entrants, real round-robin schedule, games to 100 points with random and
 lowest-card policies), so they have a real run's fields and sizes. Only
 ``write_outputs`` is timed: results.json, standings.csv, index.html, one page
@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from arena.report import write_outputs
-from arena.synthetic import synthesize
-from arena.tournament import TournamentSettings, tables_of
+from arena.report.outputs import write_outputs
+from arena.tournament.runner import TournamentSettings, tables_of
+from arena.tournament.synthetic import synthesize
 
 NAMES = ["ada", "bob", "cy", "dee", "eve", "fay"]
 

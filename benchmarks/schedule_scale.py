@@ -3,7 +3,7 @@
 1. ``hearts-arena run`` with 64 entrants, ``--rounds 2 --dry-run`` (5,083,008
    games): wall time and peak resident memory of the process, against the
    goals (under 2 s, under 150 MB).
-2. A long synthetic run (:func:`arena.synthetic.synthetic_run`: the schedule
+2. A long synthetic run (:func:`arena.tournament.synthetic.synthetic_run`: the schedule
    streamed, every game played in-process by the rules engine, its record
    written to a ``games.jsonl`` and its result applied to the ratings in
    schedule order, without the report): peak resident memory of about
@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SYNTHETIC = """
 import sys
 from pathlib import Path
-from arena.synthetic import synthetic_run
-from arena.tournament import TournamentSettings
+from arena.tournament.synthetic import synthetic_run
+from arena.tournament.runner import TournamentSettings
 names = [f"e{i:02d}" for i in range(12)]
 settings = TournamentSettings(seed=1, rounds=int(sys.argv[1]), hands=1, target_score=None)
 ladder = synthetic_run(names, settings, Path(sys.argv[2]))

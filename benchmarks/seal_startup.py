@@ -16,9 +16,9 @@ import time
 
 import trio
 
-from arena.botproc import BotProcess
-from arena.entrants import sample_entrant
-from arena.launcher import Launcher, LaunchOptions
+from arena.seats.entrants import sample_entrant
+from arena.seats.launcher import Launcher, LaunchOptions
+from arena.seats.process import BotProcess
 
 
 async def _once(launcher: Launcher) -> tuple[float, float]:

@@ -197,7 +197,7 @@ def moons_of(records: list[dict]) -> int:
 
 def process_check(rounds: int, hands: int, seed: int, jobs: int) -> tuple[bool, str]:
     """Play through the real arena and replay every request to in-process copies."""
-    from arena.cli import main as arena_main
+    from arena.cli.main import main as arena_main
 
     names = ("search", "heuristic", "random", "low")
     with tempfile.TemporaryDirectory(prefix="strength-check-") as tmp:

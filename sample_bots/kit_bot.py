@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""kit_bot: a sample bot written with the arena's bot kit (``arena.bot``).
+"""kit_bot: a sample bot written with the arena's bot kit (``arena.botkit``).
 
 The kit runs the protocol loop; this file only chooses moves:
 
@@ -24,10 +24,10 @@ import sys
 from pathlib import Path
 
 try:
-    from arena import bot as kit
+    from arena import botkit as kit
 except ImportError:  # a source checkout: the package is two folders up
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from arena import bot as kit
+    from arena import botkit as kit
 
 DANGER = ("QS", "AS", "KS")
 

@@ -2,7 +2,7 @@
 """search_bot: determinized Monte Carlo search with heuristic rollouts.
 
 Unlike the other sample bots this one is not standard-library only: it
-imports the arena's card masks (``arena.cards``, installed with the arena;
+imports the arena's card masks (``arena.core.cards``, installed with the arena;
 from a source checkout it finds the package two folders up) and the
 heuristic bot beside it (``heuristic_bot.py``, loaded by path). It keeps no
 memory between requests: every ``play`` request carries the whole visible
@@ -74,11 +74,11 @@ from pathlib import Path
 from types import ModuleType
 
 try:
-    import arena.cards  # noqa: F401
+    import arena.core.cards  # noqa: F401
 except ImportError:  # a source checkout: the package is two folders up
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from arena.cards import CARD_NAMES, QS_BIT, SUIT_MASKS, mask_of_names, names_of, parse_card
+from arena.core.cards import CARD_NAMES, QS_BIT, SUIT_MASKS, mask_of_names, names_of, parse_card
 
 NAME = "search"
 

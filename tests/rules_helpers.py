@@ -1,6 +1,6 @@
 """Helpers for the rules-engine tests: hands and positions built from card names.
 
-``make_hand`` builds a :class:`arena.rules.Hand` from four explicit hands written
+``make_hand`` builds a :class:`arena.core.rules.Hand` from four explicit hands written
 as card names (``"2C 3C AH ..."``), optionally applies the passes and then plays
 a list of cards, so a test can set up an exact position in a few lines::
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from arena.cards import mask_of_names, names_of, parse_card
-from arena.rules import Hand
+from arena.core.cards import mask_of_names, names_of, parse_card
+from arena.core.rules import Hand
 
 
 def mask(text: str) -> int:

@@ -1,6 +1,6 @@
 """In-process duplicate harness for the sample bots (sample_bots/*_bot.py).
 
-It plays hands with the rules engine (:mod:`arena.rules`) and calls each
+It plays hands with the rules engine (:mod:`arena.core.rules`) and calls each
 bot's ``choose_pass`` / ``choose_play`` directly with the message dicts the
 referee would send over the pipe (a ``play`` request is ``Hand.view(seat)``
 plus ``type``, ``id``, ``game_id``, ``scores`` and ``time_ms``). No
@@ -45,8 +45,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from arena.cards import mask_of_names, names_of, parse_card
-from arena.rules import Hand, PassDirection, deal_hands, pass_target
+from arena.core.cards import mask_of_names, names_of, parse_card
+from arena.core.rules import Hand, PassDirection, deal_hands, pass_target
 
 SAMPLE_DIR = Path(__file__).resolve().parents[1] / "sample_bots"
 TIME_MS = 1000

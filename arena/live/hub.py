@@ -1,6 +1,6 @@
 """The live view's state, in the server: tables, finished games, standings.
 
-The hub takes table states from the game processes (:mod:`arena.live.feed`)
+The hub takes table states from the game processes (:mod:`arena.game.feed`)
 and finished games from the run's ``games.jsonl`` as it grows (the journal
 the ``run`` command appends to, flushed as each game ends), stamps each with
 its arrival time and applies it ``delay`` seconds later (``--live-delay``).
@@ -16,7 +16,7 @@ The page gets four parts, each with a version that grows when it changes:
   ``deal_key``, ``seats``, ``scores``, ``ranks``, ``faults``, ``revealed``);
 * ``standings``: the report's standings of the *finished prefix* of the
   schedule (games ``0..k-1`` all finished), rated in schedule order as the
-  report does (:func:`arena.report.analyse`), recomputed at most once a second;
+  report does (:func:`arena.report.outputs.analyse`), recomputed at most once a second;
 * ``end``: ``{}``, once, when the run is over and the server stops.
 
 Hidden hands: a finished game's dealt hands are given (:meth:`Hub.game_hands`)
@@ -35,9 +35,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from arena.report import analyse
-from arena.report import number_text as _num
-from arena.report import signed_text as _signed
+from arena.report.outputs import analyse
+from arena.report.outputs import number_text as _num
+from arena.report.outputs import signed_text as _signed
 
 #: Finished games listed on the page (the newest).
 FINISHED_SHOWN: Final = 12

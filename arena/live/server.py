@@ -20,7 +20,7 @@ Every response carries a ``Content-Security-Policy`` of ``default-src
 
 :func:`serve` runs the server in this process until cancelled;
 :class:`LiveServer` runs it in a process of its own for ``run --live``, fed
-by a bounded queue of table states (:mod:`arena.live.feed`).
+by a bounded queue of table states (:mod:`arena.game.feed`).
 """
 
 from __future__ import annotations
@@ -428,7 +428,7 @@ class LiveServer:
     """The page of ``run --live``, in a process of its own.
 
     Table states come over :attr:`channel` (a bounded ``multiprocessing``
-    queue given to the executor, :mod:`arena.live.feed`); finished games from
+    queue given to the executor, :mod:`arena.game.feed`); finished games from
     the run's journal. :meth:`start` returns the page's URL; :meth:`close`
     lets the last states wait out the delay, then stops the process.
 
@@ -447,7 +447,7 @@ class LiveServer:
         mode: str = "live",
         note: str = "",
     ) -> None:
-        from arena.live.feed import QUEUE_SIZE
+        from arena.game.feed import QUEUE_SIZE
 
         self._ctx = multiprocessing.get_context("spawn")
         self.channel: Any = self._ctx.Queue(QUEUE_SIZE) if mode == "live" else None

@@ -1,0 +1,931 @@
+"""What the ``run`` and ``report`` commands do, once the arguments are parsed."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import fcntl
+import itertools
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence, Sized
+from pathlib import Path
+from typing import Any, Final
+
+from arena.cli.main import (
+    EXIT_ENVIRONMENT,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_OUTPUT,
+    EXIT_USAGE,
+    CliError,
+)
+from arena.cli.tools import DEFAULT_TRANSCRIPT_CAP, conclude_run, prepare_run, run_verdict
+from arena.core.keys import BadKeyError, MasterKey
+from arena.game.referee import RefereeSettings
+from arena.report.outputs import GAMES_FILE, INDEX_FILE, RESULTS_FILE, RUN_FILE, write_outputs
+from arena.seats import cgroups
+from arena.seats.entrants import (
+    Entrant,
+    EntrantError,
+    describe,
+    parse_entrants,
+    remove_tmpdirs_of_run,
+    sample_entrants,
+)
+from arena.seats.isolation import IsolationError, Limits, kill_all
+from arena.seats.launcher import RUN_VARIABLE, Launcher, LaunchOptions
+from arena.tournament.runner import (
+    FORMAT_VERSION,
+    MAX_SCHEDULED_GAMES,
+    Games,
+    Journal,
+    ScheduleStream,
+    TournamentSettings,
+    iter_tables,
+    read_journal,
+    scheduled_games,
+    settings_differences,
+    settings_record,
+)
+
+#: Rough figures for ``--dry-run``'s estimate, measured with the sample bots
+#: (see the README): hands in a game to 100, and seconds per decision and per
+#: process start when bots answer at once.
+HANDS_PER_GAME_TO_100 = 11.0
+SECONDS_PER_FAST_DECISION = 0.0004
+SECONDS_PER_PROCESS_START = 0.05
+
+
+def _entrants(args: argparse.Namespace) -> list[Entrant]:
+    """The run's entrants: the bots named on the command line, else those of
+    ``--config`` or of the ``run.json`` being resumed (already typed), else
+    the sample bots."""
+    typed: list[Entrant] | None = getattr(args, "entrants", None)
+    try:
+        if args.bots:
+            entrants = parse_entrants(args.bots)
+        elif typed:
+            entrants = typed  # --config's ``dir`` already applied
+        else:
+            entrants = sample_entrants()
+    except EntrantError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    if len(entrants) < 4:
+        raise CliError(
+            f"a tournament needs at least four entrants, got {len(entrants)} "
+            "(one program may be entered twice as NAME=COMMAND)",
+            EXIT_USAGE,
+        )
+    return entrants
+
+
+#: ``run.json`` settings -> the ``run`` flag (``dest``) that sets each.
+_RECORDED_FLAGS: Final = {
+    "seed": "seed",
+    "format": "format",
+    "candidate": "candidate",
+    "rounds": "rounds",
+    "seating": "seating",
+    "target_score": "target_score",
+    "hands": "hands",
+    "time_limit": "time_limit",
+    "startup_time": "startup_time",
+    "strikes": "strikes",
+    "transcripts": "transcripts",
+    "transcript_cap": "transcript_cap",
+    "jobs": "jobs",
+    "fresh_processes": "fresh_processes",
+    "disqualify_after": "disqualify_after",
+    "games": "games",
+    "sigma_target": "sigma_target",
+    "ladder_batch": "ladder_batch",
+}
+_RECORDED_LIMITS: Final = {
+    "memory_mb": "memory_limit",
+    "cpu_seconds": "cpu_limit",
+    "processes": "max_processes",
+    "open_files": "max_open_files",
+}
+
+
+def apply_resume(args: argparse.Namespace, argv: list[str]) -> None:
+    """``run --resume --out DIR`` with no bots and no ``--config``: take the
+    entrants and every setting not given on the command line (``argv``) from
+    ``DIR/run.json`` (the key itself comes from ``DIR``'s key file, or
+    ``--key-file``, as for any resume). Settings that are given and differ
+    from the record are refused later, by :func:`_prepare_out` (exit 3),
+    naming both values.
+
+    Raises:
+        CliError: exit 3: ``run.json`` cannot be read or records an entrant
+            without a usable command.
+    """
+    if not args.resume or args.bots or getattr(args, "config", None) is not None:
+        return
+    path = args.out / RUN_FILE
+    if not path.exists():
+        return  # refused with its own message by _prepare_out
+    from arena.cli.config import given_on_command_line
+    from arena.seats.entrants import entrant_from_record
+
+    info = load_run_file(path)
+    recorded: dict[str, Any] = info["settings"]
+    given = given_on_command_line(argv)
+    exclusive = {"hands", "target_score"}
+    if "key_file" in given:
+        given.add("seed")  # the key given replaces the recorded seed (checked against the record)
+    for key, dest in _RECORDED_FLAGS.items():
+        if key not in recorded or dest in given or (dest in exclusive and exclusive & given):
+            continue
+        setattr(args, dest, recorded[key])
+    isolation = recorded.get("isolation")
+    if isinstance(isolation, dict):
+        limits = isolation.get("limits") or {}
+        for key, dest in _RECORDED_LIMITS.items():
+            if key in limits and dest not in given:
+                setattr(args, dest, limits[key])
+        if "sandbox" in isolation and "sandbox" not in given:
+            args.sandbox = bool(isolation["sandbox"])  # recorded resolved: sealed or not
+        if isinstance(isolation.get("tmp_mb"), int) and "tmp_size" not in given:
+            args.tmp_size = isolation["tmp_mb"]
+        if isinstance(isolation.get("sandbox_ro"), list) and "sandbox_ro" not in given:
+            args.sandbox_ro = [Path(str(p)) for p in isolation["sandbox_ro"]]
+        if "separate_users" in isolation and "same_user" not in given:
+            args.same_user = os.geteuid() == 0 and not isolation["separate_users"]
+    try:
+        args.entrants = [entrant_from_record(e) for e in recorded["entrants"]]
+    except EntrantError as exc:
+        raise CliError(f"--resume: {path}: {exc}", EXIT_OUTPUT) from None
+
+
+def _settings(args: argparse.Namespace, key: MasterKey) -> TournamentSettings:
+    target = args.target_score if args.hands is None else None
+    if target is None and args.hands is None:
+        target = 100
+    return TournamentSettings(
+        seed=key.seed,
+        key=key,
+        rounds=args.rounds,
+        target_score=target,
+        hands=args.hands,
+        jobs=args.jobs,
+        fresh_processes=args.fresh_processes,
+        seating=getattr(args, "seating", "rotations"),
+        format=getattr(args, "format", "round-robin"),
+        candidate=getattr(args, "candidate", None),
+        disqualify_after=getattr(args, "disqualify_after", None),
+        **_ladder_settings(args),
+        referee=RefereeSettings(
+            time_limit=args.time_limit,
+            startup_time=args.startup_time,
+            strikes=args.strikes,
+            transcripts=args.transcripts,
+            transcript_cap=getattr(args, "transcript_cap", DEFAULT_TRANSCRIPT_CAP),
+        ),
+    )
+
+
+def _ladder_settings(args: argparse.Namespace) -> dict[str, Any]:
+    from arena.cli.competition import ladder_settings
+
+    return ladder_settings(args)
+
+
+def _launch_options(args: argparse.Namespace, run_id: str | None) -> LaunchOptions:
+    limits = Limits(
+        memory_mb=args.memory_limit,
+        cpu_seconds=args.cpu_limit,
+        processes=args.max_processes,
+        open_files=args.max_open_files,
+    )
+    options = LaunchOptions(
+        limits=limits,
+        sandbox=args.sandbox,
+        sandbox_ro=tuple(path.resolve() for path in args.sandbox_ro),
+        tmp_mb=args.tmp_size,
+        separate_users=False if args.same_user else None,
+        cores=getattr(args, "cores", 0),
+        ponder=getattr(args, "ponder", False),
+    )
+    return dataclasses.replace(options, run_id=run_id) if run_id else options
+
+
+def _fit_jobs(
+    args: argparse.Namespace, settings: TournamentSettings, chains: int | None
+) -> TournamentSettings:
+    """Fit ``--jobs`` to the open-files limit (see :mod:`arena.seats.descriptors`):
+    the soft limit is raised as far as the games that can run at once need
+    (at most ``chains``, the schedule's chains of games, when known), and
+    when the hard limit is too low, fewer games run at once, said in one
+    line on stderr. Games played here only (not with ``--executor dask``).
+    Returns the settings with the ``jobs`` that fit.
+
+    Raises:
+        CliError: exit 4: not even one game fits.
+    """
+    if getattr(args, "executor", "local") != "local":
+        return settings
+    from arena.seats.descriptors import DescriptorLimitError, fit_jobs
+
+    at_once = settings.jobs if chains is None else max(1, min(settings.jobs, chains))
+    try:
+        fit = fit_jobs(at_once)
+    except DescriptorLimitError as exc:
+        raise CliError(str(exc), EXIT_ENVIRONMENT) from None
+    if fit.note is None:
+        return settings
+    print(fit.note, file=sys.stderr)
+    return dataclasses.replace(settings, jobs=fit.jobs)
+
+
+def _check_launcher(launcher: Launcher, entrants: list[Entrant]) -> None:
+    try:
+        launcher.check(entrants)
+    except IsolationError as exc:
+        code = EXIT_USAGE if str(exc).startswith("entrant ") else EXIT_ENVIRONMENT
+        raise CliError(str(exc), code) from None
+    # The referee keeps the clocks: first on the CPU, like the bot on move.
+    cgroups.prioritize_self(cgroups.probe())
+
+
+def estimate(games: Sized, settings: TournamentSettings) -> dict[str, float]:
+    """A rough time estimate of a schedule (a list or a
+    :class:`arena.tournament.runner.ScheduleStream`: only its length is read), in
+    seconds: ``typical`` (bots answering at once) and ``worst`` (every
+    decision using its whole time)."""
+    if settings.hands is not None:
+        hands = float(settings.hands)
+    else:
+        assert settings.target_score is not None
+        hands = max(1.0, HANDS_PER_GAME_TO_100 * settings.target_score / 100)
+    decisions_per_game = hands * 52 + hands * 0.75 * 4
+    starts = len(games) * 4 / (1 if settings.fresh_processes else settings.rounds)
+    jobs = settings.jobs
+    typical = (
+        len(games) * decisions_per_game * SECONDS_PER_FAST_DECISION
+        + starts * SECONDS_PER_PROCESS_START
+    ) / jobs
+    # Passes run at once: a pass hand waits one time limit, not four.
+    waits_per_game = hands * 52 + hands * 0.75
+    worst = len(games) * waits_per_game * settings.referee.time_limit / jobs
+    return {"games": len(games), "hands_per_game": hands, "typical": typical, "worst": worst}
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _dry_run(entrants: Sequence[Entrant], settings: TournamentSettings, games: Sized) -> int:
+    """Print the plan of a round-robin or gauntlet. Counts are computed and at
+    most 50 tables are made, so a schedule of millions prints at once."""
+    names = [e.name for e in entrants]
+    tables = iter_tables(names)
+    if settings.candidate is not None:  # a gauntlet: only the candidate's tables
+        candidate = settings.candidate
+        tables = (t for t in tables if candidate in t)
+    count = len(games) // (settings.rounds * (24 if settings.seating == "full" else 4))
+    seatings = "24 seatings" if settings.seating == "full" else "4 rotations"
+    print(f"{len(entrants)} entrants, {count} tables, {settings.rounds} rounds x {seatings}")
+    for i, table in enumerate(itertools.islice(tables, 50)):
+        print(f"  table {i}: {', '.join(table)}")
+    if count > 50:
+        print(f"  ... and {count - 50} more tables")
+    est = estimate(games, settings)
+    length = (
+        f"{settings.hands} hands"
+        if settings.hands
+        else f"to {settings.target_score} (about {est['hands_per_game']:.0f} hands)"
+    )
+    print(f"{len(games)} games, each {length}, {settings.jobs} at a time")
+    print(
+        f"estimated time: about {_duration(est['typical'])} if bots answer at once; "
+        f"at most {_duration(est['worst'])} if every decision takes "
+        f"the full {settings.referee.time_limit:g} s"
+    )
+    return EXIT_OK
+
+
+def _holds_tournament(out: Path) -> bool:
+    return any((out / f).exists() for f in (GAMES_FILE, RESULTS_FILE, RUN_FILE))
+
+
+def _prepare_out(args: argparse.Namespace, run_info: dict[str, Any]) -> list[dict[str, Any]]:
+    """Check and prepare the output folder; return the records to resume from."""
+    try:
+        return _prepare_out_folder(args, run_info)
+    except OSError as exc:
+        raise CliError(
+            f"cannot use the output folder {args.out}: {exc.strerror or exc}", EXIT_OUTPUT
+        ) from None
+
+
+def _prepare_out_folder(args: argparse.Namespace, run_info: dict[str, Any]) -> list[dict[str, Any]]:
+    out: Path = args.out
+    if out.exists() and not out.is_dir():
+        raise CliError(f"--out {out} is a file, not a folder", EXIT_OUTPUT)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(
+            f"cannot create the output folder {out}: {exc.strerror}", EXIT_OUTPUT
+        ) from None
+    if args.resume:
+        run_path = out / RUN_FILE
+        if not run_path.exists():
+            raise CliError(
+                f"--resume: {out} holds no tournament to resume ({RUN_FILE} is missing)",
+                EXIT_OUTPUT,
+            )
+        old = load_run_file(run_path)
+        if old.get("format_version") != FORMAT_VERSION:
+            raise CliError(
+                f"--resume: {out} was written by an older hearts-arena (format "
+                f"{old.get('format_version', 1)}, this one writes {FORMAT_VERSION}); "
+                "start it again with --overwrite",
+                EXIT_OUTPUT,
+            )
+        diff = settings_differences(old["settings"], run_info["settings"])
+        if diff:
+            shown = [
+                _difference(k, old["settings"].get(k), run_info["settings"].get(k)) for k in diff
+            ]
+            raise CliError(
+                f"--resume: settings differ from the run in {out}: {'; '.join(shown)} "
+                "(give only --out and --resume to continue it as recorded)",
+                EXIT_OUTPUT,
+            )
+        names = [e["name"] for e in run_info["settings"]["entrants"]]
+        try:
+            return read_journal(out / GAMES_FILE, names)
+        except (OSError, ValueError) as exc:
+            raise CliError(f"--resume: {exc}", EXIT_OUTPUT) from None
+    if _holds_tournament(out):
+        if not args.overwrite:
+            raise CliError(
+                f"{out} already holds a tournament; "
+                "use --overwrite to replace it or --resume to continue it",
+                EXIT_OUTPUT,
+            )
+        for name in (GAMES_FILE, RESULTS_FILE, RUN_FILE, INDEX_FILE):
+            (out / name).unlink(missing_ok=True)
+    _write_whole(out / RUN_FILE, json.dumps(run_info, indent=2) + "\n")
+    return []
+
+
+def _difference(key: str, old: Any, new: Any) -> str:
+    """``rounds: recorded 2, given 3`` (values cut to 60 characters; the
+    entrants by name)."""
+    if key == "entrants":
+        old = [e.get("name") for e in old or [] if isinstance(e, dict)]
+        new = [e.get("name") for e in new or [] if isinstance(e, dict)]
+        if old == new:
+            return "entrants: same names, other commands or folders"
+    return f"{key}: recorded {json.dumps(old)[:60]}, given {json.dumps(new)[:60]}"
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all (no temporary file left on failure).
+
+    Raises:
+        OSError: it could not be written (a full disk).
+    """
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def load_run_file(path: Path) -> dict[str, Any]:
+    """A tournament's ``run.json``: an object with ``settings`` (an object
+    with ``seed`` and ``entrants``, each entrant an object with a ``name``)
+    and ``games_total``.
+
+    Raises:
+        CliError: (exit code 3) the file cannot be read or is not such an object.
+    """
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CliError(f"{path} cannot be read as a run file: {exc}", EXIT_OUTPUT) from None
+    settings = info.get("settings") if isinstance(info, dict) else None
+    entrants = settings.get("entrants") if isinstance(settings, dict) else None
+    if (
+        not isinstance(info, dict)
+        or not isinstance(settings, dict)
+        or not isinstance(entrants, list)
+        or not all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in entrants)
+        or not isinstance(settings.get("seed"), int | str | None)
+        or type(info.get("games_total")) is not int
+    ):
+        raise CliError(
+            f"{path} is not a tournament's run file (settings, seed, entrants or "
+            "games_total missing or of the wrong type)",
+            EXIT_OUTPUT,
+        )
+    return info
+
+
+def _stored_run_info(args: argparse.Namespace) -> dict[str, Any] | None:
+    path = args.out / RUN_FILE
+    return load_run_file(path) if args.resume and path.exists() else None
+
+
+def _stored_run_id(args: argparse.Namespace) -> str | None:
+    info = _stored_run_info(args)
+    value = info.get("run_id") if info else None
+    return value if isinstance(value, str) else None
+
+
+#: The master key of a run, in its output folder (owner-only, as the folder).
+KEY_FILE: Final = "tournament.key"
+
+
+def read_key_file(path: Path) -> MasterKey:
+    """A master key from a file of 64 hexadecimal digits (``--key-file``,
+    or a run's ``tournament.key``).
+
+    Raises:
+        CliError: (exit code 2) the file cannot be read or holds no key.
+    """
+    try:
+        text = path.read_text(encoding="ascii", errors="strict")[:1000]
+        return MasterKey.from_hex(text)
+    except (OSError, UnicodeDecodeError, BadKeyError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise CliError(f"key file {path}: {reason}", EXIT_USAGE) from None
+
+
+def _master_key(args: argparse.Namespace) -> MasterKey:
+    """The run's master key: from ``--key-file``, from ``--seed`` (public), from
+    the output folder on ``--resume``, or drawn fresh (:mod:`arena.core.keys`)."""
+    if getattr(args, "key_file", None) is not None and args.seed is not None:
+        raise CliError("give --seed or --key-file, not both")
+    if getattr(args, "key_file", None) is not None:
+        return read_key_file(args.key_file)
+    if args.seed is not None:
+        return MasterKey.from_seed(args.seed)
+    info = _stored_run_info(args)
+    if info is not None:
+        stored_seed = info["settings"].get("seed")
+        if stored_seed is not None:
+            return MasterKey.from_seed(stored_seed)
+        path = args.out / KEY_FILE
+        if not path.exists():
+            raise CliError(
+                f"--resume: the key of the run in {args.out} is missing ({KEY_FILE}); "
+                "give it with --key-file",
+                EXIT_OUTPUT,
+            )
+        return read_key_file(path)
+    return MasterKey.generate()
+
+
+def _write_key_file(out: Path, key: MasterKey) -> None:
+    """Keep the key for ``--resume`` in the output folder, readable by its owner only."""
+    path = out / KEY_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        os.fchmod(f.fileno(), 0o600)
+        f.write(key.hex() + "\n")
+
+
+class _Progress:
+    """Progress on the terminal (tqdm), silent when stderr is not a terminal."""
+
+    def __init__(self, total: int, initial: int, quiet: bool) -> None:
+        self.bar = None
+        if not quiet and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=total, initial=initial, unit="game", desc="games", dynamic_ncols=True
+            )
+
+    def update(self) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+LOCK_FILE: Final = ".hearts-arena.lock"
+
+
+@contextlib.contextmanager
+def out_lock(out: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the output folder (created if needed) for
+    the run, so that a second run on the same ``--out``, even with
+    ``--overwrite``, is refused instead of destroying this one's games.
+
+    Raises:
+        CliError: (exit code 3) another run holds the folder, or it cannot be used.
+    """
+    try:
+        if out.exists() and not out.is_dir():
+            raise CliError(f"--out {out} is a file, not a folder", EXIT_OUTPUT)
+        out.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Owner-only: the key, run.json and the journal are no bot's business.
+        os.chmod(out, 0o700)
+    except OSError as exc:
+        raise CliError(
+            f"cannot create the output folder {out}: {exc.strerror or exc}", EXIT_OUTPUT
+        ) from None
+    try:
+        # Owner-only: a bot running as another uid cannot open it to take the lock.
+        fd = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        os.fchmod(fd, 0o600)
+    except OSError as exc:
+        raise CliError(
+            f"cannot use the output folder {out}: {exc.strerror or exc}", EXIT_OUTPUT
+        ) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CliError(
+                f"another hearts-arena run is writing to {out}; wait for it or use another --out",
+                EXIT_OUTPUT,
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def folder_not_in_use(folder: Path) -> Iterator[None]:
+    """For ``report``: hold the lock of a tournament folder (see
+    :func:`out_lock`) if it has one, so that a run writing it now makes the
+    report refuse and a run started meanwhile waits for nothing it could break.
+    The folder is not created and needs no write access for the lock.
+
+    Raises:
+        CliError: (exit code 3) a run is writing to ``folder``.
+    """
+    try:
+        fd = os.open(folder / LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:  # no lock file: no run has ever held this folder
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CliError(
+                f"a hearts-arena run is writing to {folder}; rebuild its report when the "
+                "run has finished (the run writes it itself at the end)",
+                EXIT_OUTPUT,
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``hearts-arena run``: see ``hearts-arena run --help``; returns the exit code.
+
+    Files and folders the run creates are owner-only (umask 077 meanwhile)."""
+    old_umask = os.umask(0o077)
+    try:
+        with contextlib.ExitStack() as stack:  # holds the output folder's lock
+            return _run_command(args, stack)
+    finally:
+        os.umask(old_umask)
+
+
+def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    if args.resume and args.overwrite:
+        raise CliError("--resume and --overwrite cannot be used together")
+    entrants = _entrants(args)
+    prepare_run(args, [e.name for e in entrants])
+    from arena.cli import competition as big  # --format ladder, --executor dask
+
+    big.check_competition_args(args)
+    from arena.cli.live import check_live_args, open_live
+
+    check_live_args(args)
+    key = _master_key(args)
+    settings = _settings(args, key)
+    names = [e.name for e in entrants]
+    ladder = settings.format == "ladder"
+    if not ladder and (n := scheduled_games(len(names), settings)) > MAX_SCHEDULED_GAMES:
+        raise CliError(
+            f"{n:,} games: more than {MAX_SCHEDULED_GAMES:,} in one tournament; "
+            "use fewer --rounds, or --format ladder --games G for a large field",
+            EXIT_USAGE,
+        )
+    # Walked lazily, never built whole; a ladder chooses its games as it goes.
+    games: Sized = [] if ladder else ScheduleStream(names, settings)
+    # Chains of games (a table's seating across the rounds) run at once at most.
+    chains = None if ladder else max(1, len(games) // settings.rounds)
+    settings = _fit_jobs(args, settings, chains)
+    total = big.games_total(settings, games)
+    if args.dry_run:
+        if ladder:
+            big.dry_run_ladder(entrants, settings)
+            return EXIT_OK
+        return _dry_run(entrants, settings, games)
+    old_run_id = _stored_run_id(args)
+    launch = _launch_options(args, old_run_id)
+    launcher = Launcher(launch)
+    stack.callback(launcher.close)  # the entrants' copies of their folders
+    _check_launcher(launcher, entrants)
+    settings_json = settings_record(
+        settings, describe(entrants), {"isolation": launcher.options.describe()}
+    )
+    run_info = {
+        "format_version": FORMAT_VERSION,
+        "settings": settings_json,
+        "games_total": total,
+        "run_id": launch.run_id,
+    }
+    # A killed arena's bots may hold the folder's lock: end them first.
+    left_in_groups = _remove_groups_left(args.out)
+    stack.enter_context(out_lock(args.out))
+    records = _prepare_out(args, run_info)
+    left_in_groups += _remove_groups_left(args.out)
+    run_groups = launch.run_groups
+    watchdog = None
+    if run_groups is not None:
+        _record_groups(args.out, run_groups.dirs())
+        try:
+            watchdog = cgroups.start_watchdog(run_groups.dirs())
+        except OSError as exc:
+            print(f"warning: no watchdog for the bots' groups: {exc}", file=sys.stderr)
+    _write_key_file(args.out, key)
+    if not args.quiet:
+        print(launch.describe_bounds(), file=sys.stderr)
+    _announce_key(key, launcher.options)  # resolved: sealed or not
+    if left_in_groups:
+        print(f"killed {left_in_groups} bot processes left by an earlier run", file=sys.stderr)
+    if old_run_id:
+        left = kill_all(env=f"{RUN_VARIABLE}={old_run_id}")
+        if left:
+            print(f"killed {left} bot processes left by the interrupted run", file=sys.stderr)
+        remove_tmpdirs_of_run(old_run_id)
+    out: Path = args.out
+    done = {r["game_index"] for r in records}
+    todo: Games = [] if ladder else ScheduleStream(names, settings, skip=done)
+    if args.resume and not ladder and not todo:
+        print(f"--resume: all {len(games)} games were already played", file=sys.stderr)
+    progress = _Progress(total, len(records) if ladder else len(games) - len(todo), args.quiet)
+    try:
+        journal = Journal(out / GAMES_FILE)
+    except OSError as exc:
+        raise _output_error(out, exc) from None
+    disk_errors: list[OSError] = []  # the output folder could not take a line
+
+    def on_record(record: dict[str, Any]) -> None:
+        # In memory first: a Ctrl-C between the two steps is mended by close().
+        records.append(record)
+        if disk_errors:  # stopping: the games still ending are played again by --resume
+            return
+        try:
+            journal.append(record)  # whole line or nothing
+        except OSError as exc:
+            disk_errors.append(exc)
+            raise _OutputFailed from None
+        # On disk now; the report never reads transcripts (the largest part
+        # of a record with --transcripts): the copy kept for it goes without.
+        record.pop("transcripts", None)
+        progress.update()
+
+    interrupted = False
+    live = open_live(args, settings_json, total, out / GAMES_FILE, launcher.sealed)
+    try:
+        channel = live.channel if live is not None else None
+        executor = big.open_executor(args, entrants, settings, launcher, channel)
+        try:
+            scheduled = big.play_run(executor, names, settings, todo, records, on_record)
+        finally:
+            executor.close()
+        if scheduled is not None:  # a ladder: the games it chose
+            total = scheduled
+            try:
+                big.record_games_total(out, RUN_FILE, total)
+            except OSError as exc:
+                disk_errors.append(exc)
+    except* KeyboardInterrupt:  # Ctrl-C, possibly inside Trio's exception groups
+        interrupted = True
+    except* _OutputFailed:  # a full disk: the bots are closed, the error said below
+        pass
+    finally:
+        progress.close()
+        try:
+            journal.close(() if disk_errors else records)
+        except OSError as exc:
+            disk_errors.append(exc)
+        if live is not None:
+            live.close()  # after the delay, so the page ends on the last game
+        # Bots and folders a killed or interrupted worker process left on this machine.
+        left = 0
+        if run_groups is not None:
+            left += cgroups.remove_run_dirs(run_groups.dirs())
+            with contextlib.suppress(OSError):
+                (out / cgroups.RECORD_FILE).unlink()
+        if watchdog is not None:  # the groups are gone: nothing left to watch
+            watchdog.kill()
+            watchdog.wait()
+        left += kill_all(env=f"{RUN_VARIABLE}={launch.run_id}")
+        if left:
+            print(f"killed {left} bot processes left by worker processes", file=sys.stderr)
+        remove_tmpdirs_of_run(launch.run_id)
+    if disk_errors:
+        raise _output_error(out, disk_errors[0])
+    # Every file is written before anything is printed: a closed pipe on
+    # stdout or stderr can then neither lose a file nor change the verdict.
+    try:
+        results = write_outputs(
+            out, settings_json, names, records, total, None if interrupted else key.hex()
+        )
+    except OSError as exc:
+        raise _output_error(out, exc) from None
+    verdict = None if interrupted else run_verdict(args, results, records)
+    _print_standings(results, out)
+    if verdict is None:
+        print(
+            f"interrupted: {results['games_played']} of {total} games kept; "
+            f"continue with: hearts-arena run ... --out {out} --resume",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    _warn_faults(records)
+    return conclude_run(verdict)
+
+
+def _announce_key(key: MasterKey, launch: LaunchOptions) -> None:
+    """Print the key's commitment (stderr), and say so when bots could read the
+    output folder (they run as the arena's own user, unsealed)."""
+    if key.seed is None:  # a public seed's deals are no secret (README)
+        print(
+            f"key commitment: SHA-256 {key.commitment()} "
+            "(the key is revealed in results.json once every game is played)",
+            file=sys.stderr,
+        )
+    if not launch.uses_separate_users and not launch.sandbox:
+        print(
+            "note: bots run as this arena's own user without the sandbox: they can read "
+            "the output folder, its key and the journal",
+            file=sys.stderr,
+        )
+
+
+class _OutputFailed(Exception):
+    """A game's line could not be written to ``games.jsonl``: stop the run."""
+
+
+def _output_error(out: Path, exc: OSError) -> CliError:
+    """The one-line error (exit code 3) for an output folder that cannot be written."""
+    kept = len(read_journal(out / GAMES_FILE, checked=False)) if (out / GAMES_FILE).exists() else 0
+    return CliError(
+        f"cannot write to the output folder {out}: {exc.strerror or exc}; {kept} games are "
+        f"kept in {GAMES_FILE}: make room, then continue with: hearts-arena run ... "
+        f"--out {out} --resume",
+        EXIT_OUTPUT,
+    )
+
+
+def _remove_groups_left(out: Path) -> int:
+    """Kill and remove the control groups a run on ``out`` recorded, if the
+    arena that recorded them is gone (killed); how many processes were killed."""
+    if not out.is_dir() or cgroups.recorded_arena_alive(out):
+        return 0
+    return cgroups.remove_recorded(out)
+
+
+def _record_groups(out: Path, dirs: list[Path]) -> None:
+    try:
+        cgroups.record_run(out, dirs)
+    except OSError as exc:
+        raise CliError(
+            f"cannot write to the output folder {out}: {exc.strerror or exc}", EXIT_OUTPUT
+        ) from None
+
+
+def _warn_faults(records: list[dict[str, Any]]) -> None:
+    """One line on stderr per entrant that faulted: how often, and the first
+    detail (a bot that never started still gets default moves, and can rank
+    well; this line makes sure nobody misses it)."""
+    faults: dict[str, list[dict[str, Any]]] = {}
+    for rec in sorted(records, key=lambda r: r["game_index"]):
+        for f in rec["faults"]:
+            faults.setdefault(f["entrant"], []).append(f)
+    for name in sorted(faults):
+        found = faults[name]
+        kinds: dict[str, int] = {}
+        for f in found:
+            kinds[f["reason"]] = kinds.get(f["reason"], 0) + 1
+        counts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+        first = found[0]["detail"]
+        print(f"warning: {name}: {counts} (first: {first[:160]})", file=sys.stderr)
+
+
+def _print_standings(results: dict[str, Any], out: Path) -> None:
+    from arena.report.terminal import standings_table
+
+    print("\n".join(standings_table(results["standings"])))
+    print(
+        f"{results['games_played']} of {results['games_total']} games; report: {out / INDEX_FILE}"
+    )
+
+
+def report_command(args: argparse.Namespace) -> int:
+    """``hearts-arena report DIR``: rebuild ``results.json`` and the HTML from
+    ``run.json`` and ``games.jsonl`` without replaying a game."""
+    folder: Path = args.folder
+    run_path = folder / RUN_FILE
+    if not run_path.exists():
+        raise CliError(f"{folder} holds no tournament ({RUN_FILE} is missing)", EXIT_OUTPUT)
+    with folder_not_in_use(folder):
+        return _report(folder, run_path)
+
+
+def _report(folder: Path, run_path: Path) -> int:
+    run_info = load_run_file(run_path)
+    names = [e["name"] for e in run_info["settings"]["entrants"]]
+    try:
+        records = read_journal(folder / GAMES_FILE, names)
+    except (OSError, ValueError) as exc:
+        raise CliError(str(exc), EXIT_OUTPUT) from None
+    key_path = folder / KEY_FILE
+    key = read_key_file(key_path).hex() if key_path.exists() else None
+    try:
+        results = write_outputs(
+            folder, run_info["settings"], names, records, run_info["games_total"], key
+        )
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise CliError(
+            f"{folder / GAMES_FILE} holds a game this version cannot show "
+            f"({type(exc).__name__}: {str(exc)[:200]})",
+            EXIT_OUTPUT,
+        ) from None
+    _print_standings(results, folder)
+    return EXIT_OK
+
+
+def verify_command(args: argparse.Namespace) -> int:
+    """``hearts-arena verify DIR``: check a finished tournament's deals, seeds
+    and hands against its revealed key (:mod:`arena.tools.verify`). Exit 0 if all
+    holds, 5 with one line per problem if not, 3 if the folder cannot be verified."""
+    from arena.tools.verify import MAX_PROBLEMS, VerifyError, verify_folder
+
+    folder: Path = args.folder
+    if not (folder / RUN_FILE).exists():
+        raise CliError(f"{folder} holds no tournament ({RUN_FILE} is missing)", EXIT_OUTPUT)
+    try:
+        games, problems = verify_folder(folder)
+    except VerifyError as exc:
+        raise CliError(f"verify: {exc}", EXIT_OUTPUT) from None
+    if problems:
+        for line in problems[:MAX_PROBLEMS]:
+            print(f"FAIL {line}")
+        if len(problems) > MAX_PROBLEMS:
+            print(f"... and {len(problems) - MAX_PROBLEMS} more")
+        print(f"verify: {len(problems)} problems in {games} games of {folder}")
+        return EXIT_FAILED
+    print(
+        f"verified: {games} games of {folder}: the key matches its commitment, and every "
+        "deal, bot seed and hand is the one the key and the rules give"
+    )
+    return EXIT_OK
+
+
+def cleanup_command(args: argparse.Namespace) -> int:
+    """``hearts-arena cleanup DIR``: end everything a killed run on ``DIR`` left
+    on this machine: its bots' control groups (thawed, then killed, then
+    removed), any bot process still carrying the run's id in its environment,
+    and the bots' temporary folders. Refuses while the run is still going.
+
+    Raises:
+        CliError: (exit code 3) ``DIR`` holds no tournament, or its run is
+            still going.
+    """
+    out: Path = args.folder
+    if not (out / RUN_FILE).exists() and not (out / cgroups.RECORD_FILE).exists():
+        raise CliError(f"{out} holds no tournament ({RUN_FILE} is missing)", EXIT_OUTPUT)
+    if cgroups.recorded_arena_alive(out):
+        raise CliError(f"the run writing to {out} is still going; stop it first", EXIT_OUTPUT)
+    killed = _remove_groups_left(out)
+    with out_lock(out):  # refused if a run (without a record) still holds it
+        killed += _remove_groups_left(out)
+        run_id = None
+        if (out / RUN_FILE).exists():
+            value = load_run_file(out / RUN_FILE).get("run_id")
+            run_id = value if isinstance(value, str) and value.isalnum() else None
+        if run_id:
+            killed += kill_all(env=f"{RUN_VARIABLE}={run_id}")
+            remove_tmpdirs_of_run(run_id)
+    print(f"cleanup: killed {killed} bot processes left by the run in {out}")
+    return EXIT_OK

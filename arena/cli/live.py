@@ -1,0 +1,166 @@
+"""The ``--live`` options of ``run`` and the ``watch`` command.
+
+* ``run ... --live [HOST:]PORT [--live-delay S]``: :func:`open_live` starts
+  the page's server (:class:`arena.live.server.LiveServer`) before the first
+  game and prints its address; the run closes it at the end.
+* ``watch DIR --live [HOST:]PORT``: :func:`watch_command` serves the page of
+  a finished run, or of a run in progress (finished games only), following
+  its ``games.jsonl``; it runs until Ctrl-C.
+
+The access token (:func:`arena.live.server.needs_token`) is required on a
+host other than loopback, and on loopback as well while bots run without the
+sandbox (``--sandbox`` unshares their network, so they cannot reach it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from arena.cli.main import EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT, EXIT_USAGE, CliError
+
+
+def _delay(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError("a delay is 0..3600 seconds")
+    return value
+
+
+def add_live_flags(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
+    """``--live [HOST:]PORT`` and ``--live-delay S``."""
+    group = parser.add_argument_group("the live view")
+    group.add_argument(
+        "--live",
+        metavar="[HOST:]PORT",
+        default=None,
+        required=required,
+        help="serve a spectator's page of the tournament on this port (host 127.0.0.1 "
+        "unless given; 0: any free port); its address is printed, with an access token "
+        "when the host is not loopback or bots run without --sandbox",
+    )
+    group.add_argument(
+        "--live-delay",
+        metavar="S",
+        type=_delay,
+        default=0.0,
+        help="hold the live view back by S seconds (default 0)",
+    )
+
+
+def add_watch_command(sub: Any) -> None:
+    """The ``watch`` subcommand."""
+    watch = sub.add_parser(
+        "watch",
+        allow_abbrev=False,
+        help="serve the live page of a tournament folder (finished games and standings)",
+        description="Serve the live page of a finished run, or of a run in progress "
+        "(finished games only: it follows games.jsonl as it grows). Stop it with Ctrl-C.",
+    )
+    watch.add_argument("folder", type=Path)
+    add_live_flags(watch, required=True)
+
+
+def _address(text: str) -> Any:
+    from arena.live.server import LiveError, parse_address
+
+    try:
+        return parse_address(text)
+    except LiveError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+
+
+def check_live_args(args: argparse.Namespace) -> None:
+    """Refuse ``--live-delay`` without ``--live`` (exit 2)."""
+    if getattr(args, "live", None) is None and float(getattr(args, "live_delay", 0.0)):
+        raise CliError("--live-delay is for --live", EXIT_USAGE)
+
+
+def open_live(
+    args: argparse.Namespace,
+    settings: dict[str, Any],
+    games_total: int,
+    journal: Path,
+    sandboxed: bool,
+) -> Any:
+    """Start the page of ``run --live``; ``None`` without ``--live``.
+
+    Returns:
+        a started :class:`arena.live.server.LiveServer` (its ``channel``
+        goes to the executor; ``None`` for Dask, whose games send no events).
+
+    Raises:
+        CliError: (exit 2) a bad address; (exit 3) the port cannot be used.
+    """
+    if getattr(args, "live", None) is None:
+        return None
+    from arena.live.server import LiveError, LiveServer, needs_token, new_token, print_url
+
+    address = _address(args.live)
+    token = new_token() if needs_token(address, sandboxed) else None
+    dask = getattr(args, "executor", "local") == "dask"
+    note = (
+        "Games run on a Dask cluster: this page shows finished games and standings only."
+        if dask
+        else ""
+    )
+    server = LiveServer(
+        settings,
+        games_total,
+        journal,
+        address,
+        token,
+        args.live_delay,
+        mode="finished" if dask else "live",
+        note=note,
+    )
+    try:
+        url = server.start()
+    except LiveError as exc:
+        raise CliError(str(exc), EXIT_OUTPUT) from None
+    print_url(url, token)
+    return server
+
+
+def watch_command(args: argparse.Namespace) -> int:
+    """``hearts-arena watch DIR --live [HOST:]PORT``; returns the exit code
+    (130 on Ctrl-C, the only way it ends)."""
+    import trio
+
+    from arena.cli.commands import load_run_file
+    from arena.live.hub import Hub
+    from arena.live.server import needs_token, new_token, print_url, serve
+    from arena.report.outputs import GAMES_FILE, RUN_FILE
+
+    folder: Path = args.folder
+    if not (folder / RUN_FILE).exists():
+        raise CliError(f"{folder} holds no tournament ({RUN_FILE} is missing)", EXIT_OUTPUT)
+    info = load_run_file(folder / RUN_FILE)
+    address = _address(args.live)
+    # No bot of this command can reach the port, but another run's might: the
+    # page shows only finished games and revealed deals, so loopback is open.
+    token = new_token() if needs_token(address, True) else None
+    hub = Hub(
+        info["settings"],
+        info["games_total"],
+        folder / GAMES_FILE,
+        "finished",
+        "Watching a tournament folder: finished games and standings only "
+        "(games in play are not shown).",
+        args.live_delay,
+    )
+    try:
+        trio.run(serve, hub, address, token, None, lambda url: print_url(url, token))
+    except OSError as exc:
+        raise CliError(
+            f"--live: cannot serve the page: {exc.strerror or exc}", EXIT_OUTPUT
+        ) from None
+    except KeyboardInterrupt:
+        print("stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return EXIT_OK

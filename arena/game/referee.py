@@ -1,0 +1,734 @@
+"""The referee: plays one game between four seats, one bot process per seat.
+
+The loop has the shape of OpenSpiel's ``evaluate_bots``: deal, the pass (all
+four requests at once under one shared deadline, R3/R4), then the tricks. Every
+decision has a deadline; a fault makes the referee play the documented default
+move for the seat and the game goes on (protocol/README.md, "Faults"). The referee
+returns a plain :class:`GameRecord` and formats nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import trio
+
+from arena.core.cards import CARD_NAMES, names_of, parse_card
+from arena.core.rules import (
+    MAX_TIEBREAK_HANDS,
+    GameScore,
+    Hand,
+    IllegalMoveError,
+    Phase,
+    deal_hands,
+    default_pass,
+    default_play,
+    pass_target,
+)
+from arena.protocol import codec as protocol
+from arena.protocol.faults import Fault, FaultKind
+from arena.seats.process import BotProcess, LaunchSpec, Reply
+
+#: A spectator's event sink (:mod:`arena.live`): called with one small dict
+#: per event (``{"event": kind, ...}``, see :meth:`Referee.__init__`). It must
+#: return at once and never block: the referee never waits for a view.
+EventSink = Callable[[dict[str, Any]], None]
+
+#: Consecutive timeouts after which a seat is played by the default moves for
+#: the rest of the game (0 turns strikes off).
+DEFAULT_STRIKES: Final = 3
+
+
+@dataclass(frozen=True, slots=True)
+class RefereeSettings:
+    """Per-tournament settings of the referee. Times are in seconds.
+
+    Attributes:
+        time_limit: time per decision (``pass`` and ``play``), default 1.0 s.
+        startup_time: time for the ``hello`` handshake, default 10 s.
+        strikes: consecutive timeouts before a seat is struck out (0: never).
+        grace: seconds a process gets after ``bye`` (and after SIGTERM).
+        max_tiebreak_hands: cap on tie-break hands (R13).
+        transcripts: keep each seat's message transcript in the record
+            (``games.jsonl`` field ``transcripts``, see :class:`GameRecord`).
+        transcript_cap: most transcript entries kept per seat and game: the
+            first ``transcript_cap`` are kept and one ``{"t", "truncated": n}``
+            entry says how many were dropped. A hand is about 44 entries
+            (about 23 KB of JSON per seat), so the default 1000 keeps a game
+            of 22 hands, more than a game to 100 usually lasts.
+    """
+
+    time_limit: float = 1.0
+    startup_time: float = 10.0
+    strikes: int = DEFAULT_STRIKES
+    grace: float = 0.5
+    max_tiebreak_hands: int = MAX_TIEBREAK_HANDS
+    transcripts: bool = False
+    transcript_cap: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class GameSpec:
+    """One game of a schedule.
+
+    Attributes:
+        game_index: position in the schedule (ratings are applied in this order).
+        game_id: a readable unique id such as ``"r1-t0-k2"``.
+        round: 1-based round.
+        table: index of the table (the group of four entrants).
+        rotation: the seat rotation (0..3) of the table.
+        seats: the entrant's name at each seat 0..3.
+        deal_key: the public name of the game's deals (``"r1-t3"``: every
+            rotation of a table in a round plays the same deals); a process
+            never plays two games with the same ``deal_key``, and no two games
+            with the same ``deal_key`` are played at the same time.
+        bot_seeds: the ``seed`` each seat's bot gets in ``game_start``.
+        table_key: the secret the deals derive from (32 bytes,
+            :meth:`arena.core.keys.MasterKey.table_key` of ``deal_key``): hand ``h``
+            is ``deal_hands(str(h), table_key)`` (R2). Never shown to a bot.
+        target_score: play to this total (R13), or ``None`` with ``hands``.
+        hands: play exactly this many hands, or ``None``.
+    """
+
+    game_index: int
+    game_id: str
+    round: int
+    table: int
+    rotation: int
+    seats: tuple[str, str, str, str]
+    deal_key: str
+    bot_seeds: tuple[int, int, int, int]
+    target_score: int | None
+    hands: int | None
+    table_key: bytes = field(repr=False)
+
+
+def derive_seed(*parts: object) -> int:
+    """A 63-bit integer seed from SHA-256 of the parts joined by ``:``."""
+    text = ":".join(str(p) for p in parts)
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") >> 1
+
+
+@dataclass
+class SeatSetup:
+    """A seat as the referee receives it: its entrant, its process (or ``None``
+    when it could not be started or failed the handshake) and that fault."""
+
+    entrant: str
+    bot: BotProcess | None
+    startup_fault: Fault | None = None
+    startup_stderr: str = ""  # what a bot that failed to start wrote on stderr
+
+
+@dataclass
+class _Seat:
+    seat: int
+    entrant: str
+    bot: BotProcess | None
+    auto: bool = False  # played by default moves to the end of the game
+    crashed: bool = False
+    strikes: int = 0
+    requests: int = 0
+    reply_time: float = 0.0
+    slowest: float = 0.0
+    wall_ms: list[float] = field(default_factory=list)  # each decision's wall time
+    cpu_ms: list[float | None] = field(default_factory=list)  # ... and its CPU time
+    oom_before: int = 0
+
+
+def hand_record(
+    hand: Hand,
+    hand_number: int,
+    deal_seed: str,
+    dealt: Sequence[int],
+    tricks: list[dict[str, Any]],
+    scores: list[int],
+) -> dict[str, Any]:
+    """One finished hand as it is kept in a game record (``games.jsonl``):
+    the deal (card masks ``dealt``, before the pass), the passes, ``tricks``,
+    the points taken (``raw_points``) and scored after the moon rule (R11,
+    R12), the seat that shot the moon or ``None``, and the game ``scores``
+    after the hand."""
+    points, moon = hand.points()
+    return {
+        "hand_number": hand_number,
+        "deal_seed": deal_seed,
+        "direction": hand.direction.value,
+        "dealt": [names_of(m) for m in dealt],
+        "passes": [names_of(m) for m in hand.passes] if hand.passes is not None else None,
+        "tricks": tricks,
+        "raw_points": list(hand.taken_points),
+        "points": points,
+        "moon": moon,
+        "scores": scores,
+    }
+
+
+@dataclass
+class GameRecord:
+    """Everything about a finished game: enough to replay it and to rebuild
+    every report without replaying. :meth:`to_json` gives the ``games.jsonl`` line.
+
+    ``transcripts`` (only with ``RefereeSettings.transcripts``): per seat, the
+    messages of this game in order, each entry one of ``{"t", "sent":
+    message}`` (a notification or request written to the bot), ``{"t", "id",
+    "received": message}`` (its valid answer to request ``id``, as
+    :func:`arena.protocol.codec.transcript_reply` keeps it: the protocol's fields,
+    and only the names of any others), ``{"t", "id",
+    "fault", "detail"}`` (no valid answer) or ``{"t", "truncated": n}`` (``n``
+    entries over the cap were dropped); ``t`` is seconds since the game
+    started. An answer or fault entry also has ``cpu_ms``, the CPU its whole
+    bot used for that request in milliseconds, where it is measured. The
+    handshake and ``bye`` belong to the process, not the game, and are not in it.
+
+    ``timing``: per seat, ``requests``, ``mean_ms`` and ``max_ms`` (wall
+    time), ``wall_ms`` and ``cpu_ms`` (each decision's wall and CPU time in
+    milliseconds, in order; CPU ``None`` where not measured), ``cpu_mean_ms``,
+    ``cpu_max_ms`` and ``oom_kills`` (processes of the bot killed for its
+    memory bound during the game).
+    """
+
+    spec: GameSpec
+    hands: list[dict[str, Any]] = field(default_factory=list)
+    scores: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    ranks: list[int] = field(default_factory=lambda: [1, 1, 1, 1])
+    faults: list[Fault] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=lambda: ["", "", "", ""])
+    bot_names: list[str | None] = field(default_factory=lambda: [None, None, None, None])
+    timing: list[dict[str, Any]] = field(default_factory=list)
+    transcripts: list[list[dict[str, Any]]] | None = None
+    struck_out: list[int] = field(default_factory=list)
+    started_at: float = 0.0
+    duration: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as plain JSON data (one ``games.jsonl`` line)."""
+        s = self.spec
+        out: dict[str, Any] = {
+            "game_index": s.game_index,
+            "game_id": s.game_id,
+            "round": s.round,
+            "table": s.table,
+            "rotation": s.rotation,
+            "seats": list(s.seats),
+            "entrants": sorted(s.seats),
+            "deal_key": s.deal_key,
+            "deal_seeds": [h["deal_seed"] for h in self.hands],
+            "bot_seeds": list(s.bot_seeds),
+            "target_score": s.target_score,
+            "hands_limit": s.hands,
+            "hands": self.hands,
+            "scores": self.scores,
+            "ranks": self.ranks,
+            "faults": [f.to_json() for f in self.faults],
+            "struck_out": self.struck_out,
+            "stderr": self.stderr,
+            "bot_names": self.bot_names,
+            "timing": self.timing,
+            "started_at": self.started_at,
+            "duration_s": round(self.duration, 4),
+        }
+        if self.transcripts is not None:
+            out["transcripts"] = self.transcripts
+        return out
+
+
+async def handshake(bot: BotProcess, seat: int, startup_time: float) -> Fault | None:
+    """Run the ``hello`` handshake; returns the fault, or ``None`` if it passed.
+
+    Sets ``bot.self_name`` to the cleaned self-reported name.
+    """
+    reply = await bot.request("hello", {"protocol": protocol.PROTOCOL_VERSION}, startup_time)
+    if reply.message is None:
+        assert reply.fault is not None
+        return Fault(
+            seat,
+            bot.spec.label,
+            reply.fault.value,
+            f"handshake: {reply.detail}",
+            None,
+            None,
+            "hello",
+            reply.request_id,
+        )
+    bot.self_name = protocol.clean_text(str(reply.message.get("name", "")))
+    return None
+
+
+async def start_bot(
+    launch: LaunchSpec, seat: int, startup_time: float, nursery: trio.Nursery
+) -> tuple[BotProcess | None, Fault | None]:
+    """Start a bot process and shake hands with it.
+
+    Returns:
+        ``(bot, None)`` on success; ``(None, fault)`` if it could not be
+        started (``crashed``), or ``(bot, fault)`` if it failed the handshake
+        (the caller plays its seat by the default moves and closes the bot).
+    """
+    try:
+        bot = await BotProcess.start(launch, nursery)
+    except OSError as exc:
+        detail = f"could not start {launch.argv[0]!r}: {exc.strerror or exc}"
+        return None, Fault(
+            seat, launch.label, FaultKind.CRASHED.value, detail, None, None, "hello", None
+        )
+    return bot, await handshake(bot, seat, startup_time)
+
+
+class Referee:
+    """Plays one game (:meth:`play`). Create one per game.
+
+    ``events``, if given, is told what happens, as public facts only (never a
+    card of a hand in play): ``game_start``, ``deal`` (hand number and pass
+    direction, no cards), ``decision`` (``seat``, or ``None`` for the pass,
+    ``kind`` and ``deadline``: wall-clock seconds, ``time.time()``),
+    ``passed``, ``card`` (``seat``, ``card``), ``trick`` (``winner``,
+    ``points``), ``fault`` (``seat``, ``reason``: never the detail, which may
+    name cards of the hand), ``hand_end`` and ``game_end``. A sink that
+    raises is dropped for the rest of the game.
+    """
+
+    def __init__(
+        self,
+        spec: GameSpec,
+        seats: Sequence[SeatSetup],
+        settings: RefereeSettings,
+        events: EventSink | None = None,
+    ) -> None:
+        if len(seats) != 4:
+            raise ValueError("a game has four seats (R1)")
+        self.spec = spec
+        self.settings = settings
+        self.record = GameRecord(spec)
+        self.seats = [_Seat(i, s.entrant, s.bot, auto=s.bot is None) for i, s in enumerate(seats)]
+        for s, setup in zip(self.seats, seats, strict=True):
+            if setup.startup_fault is not None:
+                self.record.faults.append(setup.startup_fault)
+                self.record.stderr[s.seat] = setup.startup_stderr
+                s.auto = True
+                s.crashed = setup.startup_fault.reason == FaultKind.CRASHED.value
+        self.score = GameScore(spec.target_score, spec.hands, settings.max_tiebreak_hands)
+        self.hand: Hand | None = None
+        self._trick_views: list[dict[str, Any]] = []  # this hand's completed tricks
+        self._tricks_text = "[]"  # ... as JSON text
+        self._events = events
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        """Tell the event sink, if any; it never blocks, and one that fails is dropped."""
+        if self._events is not None:
+            try:
+                self._events(event)
+            except Exception:
+                self._events = None
+
+    # -- messaging helpers --------------------------------------------------
+
+    def _notify_all(self, build: Any, *, flush: bool = False) -> None:
+        for s in self.seats:
+            if s.bot is not None and not s.auto:
+                s.bot.notify(build(s.seat))
+                if flush:
+                    s.bot.flush()
+
+    def _fault(
+        self,
+        s: _Seat,
+        reason: str,
+        detail: str,
+        request: str,
+        rid: int | None,
+        answer: str | list[str] | None = None,
+    ) -> None:
+        """Record a fault of seat ``s``; ``answer`` is the move of an illegal one."""
+        hand = self.hand
+        trick = hand.trick_number if hand is not None and hand.phase is Phase.PLAY else None
+        self._emit({"event": "fault", "seat": s.seat, "reason": reason})
+        self.record.faults.append(
+            Fault(
+                s.seat,
+                s.entrant,
+                reason,
+                detail,
+                hand.hand_number if hand is not None else None,
+                trick,
+                request,
+                rid,
+                answer,
+            )
+        )
+
+    def _judge(self, s: _Seat, reply: Reply, kind: str) -> None:
+        """Record a faulted reply and decide whether the seat goes on auto."""
+        assert reply.fault is not None
+        if reply.fault is FaultKind.CRASHED:
+            s.auto = True
+            if not s.crashed:
+                s.crashed = True
+                self._fault(s, "crashed", reply.detail, kind, reply.request_id)
+            return
+        detail = reply.detail
+        if reply.fault is FaultKind.TIMEOUT:
+            s.strikes += 1
+            if self.settings.strikes and s.strikes >= self.settings.strikes:
+                s.auto = True
+                self.record.struck_out.append(s.seat)
+                if s.bot is not None:
+                    s.bot.abandon(f"struck out after {s.strikes} consecutive timeouts")
+                detail += (
+                    f"; struck out after {s.strikes} consecutive timeouts:"
+                    " default moves for the rest of the game"
+                )
+        self._fault(s, reply.fault.value, detail, kind, reply.request_id)
+
+    def _count(self, s: _Seat, reply: Reply) -> None:
+        s.requests += 1
+        s.reply_time += reply.elapsed
+        s.slowest = max(s.slowest, reply.elapsed)
+        s.wall_ms.append(round(1000 * reply.elapsed, 1))
+        s.cpu_ms.append(None if reply.cpu is None else round(1000 * reply.cpu, 1))
+
+    # -- the game -----------------------------------------------------------
+
+    async def play(self) -> GameRecord:
+        """Play the game to its end and return the record. Never raises for
+        anything a bot does; cancellation propagates (the game is then lost)."""
+        spec = self.spec
+        self.record.started_at = time.time()
+        t0 = trio.current_time()
+        for s in self.seats:
+            if s.bot is not None:
+                if s.bot.stats.transcript is not None:
+                    s.bot.stats.transcript = []
+                # stderr written since the last game (or since start-up) counts for this one
+                s.bot.renew_cpu_limit()
+                # Kills since the last game (or since start-up) count for this one.
+                s.oom_before = getattr(s.bot, "oom_reported", 0)
+        if self.settings.transcripts:
+            for s in self.seats:
+                if s.bot is not None:
+                    s.bot.stats.transcript = []
+        self._emit(
+            {
+                "event": "game_start",
+                "game_id": spec.game_id,
+                "game_index": spec.game_index,
+                "deal_key": spec.deal_key,
+                "seats": list(spec.seats),
+                "faults": [f.seat for f in self.record.faults],
+            }
+        )
+        self._notify_all(
+            lambda seat: {
+                "type": "game_start",
+                "game_id": spec.game_id,
+                "seat": seat,
+                "players": list(spec.seats),
+                "target_score": spec.target_score,
+                "hands": spec.hands,
+                "seed": spec.bot_seeds[seat],
+            }
+        )
+        hand_number = 0
+        while not self.score.is_over():
+            hand_number += 1
+            await self._play_hand(hand_number)
+        self.record.scores = list(self.score.scores)
+        self.record.ranks = self.score.ranks()
+        ranks = self.record.ranks
+        self._notify_all(
+            lambda seat: {
+                "type": "game_end",
+                "game_id": spec.game_id,
+                "scores": list(self.score.scores),
+                "ranks": ranks,
+            },
+            flush=True,
+        )
+        self._finish(t0)
+        self._emit({"event": "game_end", "scores": list(self.score.scores), "ranks": ranks})
+        return self.record
+
+    def _finish(self, t0: float) -> None:
+        rec = self.record
+        rec.duration = trio.current_time() - t0
+        transcripts: list[list[dict[str, Any]]] = []
+        for s in self.seats:
+            cpu = [c for c in s.cpu_ms if c is not None]
+            oom = 0
+            group = getattr(getattr(s.bot, "spec", None), "cgroup", None)  # scripted seats: none
+            if s.bot is not None and group is not None:
+                s.bot.oom_reported = max(s.bot.oom_reported, group.oom_kills())
+                oom = s.bot.oom_reported - s.oom_before
+            rec.timing.append(
+                {
+                    "requests": s.requests,
+                    "mean_ms": round(1000 * s.reply_time / s.requests, 3) if s.requests else 0.0,
+                    "max_ms": round(1000 * s.slowest, 3),
+                    "cpu_mean_ms": round(sum(cpu) / len(cpu), 3) if cpu else None,
+                    "cpu_max_ms": max(cpu) if cpu else None,
+                    "wall_ms": s.wall_ms,
+                    "cpu_ms": s.cpu_ms,
+                    "oom_kills": oom,
+                }
+            )
+            if s.bot is not None:
+                rec.stderr[s.seat] = s.bot.stderr.take()
+                rec.bot_names[s.seat] = s.bot.self_name
+                t = s.bot.stats.transcript
+                transcripts.append(_relative(_capped(t, self.settings.transcript_cap), t0))
+                if t is not None:
+                    s.bot.stats.transcript = None
+            else:
+                transcripts.append([])
+        if self.settings.transcripts:
+            rec.transcripts = transcripts
+
+    def deal(self, hand_number: int) -> tuple[str, tuple[int, int, int, int]]:
+        """The deal's public name (``f"{deal_key}:{hand_number}"``) and the four
+        dealt card masks of hand ``hand_number`` (R2):
+        ``deal_hands(str(hand_number), table_key)``. The conformance
+        checker (:mod:`arena.tools.check`) and ``replay`` override it to play
+        constructed or recorded deals through this same referee."""
+        deal_seed = f"{self.spec.deal_key}:{hand_number}"
+        return deal_seed, deal_hands(str(hand_number), self.spec.table_key)
+
+    async def _play_hand(self, hand_number: int) -> None:
+        deal_seed, dealt = self.deal(hand_number)
+        hand = self.hand = Hand.new(hand_number, dealt)
+        scores_before = list(self.score.scores)
+        direction = hand.direction.value
+        self._emit({"event": "deal", "hand_number": hand_number, "direction": direction})
+        self._notify_all(
+            lambda seat: {
+                "type": "deal",
+                "hand_number": hand_number,
+                "hand": names_of(dealt[seat]),
+                "pass_direction": direction,
+                "scores": scores_before,
+            }
+        )
+        if hand.phase is Phase.PASS:
+            await self._pass(hand)
+        tricks: list[dict[str, Any]] = []
+        self._trick_views = []
+        self._tricks_text = "[]"
+        while not hand.is_over():
+            s = self.seats[hand.turn]
+            card = await self._decide_play(s, hand, scores_before)
+            trick = hand.play_unchecked(card)  # legal: checked by _decide_play
+            self._emit({"event": "card", "seat": s.seat, "card": CARD_NAMES[card]})
+            if trick is not None:
+                self._emit({"event": "trick", "winner": trick.winner, "points": trick.points})
+                tj = trick.to_json()
+                # Completed tricks go in every later play request: encode each once.
+                sep = "," if self._trick_views else ""
+                text = protocol.encode_text(tj)
+                self._tricks_text = f"{self._tricks_text[:-1]}{sep}{text}]"
+                self._trick_views.append(tj)
+                tricks.append(
+                    {
+                        "leader": trick.leader,
+                        "cards": [CARD_NAMES[c] for c in trick.cards],
+                        "winner": trick.winner,
+                        "points": trick.points,
+                    }
+                )
+                msg = {
+                    "type": "trick",
+                    "hand_number": hand_number,
+                    "trick_number": len(tricks),
+                    **tj,
+                }
+                data = protocol.encode(msg)
+                for other in self.seats:
+                    if other.bot is not None and not other.auto:
+                        other.bot.notify(msg, data)
+        points, moon = hand.points()
+        self.score.add_hand(points)
+        scores_after = list(self.score.scores)
+        self._emit({"event": "hand_end", "points": points, "moon": moon, "scores": scores_after})
+        self._notify_all(
+            lambda seat: {
+                "type": "hand_end",
+                "hand_number": hand_number,
+                "points": points,
+                "moon": moon,
+                "scores": scores_after,
+            },
+            flush=True,
+        )
+        self.record.hands.append(
+            hand_record(hand, hand_number, deal_seed, dealt, tricks, scores_after)
+        )
+
+    async def _pass(self, hand: Hand) -> None:
+        chosen: list[int] = [0, 0, 0, 0]
+        direction = hand.direction
+        self._emit(
+            {
+                "event": "decision",
+                "seat": None,
+                "kind": "pass",
+                "deadline": time.time() + self.settings.time_limit,
+            }
+        )
+
+        async def one(s: _Seat) -> None:
+            mask = default_pass(hand.hands[s.seat])
+            if s.bot is not None and not s.auto:
+                fields = {
+                    "hand_number": hand.hand_number,
+                    "direction": direction.value,
+                    "to": pass_target(s.seat, direction),
+                    "hand": names_of(hand.hands[s.seat]),
+                }
+                # Each bot's clock starts when it gets a core (arena.seats.cores), not
+                # at a deadline shared by the four (R4 holds: nothing is revealed
+                # until all four passes are final).
+                reply = await s.bot.request("pass", fields, self.settings.time_limit)
+                self._count(s, reply)
+                if reply.message is not None:
+                    cards = reply.message["cards"]
+                    try:
+                        given = 0
+                        for name in cards:
+                            given |= 1 << parse_card(name)
+                        if len(cards) != 3:
+                            raise IllegalMoveError(
+                                s.seat,
+                                "R3",
+                                f"a pass is three distinct cards, got {len(cards)} cards",
+                            )
+                        hand.check_pass(s.seat, given)
+                    except IllegalMoveError as exc:
+                        self._fault(
+                            s,
+                            "illegal",
+                            f"pass {' '.join(map(str, cards))}: {exc}",
+                            "pass",
+                            reply.request_id,
+                            [str(c) for c in cards],
+                        )
+                        self._forfeit(s, reply.request_id, "illegal", str(exc), passed=mask)
+                    else:
+                        mask = given
+                        s.strikes = 0
+                else:
+                    self._judge(s, reply, "pass")
+                    if reply.fault is not FaultKind.CRASHED and s.bot is not None:
+                        self._forfeit(
+                            s,
+                            reply.request_id,
+                            reply.fault.value if reply.fault else "",
+                            reply.detail,
+                            passed=mask,
+                        )
+            chosen[s.seat] = mask
+
+        async with trio.open_nursery() as nursery:
+            for s in self.seats:
+                nursery.start_soon(one, s)
+        # R4: nothing is revealed until all four passes are final.
+        hand.apply_passes(chosen)
+        self._emit({"event": "passed"})
+        for s in self.seats:
+            if s.bot is not None and not s.auto:
+                received = hand.received_by(s.seat)
+                s.bot.notify(
+                    {
+                        "type": "passed",
+                        "hand_number": hand.hand_number,
+                        "from": (s.seat - direction.offset) % 4,
+                        "received": names_of(received),
+                        "hand": names_of(hand.hands[s.seat]),
+                    }
+                )
+
+    async def _decide_play(self, s: _Seat, hand: Hand, scores: list[int]) -> int:
+        legal = hand.legal_mask()
+        if s.bot is None or s.auto:
+            return default_play(legal)
+        self._emit(
+            {
+                "event": "decision",
+                "seat": s.seat,
+                "kind": "play",
+                "deadline": time.time() + self.settings.time_limit,
+            }
+        )
+        view = hand.view(s.seat, include_tricks=False)
+        view["game_id"] = self.spec.game_id
+        view["scores"] = scores
+        reply = await s.bot.request(
+            "play",
+            view,
+            self.settings.time_limit,
+            encoded=("tricks", list(self._trick_views), self._tricks_text),
+        )
+        self._count(s, reply)
+        fallback = default_play(legal)
+        if reply.message is not None:
+            name = reply.message["card"]
+            card = parse_card(name)
+            if legal >> card & 1:
+                s.strikes = 0
+                return card
+            try:
+                hand.check_play(s.seat, card)
+                detail = f"{name} is not legal"  # pragma: no cover - legal says otherwise
+            except IllegalMoveError as exc:
+                detail = f"played {name}: {exc}; legal: {' '.join(names_of(legal))}"
+            self._fault(s, "illegal", detail, "play", reply.request_id, str(name))
+            self._forfeit(s, reply.request_id, "illegal", detail, played=fallback)
+            return fallback
+        self._judge(s, reply, "play")
+        if reply.fault is not FaultKind.CRASHED:
+            assert reply.fault is not None
+            self._forfeit(s, reply.request_id, reply.fault.value, reply.detail, played=fallback)
+        return fallback
+
+    def _forfeit(
+        self,
+        s: _Seat,
+        rid: int,
+        reason: str,
+        detail: str,
+        *,
+        played: int | None = None,
+        passed: int | None = None,
+    ) -> None:
+        if s.bot is None:
+            return
+        msg: dict[str, Any] = {
+            "type": "forfeit",
+            "request_id": rid,
+            "reason": reason,
+            "detail": detail,
+        }
+        if played is not None:
+            msg["played"] = CARD_NAMES[played]
+        if passed is not None:
+            msg["passed"] = names_of(passed)
+        s.bot.notify(msg)
+
+
+def _capped(entries: list[dict[str, Any]] | None, cap: int) -> list[dict[str, Any]]:
+    """The first ``cap`` entries, and a ``truncated`` entry counting the rest."""
+    if not entries:
+        return []
+    if len(entries) <= cap:
+        return entries
+    return [*entries[:cap], {"t": entries[cap]["t"], "truncated": len(entries) - cap}]
+
+
+def _relative(entries: list[dict[str, Any]], t0: float) -> list[dict[str, Any]]:
+    out = []
+    for e in entries:
+        e = dict(e)
+        e["t"] = round(e["t"] - t0, 4)
+        out.append(e)
+    return out

@@ -1,0 +1,8 @@
+"""Outputs of a tournament: files, HTML, charts, the terminal table, CI verdicts.
+
+Owns: ``results.json``, ``standings.csv`` and the HTML report
+(``outputs``, templates in ``templates/``), chart geometry (``charts``),
+JUnit XML (``junit``), the terminal's standings table (``terminal``) and
+``--fail-if``/``--junit`` verdicts (``verdict``).
+May import: every layer below it (core .. tournament).
+"""

@@ -1,0 +1,149 @@
+"""The core token: at most as many bots think at once as the machine has cores.
+
+A bot's clock (``time_ms``, wall time from the request: PROTOCOL.md) starts
+only once it holds a token, and it is frozen again (its control group,
+:mod:`arena.seats.cgroups`) when it answers, so what it is charged is its own
+thinking, whatever ``--jobs`` is and whatever the other bots do.
+
+Token ``i`` is an exclusive ``flock`` on the lock file
+``/tmp/hearts-arena-cores/<i>`` (owner-only), so the tokens are shared by every
+worker process of ``--jobs`` and by every arena on the machine, and a token
+held by a process that dies is given back by the kernel. Tokens are polled
+from Trio without blocking a thread; inside one process, waiters queue in
+order (a FIFO ``trio.Lock``). Token ``i`` stands for the ``i``-th CPU this
+process may run on, so the bot holding it can be pinned there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+
+_LOCKS: trio.lowlevel.RunVar[dict[int, trio.Lock]] = trio.lowlevel.RunVar("core_gate_locks")
+#: Longest pause between two tries for a token held by another process, in seconds.
+MAX_POLL: float = 0.002
+#: Folder of the tokens' lock files.
+TOKEN_DIR: Final = Path("/tmp/hearts-arena-cores")
+
+
+def machine_cpus() -> list[int]:
+    """The CPU numbers this process may run on, in order."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def machine_cores() -> int:
+    """Cores this process may run on (its CPU affinity), at least 1."""
+    return max(1, len(machine_cpus()))
+
+
+class CoreGate:
+    """``cores`` tokens shared by every process of the machine (see the module
+    docstring). Picklable: a worker process opens the lock files itself.
+
+    Args:
+        cores: tokens (0: :func:`machine_cores`).
+        ponder: bots may think on others' time (they are not frozen off move).
+        token_dir: folder of the lock files (tests use their own).
+    """
+
+    def __init__(
+        self, cores: int = 0, ponder: bool = False, token_dir: Path | str = TOKEN_DIR
+    ) -> None:
+        if cores < 0:
+            raise ValueError("cores must be at least 0")
+        self.cores = cores or machine_cores()
+        self.ponder = ponder
+        self.token_dir = Path(token_dir)
+        self._fds: list[int] | None = None  # opened in the process that uses them
+        self._pid = 0
+        self._mine: set[int] = set()  # tokens held by this process
+        self._next = 0
+
+    @property
+    def held(self) -> int:
+        """How many tokens this process holds."""
+        return len(self._mine)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (CoreGate, (self.cores, self.ponder, str(self.token_dir)))
+
+    def __repr__(self) -> str:
+        return f"<CoreGate cores={self.cores} ponder={self.ponder}>"
+
+    def cpu_of(self, token: int) -> int | None:
+        """The CPU token ``token`` stands for, or ``None`` when there are more
+        tokens than CPUs (then bots are not pinned)."""
+        cpus = machine_cpus()
+        return cpus[token] if self.cores <= len(cpus) else None
+
+    def _files(self) -> list[int]:
+        if self._fds is None or self._pid != os.getpid():
+            with contextlib.suppress(FileExistsError):
+                self.token_dir.mkdir(mode=0o700)
+            fds = []
+            for i in range(self.cores):
+                path = self.token_dir / str(i)
+                fds.append(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
+            self._fds, self._pid = fds, os.getpid()
+        return self._fds
+
+    def _lock(self) -> trio.Lock:
+        try:
+            locks = _LOCKS.get()
+        except LookupError:
+            locks = {}
+            _LOCKS.set(locks)
+        lock = locks.get(id(self))
+        if lock is None:
+            lock = locks[id(self)] = trio.Lock()
+        return lock
+
+    def _try(self, prefer: int | None = None) -> int | None:
+        fds = self._files()
+        n = len(fds)
+        start = prefer if prefer is not None and 0 <= prefer < n else self._next
+        for i in range(n):
+            token = (start + i) % n
+            if token in self._mine:  # a lock of this process's own: flock would grant it again
+                continue
+            try:
+                fcntl.flock(fds[token], fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            self._next = (token + 1) % n
+            self._mine.add(token)
+            return token
+        return None
+
+    async def acquire(self, prefer: int | None = None) -> int:
+        """Wait for a token (first come, first served in this process) and
+        return it; ``prefer`` (the token a bot had last) first, if free, so
+        that it keeps its core. Cancellation leaves no token taken.
+
+        Raises:
+            OSError: the lock files cannot be made (``token_dir`` unwritable).
+        """
+        lock = self._lock()
+        if not lock.locked():
+            token = self._try(prefer)
+            if token is not None:
+                return token
+        async with lock:
+            delay = 0.0001
+            while (token := self._try(prefer)) is None:
+                await trio.sleep(delay)
+                delay = min(delay * 2, MAX_POLL)
+            return token
+
+    def release(self, token: int) -> None:
+        """Give token ``token`` back."""
+        self._mine.discard(token)
+        fcntl.flock(self._files()[token], fcntl.LOCK_UN)

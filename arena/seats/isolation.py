@@ -1,0 +1,585 @@
+"""Keeping bot processes in their place: resource limits, an unprivileged user
+per process, and finding and removing everything a bot left behind.
+
+Layers (the seal, :mod:`arena.seats.seal`, comes on top, by default):
+
+* **Resource limits** (``setrlimit`` in the child before ``exec``): address
+  space, open files, file size, no core files; CPU seconds *per game* (the
+  soft ``RLIMIT_CPU`` is moved forward at each game start with ``prlimit``,
+  because a process may play several games); and the number of processes,
+  which only binds a non-root user.
+* **An unprivileged user per process** when the arena runs as root (the
+  default then): each bot process gets its own uid from a pool, reserved with
+  a lock file so two arenas on one machine never share one. Everything the
+  uid runs is killed when the process is closed, even a grandchild that left
+  the process group with ``setsid``; what it left in world-writable folders,
+  its message queues and System V IPC objects are removed before the uid is
+  leased again (:func:`purge_uid`). Each entrant also gets a group of its own
+  (:func:`lease_gid`), the only one that can read its copy of its folder.
+
+Without root, the arena cannot change uid; strays are then found by a token in
+their environment (a process that clears its environment escapes that search;
+the seal closes that gap).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import fcntl
+import os
+import platform
+import resource
+import shutil
+import signal
+import stat
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+_LIBC: Final = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+#: The ``keyctl`` system call's number (glibc has no wrapper), where known.
+_KEYCTL: Final = {"x86_64": 250, "aarch64": 219}.get(platform.machine())
+#: First uid of the pool used for bot processes when the arena runs as root.
+DEFAULT_UID_BASE: Final = 3_000_000
+#: Size of the uid pool (bot processes alive at once across all arenas).
+UID_POOL_SIZE: Final = 4096
+LOCK_DIR: Final = Path("/tmp/hearts-arena-uids")
+MIB: Final = 1024 * 1024
+_CLOCK_TICKS: Final = os.sysconf("SC_CLK_TCK")
+
+
+class IsolationError(RuntimeError):
+    """A requested isolation facility is not available on this machine."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Resource limits of every bot process.
+
+    Attributes:
+        memory_mb: address space in MiB (``RLIMIT_AS``); 0 for none. The
+            default 4096 lets a JVM start (it needs more than 1 GiB).
+        cpu_seconds: CPU seconds per game (``RLIMIT_CPU``, moved forward at
+            each game start); 0 for none.
+        processes: processes and threads of the bot's user (``RLIMIT_NPROC``);
+            applied only when the bot runs as its own unprivileged user.
+        open_files: open file descriptors (``RLIMIT_NOFILE``).
+        file_size_mb: largest file the bot may write, in MiB (``RLIMIT_FSIZE``).
+    """
+
+    memory_mb: int = 4096
+    cpu_seconds: int = 300
+    processes: int = 256
+    open_files: int = 256
+    file_size_mb: int = 256
+
+    def describe(self) -> dict[str, int]:
+        """The limits as plain data (settings record)."""
+        return {
+            "memory_mb": self.memory_mb,
+            "cpu_seconds": self.cpu_seconds,
+            "processes": self.processes,
+            "open_files": self.open_files,
+            "file_size_mb": self.file_size_mb,
+        }
+
+
+def make_preexec(limits: Limits, *, limit_processes: bool) -> Callable[[], None]:
+    """The function run in the child before ``exec``: apply ``limits``, and
+    allow no core file and no POSIX message queue.
+
+    Runs between fork and exec, so it only calls ``setrlimit``. A limit
+    above the arena's own hard limit (``--max-open-files 256`` under
+    ``ulimit -Hn 128``) is lowered to it: an unprivileged process cannot
+    raise a hard limit, and the bot would fail to start.
+    """
+    # No POSIX message queue: a bot has no use for one, and one left behind
+    # would outlive the bot (RLIMIT_MSGQUEUE counts bytes of queues per user).
+    settings: list[tuple[int, int]] = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_MSGQUEUE, 0)]
+    if limits.memory_mb:
+        settings.append((resource.RLIMIT_AS, limits.memory_mb * MIB))
+    if limits.cpu_seconds:
+        settings.append((resource.RLIMIT_CPU, limits.cpu_seconds))
+    if limits.open_files:
+        settings.append((resource.RLIMIT_NOFILE, limits.open_files))
+    if limits.file_size_mb:
+        settings.append((resource.RLIMIT_FSIZE, limits.file_size_mb * MIB))
+    if limit_processes and limits.processes:
+        settings.append((resource.RLIMIT_NPROC, limits.processes))
+
+    pairs: list[tuple[int, int, int]] = []
+    for which, value in settings:
+        hard = value + 5 if which == resource.RLIMIT_CPU else value
+        ceiling = resource.getrlimit(which)[1]  # a limit never rises above the arena's own
+        if ceiling != resource.RLIM_INFINITY and ceiling >= 0:
+            value, hard = min(value, ceiling), min(hard, ceiling)
+        pairs.append((which, value, hard))
+
+    def preexec() -> None:
+        _new_session_keyring()
+        for which, soft, hard in pairs:
+            resource.setrlimit(which, (soft, hard))
+
+    return preexec
+
+
+def _new_session_keyring() -> None:
+    """Give the process a fresh, empty session keyring (``keyctl``
+    ``KEYCTL_JOIN_SESSION_KEYRING``): otherwise every bot inherits the arena's,
+    and bots of different users could pass keys through it. Failure (no
+    keyring support) is ignored: there is then nothing to share."""
+    if _KEYCTL is not None:
+        _LIBC.syscall(_KEYCTL, 1, None)
+
+
+def cpu_seconds_used(pid: int) -> float | None:
+    """User plus system CPU seconds of a process, or ``None`` if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
+def renew_cpu_limit(pids: Iterable[int], seconds: int) -> None:
+    """Give each process ``seconds`` more CPU from now (``prlimit`` on ``RLIMIT_CPU``):
+    the soft limit sends SIGXCPU, the hard limit 5 s later SIGKILL."""
+    if not seconds:
+        return
+    for pid in pids:
+        used = cpu_seconds_used(pid)
+        if used is None:
+            continue
+        soft = int(used) + seconds
+        with contextlib.suppress(OSError):
+            resource.prlimit(pid, resource.RLIMIT_CPU, (soft, soft + 5))
+
+
+class UidLease:
+    """A uid (or gid) reserved for one bot process (or one entrant);
+    :meth:`release` gives it back.
+
+    The lock file records the lease's state: ``in use`` while held, ``clean``
+    once released. A uid whose file does not say ``clean`` when it is leased
+    (its last holder's arena was killed) has its leftovers removed first
+    (:func:`purge_uid`).
+    """
+
+    def __init__(self, uid: int, fd: int, *, purge: bool = False) -> None:
+        self.uid = uid
+        self._fd: int | None = fd
+        #: Whether the holder could write outside a sandbox: files, IPC objects
+        #: and message queues of the uid are then removed on release.
+        self.purge = purge
+
+    def release(self) -> None:
+        """Remove what the uid left when :attr:`purge` is set, mark the uid
+        clean and unlock it (idempotent). Call after its processes are dead."""
+        if self._fd is not None:
+            if self.purge:
+                purge_uid(self.uid, message_queues=False)
+            _write_state(self._fd, b"clean")
+            os.close(self._fd)
+            self._fd = None
+
+
+def _write_state(fd: int, state: bytes) -> None:
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, state, 0)
+
+
+def _read_state(fd: int) -> bytes:
+    try:
+        return os.pread(fd, 64, 0)
+    except OSError:
+        return b""
+
+
+def lease_uid(base: int = DEFAULT_UID_BASE, size: int = UID_POOL_SIZE) -> UidLease:
+    """Reserve a free uid of the pool with an exclusive ``flock`` on its lock
+    file (released automatically if the arena dies). Kills any process still
+    running as that uid (left by an arena that was killed), and passes over
+    a uid that still has processes, zombies included (they count against the
+    process limit of the next bot). A uid not released cleanly last time has
+    its files, IPC objects and message queues removed (:func:`purge_uid`).
+
+    Raises:
+        IsolationError: every uid of the pool is in use.
+    """
+    LOCK_DIR.mkdir(mode=0o755, exist_ok=True)
+    start = os.getpid() % size
+    for i in range(size):
+        uid = base + (start + i) % size
+        fd = os.open(LOCK_DIR / str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        left = find_processes(uid=uid)
+        if left:
+            from arena.seats import cgroups
+
+            cgroups.thaw_groups_of(left)  # a frozen process may not die (v1 freezer)
+            kill_processes(left)
+        if _uid_has_processes(uid):
+            # Killed or zombie processes not yet reaped still count against
+            # the uid's process limit: a bot started now could not fork.
+            os.close(fd)
+            continue
+        if _read_state(fd) != b"clean":
+            purge_uid(uid)
+        _write_state(fd, b"in use")
+        return UidLease(uid, fd)
+    raise IsolationError(f"all {size} bot uids from {base} are in use")
+
+
+#: First gid of the pool of entrant groups (one per entrant and arena: the
+#: group that may read the entrant's private copy of its folder).
+DEFAULT_GID_BASE: Final = 3_500_000
+
+
+def lease_gid(base: int = DEFAULT_GID_BASE, size: int = UID_POOL_SIZE) -> UidLease:
+    """Reserve a free entrant gid (lock file ``g<gid>`` beside the uid locks).
+    Folders of a killed arena still readable by that group are removed first
+    (:func:`remove_entrant_copies_of_gid`).
+
+    Raises:
+        IsolationError: every gid of the pool is in use.
+    """
+    LOCK_DIR.mkdir(mode=0o755, exist_ok=True)
+    start = os.getpid() % size
+    for i in range(size):
+        gid = base + (start + i) % size
+        fd = os.open(LOCK_DIR / f"g{gid}", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        if _read_state(fd) != b"clean":
+            remove_entrant_copies_of_gid(gid)
+        _write_state(fd, b"in use")
+        return UidLease(gid, fd)
+    raise IsolationError(f"all {size} entrant gids from {base} are in use")
+
+
+#: Name prefix of the folders holding entrants' private copies (in the
+#: system's temporary folder).
+ENTRANT_COPY_PREFIX: Final = "hearts-bot-"
+
+
+def remove_entrant_copies_of_gid(gid: int) -> int:
+    """Remove entrant copies (``hearts-bot-*-entrants-*/N``) whose group is
+    ``gid``, left by a killed arena; returns how many."""
+    import tempfile
+
+    # Listed by hand, not with Path.glob: another arena removes its own
+    # folders meanwhile, and a folder gone between listing and reading made
+    # glob raise FileNotFoundError (and stop a worker).
+    removed = 0
+    for top in _entries(Path(tempfile.gettempdir())):
+        if not (top.name.startswith(ENTRANT_COPY_PREFIX) and "-entrants-" in top.name):
+            continue
+        for path in _entries(top):
+            with contextlib.suppress(OSError):
+                st = path.lstat()
+                if stat.S_ISDIR(st.st_mode) and st.st_gid == gid:
+                    shutil.rmtree(path, ignore_errors=True)
+                    removed += 1
+    return removed
+
+
+def _entries(folder: Path) -> list[Path]:
+    """The entries of ``folder``; none when it cannot be listed (gone, or
+    not a folder)."""
+    try:
+        with os.scandir(folder) as it:
+            return [Path(e.path) for e in it]
+    except OSError:
+        return []
+
+
+#: World-writable folders searched for a released uid's files.
+WORLD_WRITABLE: Final = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
+
+
+def purge_uid(
+    uid: int, folders: Iterable[Path] = WORLD_WRITABLE, *, message_queues: bool = True
+) -> int:
+    """Remove what user ``uid`` left that another holder of the uid could
+    find: its files, folders, sockets and pipes anywhere under ``folders``
+    it could reach (not following symlinks, not crossing into other file
+    systems, not entering folders it could not enter), its
+    POSIX message queues, and its System V shared memory, semaphores and
+    message queues. Call only when no process of the uid is left.
+
+    ``message_queues=False`` skips the POSIX message queues, which a bot
+    cannot create (its ``RLIMIT_MSGQUEUE`` is 0) and whose search needs a
+    mount of the mqueue file system (tens of milliseconds) unless
+    ``/dev/mqueue`` is mounted: only a uid whose last holder ran without
+    that limit needs it.
+
+    Returns:
+        How many things were removed.
+    """
+    removed = 0
+    for top in folders:
+        with contextlib.suppress(OSError):
+            removed += _purge_tree(top, uid, os.lstat(top).st_dev)
+    if message_queues:
+        removed += _purge_mqueues(uid)
+    removed += _purge_sysv(uid)
+    return removed
+
+
+def _purge_tree(folder: Path, uid: int, dev: int) -> int:
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if st.st_dev != dev:
+            continue
+        is_dir = stat.S_ISDIR(st.st_mode)
+        if st.st_uid == uid:
+            if is_dir:
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+            removed += 1
+        elif is_dir and _enterable_by(st, uid):
+            removed += _purge_tree(Path(entry.path), uid, dev)
+    return removed
+
+
+def _enterable_by(st: os.stat_result, uid: int) -> bool:
+    """Whether a bot with uid ``uid`` could have entered a folder (``x`` for
+    others, or for its group when that is a bot's group): no file of the uid
+    can be below a folder it could not enter, so the search skips it."""
+    if st.st_mode & 0o001:
+        return True
+    bot_group = st.st_gid == uid or DEFAULT_GID_BASE <= st.st_gid < DEFAULT_GID_BASE + UID_POOL_SIZE
+    return bool(bot_group and st.st_mode & 0o010)
+
+
+def _libc() -> Any:
+    return _LIBC
+
+
+def _purge_mqueues(uid: int) -> int:
+    """Unlink the POSIX message queues owned by ``uid`` (through
+    ``/dev/mqueue``, or a private mount of the mqueue file system as root)."""
+    folder = Path("/dev/mqueue")
+    if os.path.ismount(folder):
+        return _unlink_owned(folder, uid)
+    if os.geteuid() != 0:
+        return 0
+    import tempfile
+
+    libc = _libc()
+    where = tempfile.mkdtemp(prefix="hearts-arena-mqueue-")
+    try:
+        if libc.mount(b"mqueue", where.encode(), b"mqueue", 0, None) != 0:
+            return 0
+        try:
+            return _unlink_owned(Path(where), uid)
+        finally:
+            libc.umount2(where.encode(), 2)  # MNT_DETACH
+    finally:
+        with contextlib.suppress(OSError):
+            os.rmdir(where)
+
+
+def _unlink_owned(folder: Path, uid: int) -> int:
+    removed = 0
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            with contextlib.suppress(OSError):
+                if entry.stat(follow_symlinks=False).st_uid == uid:
+                    os.unlink(entry.path)
+                    removed += 1
+    return removed
+
+
+def sysv_objects(uid: int) -> list[tuple[str, int]]:
+    """System V IPC objects owned or created by ``uid``: ``(kind, id)`` with
+    kind ``"shm"``, ``"sem"`` or ``"msg"`` (read from ``/proc/sysvipc``)."""
+    found = []
+    for kind in ("shm", "sem", "msg"):
+        try:
+            lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+        except OSError:
+            continue
+        if not lines:
+            continue
+        header = lines[0].split()
+        columns = [header.index(c) for c in ("uid", "cuid") if c in header]
+        for line in lines[1:]:
+            fields = line.split()
+            if any(int(fields[c]) == uid for c in columns):
+                found.append((kind, int(fields[1])))
+    return found
+
+
+def _purge_sysv(uid: int) -> int:
+    objects = sysv_objects(uid)
+    if not objects:
+        return 0
+    libc = _libc()
+    removed = 0
+    for kind, ident in objects:
+        control = {"shm": libc.shmctl, "sem": libc.semctl, "msg": libc.msgctl}[kind]
+        # IPC_RMID is 0; semctl takes the semaphore number as its second argument.
+        result = control(ident, 0, 0, None) if kind == "sem" else control(ident, 0, None)
+        if result == 0:
+            removed += 1
+    return removed
+
+
+def _uid_has_processes(uid: int) -> bool:
+    """Whether any process, zombies included, has real uid ``uid``."""
+    needle = b"Uid:\t%d\t" % uid
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/status", "rb") as f:
+                    if needle in f.read():
+                        return True
+            except OSError:
+                continue
+    return False
+
+
+def _proc_uid(pid: str) -> int | None:
+    """Real uid of a live process; ``None`` if it is gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"State:") and line.split()[1] == b"Z":
+                    return None
+                if line.startswith(b"Uid:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _proc_has_env(pid: str, needle: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return needle in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def find_processes(*, uid: int | None = None, env: str | None = None) -> list[int]:
+    """Pids of live processes running as ``uid``, or whose environment holds
+    the exact entry ``env`` (``"NAME=value"``). The arena itself is never listed."""
+    me = os.getpid()
+    needle = env.encode() if env is not None else None
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        if (uid is not None and _proc_uid(entry) == uid) or (
+            needle is not None and _proc_has_env(entry, needle)
+        ):
+            found.append(int(entry))
+    return found
+
+
+def kill_processes(pids: Iterable[int]) -> None:
+    """Send SIGKILL to each pid (gone ones are skipped)."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def kill_all(*, uid: int | None = None, env: str | None = None, rounds: int = 20) -> int:
+    """Kill every process found by :func:`find_processes`, again until none is
+    left (a process may fork while being killed). Returns how many were killed."""
+    killed = 0
+    for _ in range(rounds):
+        pids = find_processes(uid=uid, env=env)
+        if not pids:
+            break
+        kill_processes(pids)
+        killed += len(pids)
+    return killed
+
+
+def python_for(uid: int) -> tuple[str, str | None]:
+    """A Python interpreter that user ``uid`` can run, for ``.py`` bots.
+
+    The arena's own interpreter when that user can reach it; otherwise (an
+    interpreter under a private folder such as ``/root``) the first
+    ``python3.X`` of the same version on ``PATH`` or in ``/usr/bin`` that it
+    can run, with the folder holding the ``arena`` package to put on
+    ``PYTHONPATH`` (so bots that import the rules engine still can).
+
+    Returns:
+        ``(interpreter, pythonpath or None)``.
+
+    Raises:
+        IsolationError: no interpreter of the arena's Python version is
+            runnable by an unprivileged user.
+    """
+    import subprocess
+    import sys
+
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    candidates = [sys.executable]
+    for name in (f"python{version}", "python3"):
+        for folder in [*os.environ.get("PATH", "").split(os.pathsep), "/usr/local/bin", "/usr/bin"]:
+            path = os.path.join(folder, name)
+            if os.path.isfile(path) and path not in candidates:
+                candidates.append(path)
+    probe = "import sys; print('%d.%d' % sys.version_info[:2])"
+    for exe in candidates:
+        try:
+            proc = subprocess.run(
+                [exe, "-I", "-c", probe], user=uid, group=uid, extra_groups=[],
+                capture_output=True, text=True, timeout=30, check=False, cwd="/",
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if proc.returncode == 0 and proc.stdout.strip() == version:
+            package_parent = str(Path(__file__).resolve().parents[2])
+            return exe, None if exe == sys.executable else package_parent
+    raise IsolationError(
+        f"no Python {version} interpreter can be run by an unprivileged bot user "
+        f"(the arena's, {sys.executable}, is in a private folder); install one "
+        "system-wide, or give --same-user"
+    )
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants, found through ``/proc/PID/task/TID/children``."""
+    out = []
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{p}/task/{tid}/children", "rb") as f:
+                    todo.extend(int(c) for c in f.read().split())
+            except OSError:
+                continue
+    return out

@@ -1,0 +1,477 @@
+"""Turning an entrant into a :class:`~arena.seats.process.LaunchSpec`: working folder,
+private temporary folder, environment, user, resource limits and seal.
+
+Sealed (the default wherever bubblewrap can run, :mod:`arena.seats.seal`), each
+entrant's folder is copied once, the copy bound read-only into each of its
+processes; as root the copy belongs to a group of the entrant's own, so that
+only its processes can read it (also without the seal)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import secrets
+import shutil
+import stat
+import sys
+import tempfile
+import weakref
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final
+
+from arena.seats import cgroups, isolation, seal
+from arena.seats.cores import CoreGate
+from arena.seats.entrants import IN_USE, TMPDIR_PREFIX, Entrant, bot_environment, private_tmpdir
+from arena.seats.isolation import IsolationError, Limits, UidLease
+from arena.seats.process import LaunchSpec
+
+#: Environment variable naming the tournament run (to find its leftovers on --resume).
+RUN_VARIABLE = "HEARTS_ARENA_RUN"
+#: Environment variable with a token unique to one bot process (to find its strays).
+TOKEN_VARIABLE = "HEARTS_ARENA_TOKEN"
+#: Most files in an entrant's folder (it is copied for each entrant).
+MAX_FOLDER_FILES: Final = 20_000
+#: Most bytes in an entrant's folder, in MiB.
+MAX_FOLDER_MB: Final = 2048
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchOptions:
+    """How bot processes are started (the same for every entrant of a tournament).
+
+    Attributes:
+        limits: resource limits of each process.
+        sandbox: seal each process (:mod:`arena.seats.seal`): ``True`` required
+            (refused where it cannot work), ``False`` never (``--no-sandbox``),
+            ``None`` wherever it works (the default; :meth:`Launcher.check`
+            resolves it to ``True`` or ``False``).
+        sandbox_ro: more paths bound read-only into every sealed process
+            (``--sandbox-ro``, such as a JVM outside ``/usr``).
+        tmp_mb: size of a sealed process's private ``/tmp`` and of its
+            ``/dev/shm``, in MiB each.
+        separate_users: run each process as its own unprivileged uid; ``None``
+            means "when the arena runs as root".
+        uid_base: first uid of the pool for :attr:`separate_users`.
+        run_id: names the tournament run in every bot's environment.
+        cores: bots thinking at once, across the worker processes (0: the
+            machine's cores; see :mod:`arena.seats.cores`).
+        ponder: bots may think on others' time (not frozen off move).
+        cgroup_run: opaque name of the run's control groups (:mod:`arena.seats.cgroups`).
+        gate: the core token shared by the run's processes (made from
+            ``cores`` and ``ponder`` when not given).
+    """
+
+    limits: Limits = field(default_factory=Limits)
+    sandbox: bool | None = None
+    sandbox_ro: tuple[Path, ...] = ()
+    tmp_mb: int = 64
+    separate_users: bool | None = None
+    uid_base: int = isolation.DEFAULT_UID_BASE
+    run_id: str = field(default_factory=lambda: secrets.token_hex(8))
+    cores: int = 0
+    ponder: bool = False
+    cgroup_run: str = field(default_factory=lambda: secrets.token_hex(8))
+    gate: CoreGate | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.gate is None:
+            object.__setattr__(self, "gate", CoreGate(self.cores, self.ponder))
+
+    @property
+    def run_groups(self) -> cgroups.RunGroups | None:
+        """The run's control groups, or ``None`` where this machine offers none."""
+        plan = cgroups.probe()
+        return cgroups.RunGroups(plan, self.cgroup_run) if plan.usable else None
+
+    @property
+    def uses_separate_users(self) -> bool:
+        """Whether bots get their own uid (needs root)."""
+        if self.separate_users is None:
+            return os.geteuid() == 0
+        return self.separate_users
+
+    def describe(self) -> dict[str, Any]:
+        """The options as plain data for the settings record."""
+        return {
+            "limits": self.limits.describe(),
+            "sandbox": self.sandbox,
+            "sandbox_ro": [str(p) for p in self.sandbox_ro],
+            "tmp_mb": self.tmp_mb,
+            "separate_users": self.uses_separate_users,
+        }
+
+    def describe_bounds(self) -> str:
+        """One line: where each bound of a bot comes from here, and what is not enforced."""
+        gate = self.gate
+        assert gate is not None
+        line = cgroups.probe().describe(self.limits.memory_mb, self.limits.processes)
+        pondering = (
+            "bots think on others' time (--ponder)" if gate.ponder else "bots off move frozen"
+        )
+        return f"{line}; {gate.cores} bots think at once (--cores), {pondering}"
+
+
+@dataclass
+class _Copy:
+    """An entrant's private copy of its folder."""
+
+    source: Path
+    folder: Path
+    group: UidLease | None
+
+
+@dataclass
+class _Resources:
+    """What a launcher holds until it is closed: the folder of the entrants'
+    copies and their groups."""
+
+    root: Path | None = None
+    copies: dict[str, _Copy] = field(default_factory=dict)
+
+    def close(self) -> None:
+        if self.root is not None:
+            shutil.rmtree(self.root, ignore_errors=True)
+            IN_USE.discard(self.root)
+            self.root = None
+        for copy in self.copies.values():
+            if copy.group is not None:
+                copy.group.release()
+        self.copies.clear()
+
+
+class Launcher:
+    """Makes a fresh :class:`LaunchSpec` for each process an entrant needs:
+    a uid of its own when running as root, resource limits, a private
+    temporary folder, and the seal (with a private copy of its folder).
+
+    The copies are removed by :meth:`close` (or when the launcher is
+    garbage-collected, or at exit).
+
+    Raises:
+        IsolationError: separate users asked for without root, or the seal
+            required and unavailable (see :meth:`check`).
+    """
+
+    def __init__(self, options: LaunchOptions | None = None) -> None:
+        self.options = options or LaunchOptions()
+        self._python: tuple[str, str | None] | None = None
+        self._seccomp: bytes | None = None
+        self._seccomp_known = False
+        self._resolved = False  # whether self.options.sandbox is decided here
+        self._resources = _Resources()
+        self._finalizer = weakref.finalize(self, self._resources.close)
+
+    def close(self) -> None:
+        """Remove the entrants' copies and give back their groups (idempotent)."""
+        self._finalizer()
+
+    @property
+    def sealed(self) -> bool:
+        """Whether bots are sealed (resolving the default on first use)."""
+        if not self._resolved:
+            self._resolve(announce=True)
+        return bool(self.options.sandbox)
+
+    def check(self, entrants: list[Entrant]) -> None:
+        """Check up front that the options work here, resolve whether bots are
+        sealed (printing one line on stderr when they cannot be), and make
+        each entrant's private copy of its folder.
+
+        Raises:
+            IsolationError: with one line saying what is wrong: separate users
+                without root, ``--sandbox`` where sealing cannot work, a
+                missing ``--sandbox-ro`` path, a missing program or folder,
+                two sealed entrants sharing a folder, a folder too large.
+        """
+        opts = self.options
+        if opts.separate_users is True and os.geteuid() != 0:
+            raise IsolationError("separate bot users need the arena to run as root")
+        for path in opts.sandbox_ro:
+            if not path.exists():
+                raise IsolationError(f"--sandbox-ro {path}: no such file or folder")
+        for e in entrants:
+            program = _program_file(e)
+            if not program.exists():
+                if "/" not in str(program):  # a bare command name, looked up on PATH
+                    raise IsolationError(
+                        f"entrant {e.name!r}: command {str(program)!r} was not found on PATH"
+                    )
+                raise IsolationError(f"entrant {e.name!r}: bot file not found: {program}")
+            if not program.is_file():
+                raise IsolationError(f"entrant {e.name!r}: {program} is not a regular file")
+            if not e.cwd.is_dir():
+                raise IsolationError(f"entrant {e.name!r}: its folder {e.cwd} does not exist")
+        if self.sealed:
+            _check_own_folders(entrants)
+        if opts.uses_separate_users and self._python is None:
+            lease = isolation.lease_uid(opts.uid_base)
+            try:
+                self._python = isolation.python_for(lease.uid)
+            finally:
+                lease.release()
+        for e in entrants:
+            self._copy_of(e)
+
+    def _read_only(self) -> list[Path]:
+        """Paths bound read-only into every sealed process: the runtime of
+        ``.py`` bots (see :meth:`_bot_python`) and ``--sandbox-ro``."""
+        own = self._python is None or self._python[0] == sys.executable
+        return [*seal.runtime_paths(arena_python=own), *self.options.sandbox_ro]
+
+    def _resolve(self, *, announce: bool) -> None:
+        """Decide whether bots are sealed here (probing bubblewrap as a bot
+        user would run it) and build the seccomp program."""
+        opts = self.options
+        sealed = False
+        if opts.sandbox is not False:
+            lease = isolation.lease_uid(opts.uid_base) if opts.uses_separate_users else None
+            try:
+                uid = lease.uid if lease else None
+                if lease is not None:
+                    self._bot_python(lease.uid)
+                why = seal.probe(user=uid, group=uid, read_only=self._read_only())
+            finally:
+                if lease is not None:
+                    lease.release()
+            if why is None:
+                sealed = True
+            elif opts.sandbox:
+                raise IsolationError(f"--sandbox needs bubblewrap, which cannot seal bots: {why}")
+            elif announce:
+                print(f"hearts-arena: {why}: {seal.NOT_ISOLATED}", file=sys.stderr)
+        self.options = dataclasses.replace(opts, sandbox=sealed)
+        self._resolved = True
+        if sealed:
+            self._seccomp, why = seal.seccomp_program()
+            self._seccomp_known = True
+            if self._seccomp is None and announce:
+                print(
+                    f"hearts-arena: {why}: sealed bots can still signal each other "
+                    "through file locks, keyrings and file watches (install libseccomp2)",
+                    file=sys.stderr,
+                )
+
+    def _copy_of(self, entrant: Entrant) -> _Copy | None:
+        """The entrant's private copy of its folder, made on first use; ``None``
+        when bots are neither sealed nor run as separate users (they then
+        run in place)."""
+        if not self.sealed and not self.options.uses_separate_users:
+            return None
+        res = self._resources
+        found = res.copies.get(entrant.name)
+        if found is not None:
+            return found
+        if res.root is None:
+            res.root = Path(
+                tempfile.mkdtemp(prefix=f"{TMPDIR_PREFIX}{self.options.run_id}-entrants-")
+            )
+            IN_USE.add(res.root)
+            # Bot users may pass through (not list) it, into their own group's copy only.
+            res.root.chmod(0o711 if self.options.uses_separate_users else 0o700)
+        _check_size(entrant)
+        group = isolation.lease_gid() if self.options.uses_separate_users else None
+        dest = res.root / str(len(res.copies))
+        try:
+            shutil.copytree(
+                entrant.cwd, dest, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
+            )
+            if group is not None:
+                _give_to_group(dest, group.uid)
+            else:
+                dest.chmod(0o700)
+        except BaseException:
+            shutil.rmtree(dest, ignore_errors=True)
+            if group is not None:
+                group.release()
+            raise
+        copy = _Copy(entrant.cwd, dest, group)
+        res.copies[entrant.name] = copy
+        return copy
+
+    def spec(self, entrant: Entrant) -> LaunchSpec:
+        """A launch spec for a new process of ``entrant``. Its temporary
+        folder and uid lease are released by :meth:`BotProcess.close`."""
+        opts = self.options
+        sealed = self.sealed
+        copy = self._copy_of(entrant)
+        argv: tuple[str, ...] = entrant.argv
+        cwd = entrant.cwd
+        if copy is not None:
+            argv = tuple(_moved(a, copy.source, copy.folder) for a in argv)
+            cwd = copy.folder
+        home = None if sealed else private_tmpdir(opts.run_id)
+        lease = None
+        cgroup: cgroups.BotGroup | None = None
+        try:
+            run_groups = opts.run_groups
+            if run_groups is not None:
+                limits = opts.limits
+                cgroup = run_groups.create(limits.memory_mb * isolation.MIB, limits.processes)
+            if opts.uses_separate_users:
+                lease = isolation.lease_uid(opts.uid_base)
+                lease.purge = not sealed  # a sealed bot writes nothing outside its sandbox
+                if home is not None:
+                    os.chown(home, lease.uid, copy.group.uid if copy and copy.group else lease.uid)
+            token = secrets.token_hex(8)
+            extra = {RUN_VARIABLE: opts.run_id, TOKEN_VARIABLE: token}
+            if lease is not None and argv[0] == sys.executable:
+                python, pythonpath = self._bot_python(lease.uid)
+                argv = (python, *argv[1:])
+                if pythonpath:
+                    extra["PYTHONPATH"] = pythonpath
+            env = bot_environment(home or Path("/tmp"), extra)
+            seccomp = None
+            if sealed:
+                if not self._seccomp_known:
+                    self._seccomp, _ = seal.seccomp_program()
+                    self._seccomp_known = True
+                seccomp = self._seccomp
+                argv = tuple(
+                    seal.sealed_argv(
+                        argv,
+                        folder=cwd,
+                        cwd=cwd,
+                        tmp_mb=opts.tmp_mb,
+                        read_only=self._read_only(),
+                        seccomp=seccomp is not None,
+                        bwrap=seal.bwrap_path() or "bwrap",
+                    )
+                )
+            group = copy.group.uid if copy and copy.group else (lease.uid if lease else None)
+            return LaunchSpec(
+                argv=argv,
+                cwd=cwd,
+                env=env,
+                label=entrant.name,
+                preexec=isolation.make_preexec(
+                    # The group bounds the bot's memory as a whole: no RLIMIT_AS
+                    # (it breaks JVMs and Go, which reserve address space).
+                    replace(opts.limits, memory_mb=0)
+                    if cgroup and cgroup.binds_memory
+                    else opts.limits,
+                    limit_processes=lease is not None,
+                ),
+                user=lease.uid if lease else None,
+                group=group,
+                tmpdir=home,
+                lease=lease,
+                token=f"{TOKEN_VARIABLE}={token}",
+                limits=opts.limits,
+                seccomp=seccomp,
+                sealed=sealed,
+                cgroup=cgroup,
+                gate=opts.gate,
+            )
+        except BaseException:
+            if cgroup is not None:
+                cgroup.kill(timeout=0)
+                cgroup.remove()
+            if lease is not None:
+                lease.release()
+            if home is not None:
+                shutil.rmtree(home, ignore_errors=True)
+            raise
+
+    def _bot_python(self, uid: int) -> tuple[str, str | None]:
+        if self._python is None:
+            self._python = isolation.python_for(uid)
+        return self._python
+
+
+def _moved(word: str, source: Path, dest: Path) -> str:
+    """``word`` with the folder ``source`` at its start replaced by ``dest``."""
+    text = str(source)
+    if word == text:
+        return str(dest)
+    if word.startswith(text + "/"):
+        return str(dest) + word[len(text) :]
+    return word
+
+
+def _give_to_group(folder: Path, gid: int) -> None:
+    """Make ``folder`` and everything in it owned by root and group ``gid``,
+    readable (and, where the owner could, executable) by that group only."""
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in [*dirnames, *filenames]:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            os.lchown(path, 0, gid)
+            if stat.S_ISDIR(st.st_mode):
+                os.chmod(path, 0o750)
+            elif stat.S_ISREG(st.st_mode):
+                os.chmod(path, 0o750 if st.st_mode & 0o100 else 0o640)
+    os.lchown(folder, 0, gid)
+    folder.chmod(0o750)
+
+
+def _check_size(entrant: Entrant) -> None:
+    """Refuse a folder too large to copy for each entrant.
+
+    Raises:
+        IsolationError: more than :data:`MAX_FOLDER_FILES` files or
+            :data:`MAX_FOLDER_MB` MiB.
+    """
+    files = 0
+    size = 0
+    for dirpath, dirnames, filenames in os.walk(entrant.cwd):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        files += len(filenames)
+        for name in filenames:
+            try:
+                size += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                continue
+        if files > MAX_FOLDER_FILES or size > MAX_FOLDER_MB * 1024 * 1024:
+            raise IsolationError(
+                f"entrant {entrant.name!r}: its folder {entrant.cwd} holds more than "
+                f"{MAX_FOLDER_FILES} files or {MAX_FOLDER_MB} MiB; each entrant's folder is "
+                "copied for it: give it a folder holding only its own files"
+            )
+
+
+def _check_own_folders(entrants: list[Entrant]) -> None:
+    """Sealed, an entrant sees its whole folder: refuse two entrants whose
+    different programs share one (the same program entered twice, and the
+    package's sample bots, are allowed).
+
+    Raises:
+        IsolationError: one line naming both entrants and saying how to fix it.
+    """
+    from arena.core.resources import sample_bots_dir
+
+    samples = sample_bots_dir().resolve()
+    seen: dict[Path, tuple[str, Path]] = {}
+    for e in entrants:
+        folder = e.cwd.resolve()
+        program = _program_file(e).resolve()
+        if folder == samples:
+            continue
+        other = seen.setdefault(folder, (e.name, program))
+        if other[1] != program:
+            raise IsolationError(
+                f"entrant {e.name!r} has its program in the folder of entrant {other[0]!r}, "
+                f"{folder}; sealed, a bot sees its whole folder: put each program in a "
+                "folder of its own with only the files it needs (or give --no-sandbox)"
+            )
+
+
+def _program_file(entrant: Entrant) -> Path:
+    """The file an entrant's command runs (a script, or the executable): the
+    one found when it was parsed, else (an older record) guessed from its
+    command; a bare command name not found on ``PATH`` is returned as it is."""
+    if entrant.program is not None:
+        return entrant.program
+    argv = entrant.argv
+    first = Path(argv[0])
+    if len(argv) > 1 and first.name.startswith("python"):
+        candidate = Path(entrant.cwd, argv[1])
+        if candidate.is_file():
+            return candidate
+    if first.is_absolute() or "/" in argv[0]:
+        return Path(entrant.cwd, first)
+    found = shutil.which(argv[0])
+    return Path(found) if found else first
+
+
+__all__ = ["IsolationError", "LaunchOptions", "Launcher"]

@@ -1,0 +1,941 @@
+"""One running bot program, behind a request/reply interface that never raises
+for anything the bot does.
+
+A :class:`BotProcess` owns the child process. Messages are written at once
+with non-blocking writes (a background task finishes a write the pipe could
+not take, so a bot that stops reading cannot block the referee); its stdout is
+read by the request waiting for a reply, which frames lines, enforces the
+64 KiB cap and decodes JSON (no task switch on the per-move path); its stderr
+is drained all the time into a :class:`~arena.seats.capped.CappedBuffer`, so a
+chatty bot never blocks on a full pipe. Whatever the bot does,
+:meth:`BotProcess.request` returns a :class:`Reply` that carries either the
+valid message or a fault (timeout, malformed, crashed); the referee judges
+legality.
+
+Logging: every line sent is logged at DEBUG as ``<<`` and every line received
+as ``>>``, prefixed with the entrant and pid (logger ``arena.seats.process``).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import functools
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+
+from arena.protocol import codec as protocol
+from arena.protocol.codec import clean_text
+from arena.protocol.faults import FaultKind
+from arena.seats.capped import CappedBuffer
+from arena.seats.cgroups import BotGroup
+from arena.seats.cores import CoreGate
+from arena.seats.isolation import Limits, UidLease, kill_all, process_tree, renew_cpu_limit
+
+log = logging.getLogger(__name__)
+
+#: Unread bytes queued for a bot that stopped reading before it counts as crashed.
+MAX_OUTGOING_BYTES: Final = 4 * 1024 * 1024
+#: Bytes read from a bot's stdout at most before a request is sent (lines the
+#: bot wrote while no request was pending); the rest is read during the request.
+MAX_PRE_REQUEST_READ: Final = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The outcome of one request.
+
+    Attributes:
+        message: the bot's valid reply (schema-checked), or ``None`` on a fault.
+        fault: ``None``, or the fault (timeout, malformed or crashed).
+        detail: for a fault, what happened.
+        elapsed: seconds from sending the request to the reply or the fault
+            (the clock starts when the bot holds a core and is thawed).
+        request_id: the id of the request.
+        cpu: CPU seconds the whole bot (its control group) used meanwhile,
+            or ``None`` where that is not measured.
+    """
+
+    message: dict[str, Any] | None
+    fault: FaultKind | None
+    detail: str
+    elapsed: float
+    request_id: int
+    cpu: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchSpec:
+    """How to start one bot process.
+
+    Attributes:
+        argv: the program and its arguments (never run through a shell).
+        cwd: its working directory.
+        env: its whole environment (nothing else is inherited).
+        preexec: called in the child before exec (resource limits), or ``None``.
+        user: uid to run as, or ``None`` to keep the arena's.
+        group: gid to run as, or ``None``.
+        label: how log lines and faults name it (the entrant's name).
+        tmpdir: the process's private temporary folder (its HOME and TMPDIR),
+            removed by :meth:`BotProcess.close`, or ``None``.
+        lease: the uid reserved for this process (released on close), or ``None``.
+        token: ``NAME=value`` in the process's environment, used to find its
+            strays when it has no uid of its own.
+        limits: the resource limits it runs under (for fault details).
+        seccomp: the BPF program of a sealed process, given to bubblewrap on a
+            fresh descriptor that replaces :data:`~arena.seats.seal.SECCOMP_FD_PLACEHOLDER`
+            in ``argv``; ``None`` for none.
+        sealed: ``argv`` runs the bot in bubblewrap (:func:`arena.seats.seal.sealed_argv`):
+            its pipes are passed as descriptors, and an exit status over 128
+            is bubblewrap's report of the bot's death by signal (status - 128).
+        cgroup: the bot's control group (joined before ``exec`` and before
+            the uid is dropped; killed and removed on close), or ``None``.
+        gate: the core token its requests wait for (:mod:`arena.seats.cores`), or ``None``.
+    """
+
+    argv: tuple[str, ...]
+    cwd: Path
+    env: dict[str, str]
+    label: str
+    preexec: Callable[[], None] | None = None
+    user: int | None = None
+    group: int | None = None
+    tmpdir: Path | None = None
+    lease: UidLease | None = None
+    token: str | None = None
+    limits: Limits | None = None
+    seccomp: bytes | None = None
+    sealed: bool = False
+    cgroup: BotGroup | None = None
+    gate: CoreGate | None = None
+
+    def release(self) -> None:
+        """Give back what the spec reserved: its control group (everything
+        in it killed), its uid lease and its folder."""
+        if self.cgroup is not None:
+            self.cgroup.kill()
+            self.cgroup.remove()
+        if self.lease is not None:
+            self.lease.release()
+        if self.tmpdir is not None:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+@dataclass(slots=True)
+class _Line:
+    obj: dict[str, Any] | None = None
+    bad: str | None = None  # malformed line detail
+
+
+@dataclass
+class _Stats:
+    requests: int = 0
+    slowest: float = 0.0
+    transcript: list[dict[str, Any]] | None = field(default=None)
+
+
+class BotProcess:
+    """A started bot program. Create with :meth:`start`; end with :meth:`close`.
+
+    The process runs in its own session and process group (``setsid``), so
+    :meth:`close` can signal every process the bot started that stayed in the
+    group.
+    """
+
+    def __init__(self, spec: LaunchSpec, process: Child, pidfd: int) -> None:
+        self.spec = spec
+        self.process = process
+        self.pid: int = process.pid
+        self._pidfd = pidfd
+        self._next_id = 0
+        stdin = process.stdin
+        assert stdin is not None
+        self._stdin_fd: int = stdin.fileno()  # non-blocking (Trio set it so)
+        self._out = bytearray()  # encoded messages not yet written
+        self._backlog = trio.Event()  # set when the pipe was full
+        self._input_closed = False
+        self._absorbing: int | None = None  # id whose unsolicited burst is being skipped
+        stdout = process.stdout
+        assert stdout is not None
+        self._stdout = stdout
+        self._stdout_fd: int = stdout.fileno()
+        self._inbuf = bytearray()  # the start of a line not yet complete
+        self._discarding = False  # inside an over-long line, dropping until its newline
+        self._lines: list[_Line] = []  # lines read but not yet judged
+        self._eof = False  # stdout reached its end
+        self._waiting: trio.CancelScope | None = None  # the pending request's scope
+        self.stderr = CappedBuffer()
+        self.dead: str | None = None  # why the bot can no longer be used
+        self.exited = trio.Event()
+        self.games_played: set[str] = set()  # deal keys of games played (never two from one deal)
+        self.self_name: str | None = None
+        self.stats = _Stats()
+        self._cancel = trio.CancelScope()
+        self._io_nursery: trio.Nursery | None = None
+        self._stderr_done = trio.Event()
+        self._token: int | None = None  # the core token held (see arena.seats.cores)
+        self._last_token: int | None = None  # ... and the last one (its core, if free)
+        self.cpu_seconds = 0.0  # CPU seconds charged to requests so far
+        self.oom_kills = 0  # processes the kernel killed for the group's memory bound
+        self.oom_reported = 0  # ... of which the game records already counted
+
+    def __repr__(self) -> str:
+        return f"<BotProcess {self.spec.label!r} pid={self.pid}>"
+
+    # -- start ------------------------------------------------------------
+
+    @classmethod
+    async def start(cls, spec: LaunchSpec, nursery: trio.Nursery) -> BotProcess:
+        """Start the program and its I/O tasks in ``nursery``.
+
+        The process is forked from the arena's spawner thread, which lives as
+        long as the arena: bubblewrap's ``--die-with-parent`` (a parent-death
+        signal) fires when the *thread* that forked it exits, so a bot forked
+        from one of Trio's worker threads (retired after 10 s idle) would be
+        killed 10 s later.
+
+        With a core gate, waits for a core first: the new process starts
+        holding it, and its first request (``hello``) keeps it, so start-up
+        is charged to the handshake's clock and to no other bot's (PROTOCOL.md,
+        ``time_ms``). With a control group, the child joins it before
+        ``exec`` and before dropping to the bot's uid.
+
+        Raises:
+            OSError: the program could not be started (missing, not
+                executable, bad working directory). The caller records it as
+                the fault ``crashed``; the spec's group, uid and folder are released.
+        """
+        gate = spec.gate
+        token: int | None = None
+        try:
+            if gate is not None:
+                token = await gate.acquire()
+                if spec.cgroup is not None:
+                    spec.cgroup.pin(gate.cpu_of(token))
+            try:
+                child = await _spawn(spec)
+            except BaseException:
+                if gate is not None and token is not None:
+                    gate.release(token)
+                raise
+        except BaseException:
+            spec.release()  # never started: nothing will close it
+            raise
+        pidfd = os.pidfd_open(child.pid)
+        bot = cls(spec, child, pidfd)
+        bot._token = bot._last_token = token
+        nursery.start_soon(bot._run_io)
+        return bot
+
+    async def _run_io(self) -> None:
+        with self._cancel:
+            async with trio.open_nursery() as nursery:
+                self._io_nursery = nursery
+                nursery.start_soon(self._write_loop)
+                nursery.start_soon(self._stderr_loop)
+                nursery.start_soon(self._exit_watch)
+
+    async def _exit_watch(self) -> None:
+        await trio.lowlevel.wait_readable(self._pidfd)
+        self.exited.set()
+        # A pending request reads what the bot wrote before it exited; wake it
+        # only if the pipe stays open (a grandchild holding it).
+        await trio.sleep(0.05)
+        self._gone(f"exited ({self.exit_status()})")
+
+    def exit_status(self) -> str:
+        """How the process ended, read without reaping it (``"running"`` if alive)."""
+        try:
+            info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            rc = self.process.returncode
+            return "running" if rc is None else _describe_returncode(rc)
+        if info is None:
+            return "running"
+        if info.si_code == os.CLD_EXITED:
+            if self.spec.sealed and info.si_status > 128:  # bubblewrap: killed by a signal
+                text = _describe_returncode(128 - info.si_status, self.spec.limits)
+                if info.si_status - 128 == signal.SIGKILL:
+                    text += self._memory_note()
+                return text
+            return f"exit code {info.si_status}{self._memory_note()}{self._exec_note()}"
+        text = _describe_returncode(-info.si_status, self.spec.limits)
+        if info.si_status == signal.SIGKILL:
+            text += self._memory_note()
+        return text
+
+    def _exec_note(self) -> str:
+        """Sealed, the program is started by a shell inside the sandbox: when
+        that fails (exit code 126 or 127) the shell's one-line reason, such
+        as ``Exec format error``, from the end of stderr."""
+        if not self.spec.sealed:
+            return ""
+        lines = self.stderr.text().strip().splitlines()
+        if lines and lines[-1].startswith("sh: 1: exec: "):
+            return f": cannot run its program: {clean_text(lines[-1][13:], 300)}"
+        return ""
+
+    def _memory_note(self) -> str:
+        limits = self.spec.limits
+        if limits is None or not limits.memory_mb:
+            return ""
+        group = self.spec.cgroup
+        if group is not None and group.binds_memory:
+            kills = max(self.oom_kills, group.oom_kills())
+            if kills:
+                return (
+                    f"; out of memory: its limit is {limits.memory_mb} MiB for the bot as a "
+                    f"whole ({kills} of its processes killed)"
+                )
+        text = self.stderr.text()
+        if any(sign in text for sign in _OUT_OF_MEMORY_SIGNS):
+            return f"; out of memory: its limit is {limits.memory_mb} MiB of address space"
+        return ""
+
+    def _gone(self, reason: str) -> None:
+        """The bot can no longer answer: remember why and wake a pending request."""
+        if self.dead is None:
+            self.dead = reason
+            if self._waiting is not None:
+                self._waiting.cancel()
+
+    async def _write_loop(self) -> None:
+        """Write what :meth:`flush` could not write at once, when the pipe has room."""
+        fd = self._stdin_fd
+        while self.dead is None:
+            await self._backlog.wait()
+            self._backlog = trio.Event()
+            while self._out and self.dead is None:
+                try:
+                    await trio.lowlevel.wait_writable(fd)
+                except (trio.ClosedResourceError, OSError):
+                    return
+                self._write_now()
+
+    def _write_now(self) -> None:
+        try:
+            n = os.write(self._stdin_fd, self._out)
+        except BlockingIOError:
+            n = 0
+        except OSError:  # EPIPE: the bot closed its input or exited
+            self._out.clear()
+            if self._io_nursery is not None and not self._input_closed:
+                self._input_closed = True
+                self._io_nursery.start_soon(self._note_input_closed)
+            return
+        del self._out[:n]
+
+    async def _note_input_closed(self) -> None:
+        with trio.move_on_after(0.2):
+            await self.exited.wait()
+        if self.exited.is_set():
+            self._gone(f"exited ({self.exit_status()})")
+        else:
+            self._gone("closed its input while still running")
+
+    def flush(self) -> None:
+        """Write queued messages now, as far as the pipe takes them; the rest
+        is written in the background as the bot reads. Never blocks."""
+        if self._out and self._stdin_fd >= 0:
+            self._write_now()
+            if self._out:
+                self._backlog.set()
+
+    def _frame(self, chunk: bytes) -> None:
+        """Split bytes read from stdout into lines (judged later), enforcing
+        the 64 KiB line cap without keeping more than that in memory."""
+        buf = self._inbuf
+        cap = protocol.MAX_LINE_BYTES
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                if not self._discarding:
+                    buf += chunk[start:]
+                    if len(buf) > cap:
+                        buf.clear()
+                        self._discarding = True
+                        self._lines.append(_Line(bad=f"line longer than {cap} bytes"))
+                return
+            if self._discarding:
+                self._discarding = False
+            else:
+                if buf:
+                    buf += chunk[start:nl]
+                    line = bytes(buf)
+                    buf.clear()
+                else:
+                    line = chunk[start:nl]
+                if len(line) > cap:
+                    self._lines.append(_Line(bad=f"line longer than {cap} bytes"))
+                elif line.strip():
+                    self._lines.append(self._decode(line))
+            start = nl + 1
+
+    def _decode(self, line: bytes) -> _Line:
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s pid %d >> %s", self.spec.label, self.pid, line[:500])
+        try:
+            return _Line(obj=protocol.decode_line(line))
+        except protocol.ProtocolError as exc:
+            return _Line(bad=exc.detail)
+
+    def _read_ready(self) -> None:
+        """Read what stdout holds now without waiting (bounded)."""
+        total = 0
+        while not self._eof and total < MAX_PRE_REQUEST_READ:
+            try:
+                chunk = os.read(self._stdout_fd, 65536)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._eof = True
+                return
+            total += len(chunk)
+            self._frame(chunk)
+
+    async def _output_ended(self) -> str:
+        """Why stdout ended: the process exited, or it closed its output."""
+        with trio.move_on_after(0.2):
+            await self.exited.wait()
+        if self.exited.is_set():
+            return f"exited ({self.exit_status()})"
+        return "closed its output while still running"
+
+    async def _stderr_loop(self) -> None:
+        stderr = self.process.stderr
+        assert stderr is not None
+        try:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                while chunk := await stderr.receive_some(65536):
+                    self.stderr.write(chunk)
+        finally:
+            self._stderr_done.set()
+
+    # -- talking ----------------------------------------------------------
+
+    def _send(self, message: dict[str, Any], data: bytes | None = None) -> None:
+        if data is None:
+            data = protocol.encode(message)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s pid %d << %s", self.spec.label, self.pid, data[:500])
+        if len(self._out) + len(data) > MAX_OUTGOING_BYTES:
+            self._gone(f"stopped reading its input ({len(self._out)} bytes unread)")
+            return
+        self._out += data
+
+    def notify(self, message: dict[str, Any], data: bytes | None = None) -> None:
+        """Queue a notification (no ``id``, no answer). Never blocks.
+
+        Notifications are written together with the bot's next request (one
+        write instead of several), or at the latest at the next :meth:`flush`.
+        ``data`` is the message already encoded (:func:`protocol.encode`), when
+        the same notification goes to several bots.
+        """
+        if self.dead is None:
+            self._send(message, data)
+        if self.stats.transcript is not None:
+            self.stats.transcript.append({"t": trio.current_time(), "sent": message})
+
+    async def request(
+        self,
+        kind: str,
+        fields: dict[str, Any],
+        time_limit: float,
+        *,
+        deadline: float | None = None,
+        encoded: tuple[str, Any, str] | None = None,
+    ) -> Reply:
+        """Send a request and wait for its reply or a fault.
+
+        Args:
+            kind: ``"hello"``, ``"pass"`` or ``"play"``.
+            fields: the message fields beside ``type``, ``id`` and ``time_ms``.
+            time_limit: seconds the bot has, from now (sent as ``time_ms``).
+            deadline: the absolute Trio time the reply is due, when several
+                requests share one deadline (the pass); default now + ``time_limit``.
+            encoded: ``(key, value, json_text)``: one more field whose JSON
+                text is already known (the referee keeps a hand's completed
+                tricks encoded instead of encoding them for every request).
+
+        Returns:
+            A :class:`Reply`; a reply that fails the schema, a malformed line,
+            or too many unsolicited lines give ``malformed``; no valid reply in
+            time gives ``timeout``; a dead process gives ``crashed``. Never
+            raises for the bot's behaviour.
+        """
+        self._next_id += 1
+        rid = self._next_id
+        start = trio.current_time()
+        if self.dead is not None:
+            return Reply(None, FaultKind.CRASHED, self.dead, 0.0, rid)
+        # Lines that arrived while no request was pending: stale objects are
+        # dropped; a malformed line is charged to this request (protocol/README.md).
+        charged: str | None = None
+        self._read_ready()
+        if rid > 1:
+            for event in self._lines:
+                if event.bad is not None:
+                    if charged is None:
+                        charged = event.bad
+                elif event.obj is not None and protocol.request_id_of(event.obj) == self._absorbing:
+                    self._absorbing = None
+            self._lines.clear()
+        # else: the first request (the handshake) holds the bot's core from its
+        # start: what it wrote while starting is judged as written during it.
+        if self._eof and not self._lines:
+            self._gone(await self._output_ended())
+            return Reply(None, FaultKind.CRASHED, self.dead or "gone", 0.0, rid)
+        # The clock starts once the bot holds a core and is thawed (arena.seats.cores).
+        await self._take_core()
+        cpu_before = self._cpu_ns()
+        try:
+            start = trio.current_time()
+            message = {"type": kind, "id": rid, **fields, "time_ms": int(time_limit * 1000)}
+            if encoded is None:
+                self._send(message)
+            else:
+                key, value, text = encoded
+                data = protocol.encode(message)
+                spliced = b"%s,%s:%s}\n" % (data[:-2], json.dumps(key).encode(), text.encode())
+                self._send(message, spliced)
+                message[key] = value
+            self.flush()
+            transcript = self.stats.transcript
+            if transcript is not None:
+                transcript.append({"t": start, "sent": message})
+            due = start + time_limit if deadline is None else deadline
+            reply = await self._await_reply(kind, rid, start, due, time_limit, charged)
+        finally:
+            cpu = self._release_core(cpu_before)
+        if cpu is not None:
+            reply = replace(reply, cpu=cpu)
+            self.cpu_seconds += cpu
+        self.stats.requests += 1
+        if reply.message is not None and reply.elapsed > self.stats.slowest:
+            self.stats.slowest = reply.elapsed
+        if transcript is not None:
+            entry: dict[str, Any] = {"t": trio.current_time(), "id": rid}
+            if cpu is not None:
+                entry["cpu_ms"] = round(cpu * 1000, 1)
+            if reply.message is not None:
+                entry["received"] = protocol.transcript_reply(reply.message)
+            else:
+                entry["fault"] = reply.fault.value if reply.fault else None
+                entry["detail"] = reply.detail
+            transcript.append(entry)
+        return reply
+
+    async def _take_core(self) -> None:
+        """Wait for a core token (unless held) and thaw the bot's group."""
+        gate = self.spec.gate
+        if gate is not None and self._token is None:
+            self._token = self._last_token = await gate.acquire(self._last_token)
+        group = self.spec.cgroup
+        if group is not None:
+            if gate is not None and self._token is not None:
+                group.pin(gate.cpu_of(self._token))  # its own core
+            if gate is not None and gate.ponder:
+                group.set_priority(True)
+            if group.frozen:
+                group.thaw()
+
+    def _release_core(self, cpu_before: int | None) -> float | None:
+        """Freeze the bot (unless pondering is allowed), give its core token
+        back; the CPU seconds its group used since ``cpu_before`` (ns), if known."""
+        group = self.spec.cgroup
+        gate = self.spec.gate
+        if group is not None and self.dead is None:
+            if gate is not None and gate.ponder:
+                group.set_priority(False)  # thinks on others' time, on idle CPU only
+            else:
+                group.freeze()
+        if gate is not None and self._token is not None:
+            gate.release(self._token)
+            self._token = None
+        cpu_after = self._cpu_ns()
+        if cpu_before is None or cpu_after is None:
+            return None
+        return max(0, cpu_after - cpu_before) / 1e9
+
+    def _cpu_ns(self) -> int | None:
+        group = self.spec.cgroup
+        return group.cpu_ns() if group is not None else None
+
+    def thaw(self) -> None:
+        """Let a bot frozen off move run again (before it must read a last
+        message such as ``bye``); it stays so until its next request ends."""
+        group = self.spec.cgroup
+        if group is not None:
+            group.thaw()
+
+    def freezer_state(self) -> str | None:
+        """The bot group's freezer state (``"frozen"``, ``"freezing"``,
+        ``"thawed"``), or ``None`` without a group or freezer."""
+        group = self.spec.cgroup
+        return group.freezer_state() if group is not None else None
+
+    async def _await_reply(
+        self, kind: str, rid: int, start: float, deadline: float, limit: float, charged: str | None
+    ) -> Reply:
+        if self.dead is not None:
+            return Reply(None, FaultKind.CRASHED, self.dead, 0.0, rid)
+        if charged is not None:
+            return Reply(None, FaultKind.MALFORMED, f"before the request: {charged}", 0.0, rid)
+        unsolicited = 0
+        with trio.CancelScope(deadline=deadline) as scope:
+            self._waiting = scope
+            try:
+                while True:
+                    while self._lines:
+                        event = self._lines.pop(0)
+                        if event.bad is not None:
+                            now = trio.current_time()
+                            return Reply(None, FaultKind.MALFORMED, event.bad, now - start, rid)
+                        assert event.obj is not None
+                        if protocol.carries_id(event.obj, rid):
+                            elapsed = trio.current_time() - start
+                            try:
+                                protocol.check_reply(kind, event.obj)
+                            except protocol.ProtocolError as exc:
+                                return Reply(None, FaultKind.MALFORMED, exc.detail, elapsed, rid)
+                            return Reply(event.obj, None, "", elapsed, rid)
+                        if self._absorbing is not None:
+                            # The rest of a burst that already cost an earlier
+                            # request its reply: not counted again, up to that
+                            # request's own (late) reply.
+                            if protocol.request_id_of(event.obj) == self._absorbing:
+                                self._absorbing = None
+                            continue
+                        unsolicited += 1
+                        if unsolicited > protocol.MAX_UNSOLICITED:
+                            self._absorbing = rid
+                            detail = f"more than {protocol.MAX_UNSOLICITED} unsolicited lines"
+                            now = trio.current_time()
+                            return Reply(None, FaultKind.MALFORMED, detail, now - start, rid)
+                    if self._eof:
+                        break
+                    try:
+                        chunk = await self._stdout.receive_some(65536)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        chunk = b""
+                    if chunk:
+                        self._frame(chunk)
+                    else:
+                        self._eof = True
+            finally:
+                self._waiting = None
+        now = trio.current_time()
+        if self._eof:
+            with trio.move_on_at(max(deadline, now + 0.2)):
+                self._gone(await self._output_ended())
+        if self.dead is not None:
+            return Reply(None, FaultKind.CRASHED, self.dead, now - start, rid)
+        if not scope.cancelled_caught:  # pragma: no cover - the loop only ends by EOF or cancel
+            return Reply(None, FaultKind.CRASHED, "gone", now - start, rid)
+        limit_ms = round(limit * 1000)
+        return Reply(
+            None, FaultKind.TIMEOUT, f"no reply within {limit_ms} ms", deadline - start, rid
+        )
+
+    # -- the end ----------------------------------------------------------
+
+    async def close(self, grace: float = 0.5) -> None:
+        """End the process: ``bye``, up to ``grace`` seconds to exit, SIGTERM to
+        the process group, ``grace`` more, SIGKILL to the group; then every
+        process left of the bot's (same uid, or same environment token: a
+        grandchild that left the group with ``setsid``) is killed, and the
+        child is reaped. Its uid and temporary folder are released.
+
+        The group is killed before the child is reaped, so its id cannot be
+        reused meanwhile. Shielded from cancellation: the child is always reaped.
+        """
+        with trio.CancelScope(shield=True):
+            group = self.spec.cgroup
+            if group is not None:
+                # Off move: on idle CPU only, so its last words (a hog's children
+                # too) cost no thinking bot its core.
+                group.set_priority(False)
+                group.pin(None)
+                group.thaw()  # a frozen bot reads no bye and dies of no signal (v1)
+            if self._token is not None and self.spec.gate is not None:  # pragma: no cover
+                self.spec.gate.release(self._token)
+                self._token = None
+            if self.dead is None:
+                self.notify({"type": "bye"})
+                self.flush()
+            if not self._out:  # all written: close the pipe so the bot also sees end of input
+                await self._close_stdin()
+            with trio.move_on_after(grace):
+                await self.exited.wait()
+            if not self.exited.is_set():
+                self._killpg(signal.SIGTERM)
+                with trio.move_on_after(grace):
+                    await self.exited.wait()
+            self._killpg(signal.SIGKILL)
+            spec = self.spec
+            if group is not None:  # everything the bot started, whatever its session or uid
+                self.oom_kills = group.oom_kills()
+                await trio.to_thread.run_sync(group.kill)
+            if group is not None and (spec.lease is not None or spec.sealed):
+                # Nothing of the bot's is outside its group (its uid cannot write
+                # the group's files): no scan of /proc, which costs the bots on
+                # move their CPU.
+                pass
+            elif spec.lease is not None:
+                await trio.to_thread.run_sync(
+                    lambda: kill_all(uid=spec.lease.uid if spec.lease else None)
+                )
+            elif spec.token is not None:
+                await trio.to_thread.run_sync(lambda: kill_all(env=spec.token))
+            await self.exited.wait()
+            self.process.reap()
+            with trio.move_on_after(0.2):  # the last words on stderr
+                await self._stderr_done.wait()
+            self._cancel.cancel()
+            await self._close_stdin()
+            os.close(self._pidfd)
+            if self.dead is None:
+                self.dead = "closed by the referee"
+            await trio.to_thread.run_sync(spec.release)
+
+    def abandon(self, reason: str) -> None:
+        """Stop using the process now: mark it dead and SIGKILL its group, so a
+        struck-out bot burns no more CPU. :meth:`close` still reaps it."""
+        self._gone(reason)
+        self._killpg(signal.SIGKILL)
+        if self.spec.cgroup is not None:
+            self.spec.cgroup.kill(timeout=0)
+
+    async def _close_stdin(self) -> None:
+        if self._stdin_fd >= 0:
+            self._stdin_fd = -1
+            stdin = self.process.stdin
+            assert stdin is not None
+            with contextlib.suppress(OSError, trio.ClosedResourceError):
+                await stdin.aclose()
+
+    def renew_cpu_limit(self) -> None:
+        """Give the process and its children a fresh CPU allowance for a new game."""
+        limits = self.spec.limits
+        if limits is not None and limits.cpu_seconds and self.dead is None:
+            renew_cpu_limit(process_tree(self.pid), limits.cpu_seconds)
+
+    def _killpg(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+
+
+#: Exit code of a bot process whose set-up (limits, control group, uid)
+#: failed between fork and exec; its stderr says why.
+SETUP_FAILED: Final = 125
+
+
+def _child_setup(spec: LaunchSpec) -> Callable[[], None] | None:
+    """What the child runs between ``fork`` and ``exec``: joining the bot's
+    control group, the resource limits, then (with a group) dropping to the
+    bot's uid, in that order: the group's ``cgroup.procs`` files are opened
+    before ``RLIMIT_NOFILE`` is lowered (the arena's descriptors are still
+    open in the child then) and before the uid is the bot's (which could no
+    longer write them). A failure is written to the bot's stderr and the
+    child exits with :data:`SETUP_FAILED`: a bot that could not start."""
+    limits = spec.preexec
+    group = spec.cgroup
+    if group is None and limits is None:
+        return None
+    uid, gid = spec.user, spec.group
+
+    def setup() -> None:
+        try:
+            # Join first: the arena's descriptors are still open here (they
+            # are closed after this function), so once RLIMIT_NOFILE is the
+            # bot's, opening a group's cgroup.procs could fail with EMFILE.
+            if group is not None:
+                group.join_self()
+            if limits is not None:
+                limits()
+            if group is None:
+                return
+            if gid is not None:
+                os.setgroups([])
+                os.setresgid(gid, gid, gid)
+            if uid is not None:
+                os.setresuid(uid, uid, uid)
+        except BaseException as exc:
+            # Say why on the bot's stderr (fd 2 is its pipe by now) and exit: the
+            # arena records a bot that could not start, and the tournament goes on.
+            with contextlib.suppress(OSError):
+                os.write(2, f"arena: cannot set up the bot's process: {exc!r}\n".encode())
+            os._exit(SETUP_FAILED)
+
+    return setup
+
+
+_OUT_OF_MEMORY_SIGNS: Final = (
+    "MemoryError",
+    "std::bad_alloc",
+    "OutOfMemoryError",
+    "Cannot allocate memory",
+    "out of memory",
+    "Could not reserve enough space",
+)
+
+
+def _describe_returncode(rc: int, limits: Limits | None = None) -> str:
+    if rc >= 0:
+        return f"exit code {rc}"
+    try:
+        name = signal.Signals(-rc).name
+    except ValueError:
+        name = f"signal {-rc}"
+    note = ""
+    if limits is not None:
+        if -rc == signal.SIGXCPU:
+            note = f": over its CPU limit of {limits.cpu_seconds} s per game"
+        elif -rc == signal.SIGXFSZ:
+            note = f": over its file size limit of {limits.file_size_mb} MiB"
+    return f"killed by {name}{note}"
+
+
+class Child:
+    """A started bot process: its pid, the arena's ends of its three pipes
+    (non-blocking Trio streams) and the :class:`subprocess.Popen` that reaps it."""
+
+    def __init__(
+        self,
+        popen: subprocess.Popen[bytes],
+        stdin: trio.lowlevel.FdStream,
+        stdout: trio.lowlevel.FdStream,
+        stderr: trio.lowlevel.FdStream,
+    ) -> None:
+        self.popen = popen
+        self.pid: int = popen.pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once reaped (negative: the signal), else ``None``."""
+        return self.popen.returncode
+
+    def reap(self) -> None:
+        """Reap the process, which has exited (never blocks for long)."""
+        self.popen.wait()
+
+
+_spawner: concurrent.futures.ThreadPoolExecutor | None = None
+_spawner_pid = 0
+_spawner_guard = threading.Lock()
+
+
+def _spawner_thread() -> concurrent.futures.ThreadPoolExecutor:
+    """The one thread of this process that forks bots. It never retires
+    while the arena runs (an executor's worker waits for work until shut down
+    at exit), so a parent-death signal fires only when the arena exits."""
+    global _spawner, _spawner_pid
+    with _spawner_guard:
+        if _spawner is None or _spawner_pid != os.getpid():  # none yet, or forked
+            _spawner = concurrent.futures.ThreadPoolExecutor(1, "hearts-arena-spawner")
+            _spawner_pid = os.getpid()
+        return _spawner
+
+
+async def _spawn(spec: LaunchSpec) -> Child:
+    """Start ``spec``'s command from the spawner thread with three pipes.
+
+    Raises:
+        OSError: the program could not be started.
+    """
+    fds: list[int] = []  # the child's pipe ends and the seccomp descriptor
+    ours: list[int] = []
+    try:
+        pipes = [os.pipe() for _ in range(3)]
+        child_ends = [pipes[0][0], pipes[1][1], pipes[2][1]]
+        ours = [pipes[0][1], pipes[1][0], pipes[2][0]]
+        fds += child_ends
+        # Limits, the bot's control group, then its uid (arena.seats.cgroups).
+        preexec = _child_setup(spec)
+        pass_fds: tuple[int, ...] = ()
+        if spec.sealed:
+            from arena.seats import seal
+
+            program = None
+            if spec.seccomp is not None:
+                program = seal.seccomp_fd(spec.seccomp)
+                fds.append(program)
+            preexec = functools.partial(_sealed_preexec, program, _child_setup(spec))
+            pass_fds = (seal.STDIN_FD, seal.STDOUT_FD, seal.SECCOMP_FD)
+        popen_call = functools.partial(
+            subprocess.Popen,
+            list(spec.argv),
+            stdin=child_ends[0],
+            stdout=child_ends[1],
+            stderr=child_ends[2],
+            cwd=spec.cwd,
+            env=spec.env,
+            start_new_session=True,
+            preexec_fn=preexec,
+            # With a group, the uid is dropped in _child_setup, after joining
+            # it (a bot's uid cannot write the group's files).
+            user=spec.user if spec.cgroup is None else None,
+            group=spec.group if spec.cgroup is None else None,
+            extra_groups=[] if spec.group is not None and spec.cgroup is None else None,
+            close_fds=True,
+            pass_fds=pass_fds,
+        )
+        future: concurrent.futures.Future[subprocess.Popen[bytes]]
+        future = _spawner_thread().submit(popen_call)  # type: ignore[arg-type]
+        token = trio.lowlevel.current_trio_token()
+        done = trio.Event()
+        future.add_done_callback(lambda _: token.run_sync_soon(done.set))
+        with trio.CancelScope(shield=True):  # a started process must not be lost
+            await done.wait()
+        popen: subprocess.Popen[bytes] = future.result()
+    except BaseException:
+        for fd in ours:
+            os.close(fd)
+        raise
+    finally:
+        for fd in fds:
+            os.close(fd)
+    streams = [trio.lowlevel.FdStream(fd) for fd in ours]
+    return Child(popen, *streams)
+
+
+def _sealed_preexec(program: int | None, then: Callable[[], None] | None) -> None:
+    """In the child of a sealed start, before ``exec``: move the stdin and
+    stdout pipes (0 and 1) to :data:`~arena.seats.seal.STDIN_FD` and
+    :data:`~arena.seats.seal.STDOUT_FD`, the seccomp program to
+    :data:`~arena.seats.seal.SECCOMP_FD`, and ``/dev/null`` to 0 and 1 (bubblewrap
+    keeps those); then run ``then`` (the resource limits)."""
+    import fcntl
+
+    from arena.seats import seal
+
+    moved = fcntl.fcntl(program, fcntl.F_DUPFD, 10) if program is not None else None
+    os.dup2(0, seal.STDIN_FD)
+    os.dup2(1, seal.STDOUT_FD)
+    if moved is not None:
+        os.dup2(moved, seal.SECCOMP_FD)
+        os.close(moved)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    if null > seal.SECCOMP_FD:
+        os.close(null)
+    if then is not None:
+        then()

@@ -1,0 +1,587 @@
+"""``hearts-arena replay GAME --seat N``: ask a bot one recorded decision again.
+
+The recorded game (a ``games.jsonl`` line) is played again through the real
+:class:`~arena.game.referee.Referee` with its recorded deals, and every move
+steered to the recorded one: the other three seats are
+:class:`~arena.seats.stand_ins.ScriptedSeat` s playing their recorded cards, and the
+replayed seat's bot is asked every request it was asked in the tournament,
+but the referee goes on with the recorded answer (a recorded fault is
+replayed as that fault, so the bot gets the same ``forfeit``). The messages
+are rebuilt from the record with the rules engine; transcripts are not
+needed. At the chosen decision the bot's answer is compared with the
+recorded one and the game stops there.
+
+GAME is ``PATH[#ID]``: ``PATH`` a ``games.jsonl`` file or a tournament folder
+(holding ``games.jsonl`` and ``run.json``), ``ID`` the game's id
+(``r1-t0-k2``) or its index in the schedule (``12``); a file of one game
+needs no ``ID``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from arena.cli.main import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
+from arena.core.cards import mask_of_names
+from arena.game.referee import GameSpec, Referee, RefereeSettings, SeatSetup, handshake
+from arena.protocol.faults import FaultKind
+from arena.seats.entrants import Entrant, EntrantError, entrant_from_record
+from arena.seats.launcher import Launcher
+from arena.seats.process import BotProcess, Reply
+from arena.seats.stand_ins import Exchange, Message, RecordingSeat, ScriptedSeat
+
+
+class ReplayError(ValueError):
+    """A game reference or decision that cannot be replayed (one line)."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A decision of one seat: the pass of a hand (``trick`` is ``None``) or
+    its play in a trick."""
+
+    hand: int
+    trick: int | None
+
+    def describe(self) -> str:
+        """``"hand 2 trick 5"`` or ``"hand 2 pass"``."""
+        return f"hand {self.hand} " + (f"trick {self.trick}" if self.trick else "pass")
+
+
+@dataclass
+class ReplayResult:
+    """What the bot answered at the decision, against the record.
+
+    Attributes:
+        request: the request message sent to the bot there.
+        recorded: the move played in the game (a card, or three cards for a
+            pass): the bot's answer, or the referee's default move after a fault.
+        recorded_fault: the recorded fault at that decision (``"timeout: ..."``) or ``None``.
+        recorded_answer: what the bot answered in the game: ``recorded``, the
+            illegal move of an ``illegal`` fault, or ``None`` (no valid answer).
+        answer: the bot's move now (legal or not), or ``None`` if it gave none.
+        fault: its fault now (``"timeout: no reply within 1000 ms"``,
+            ``"illegal: 2H is not in legal"``) or ``None``.
+        elapsed: seconds it took to answer.
+        transcript: every message of the game sent to the bot and answered,
+            up to the decision (``{"sent": m}`` or ``{"id", "received": m}``,
+            with ``t`` in seconds).
+    """
+
+    request: Message
+    recorded: Any
+    recorded_fault: str | None
+    recorded_answer: Any
+    answer: Any
+    fault: str | None
+    elapsed: float
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def outcome_then(self) -> tuple[str, Any]:
+        """The recorded outcome: see :func:`outcome`."""
+        reason = self.recorded_fault.split(":", 1)[0] if self.recorded_fault else None
+        return outcome(reason, self.recorded_answer)
+
+    @property
+    def outcome_now(self) -> tuple[str, Any]:
+        """The outcome now: see :func:`outcome`."""
+        reason = self.fault.split(":", 1)[0] if self.fault else None
+        return outcome(reason, self.answer)
+
+    @property
+    def same(self) -> bool:
+        """The bot does at the decision what it did in the game, judged the
+        same way for every kind of outcome (:func:`outcome`): the same legal
+        move (a pass: the same three cards in any order), the same illegal
+        move, or a fault of the same kind (``malformed``, ``timeout``,
+        ``crashed``; their details, which hold times and exit codes, may differ)."""
+        return self.outcome_then == self.outcome_now
+
+
+def outcome(reason: str | None, move: Any) -> tuple[str, Any]:
+    """What a bot did at a decision, as a comparable value:
+    ``("move", m)`` for a legal move, ``("illegal", m)`` for an illegal one
+    (``m`` a card, or a pass's cards sorted), ``(reason, None)`` for the other
+    faults (``malformed``, ``timeout``, ``crashed``)."""
+    if isinstance(move, list):
+        move = tuple(sorted(str(c) for c in move))
+    if reason is None:
+        return ("move", move)
+    if reason == "illegal":
+        return ("illegal", move)
+    return (reason, None)
+
+
+# -- finding the game -------------------------------------------------------------
+
+
+def load_game(ref: str) -> tuple[dict[str, Any], dict[str, Any] | None, Path]:
+    """The record named by ``ref`` (``PATH[#ID]``), the tournament's
+    ``run.json`` (``None`` if not beside it) and the ``games.jsonl`` path.
+
+    Raises:
+        ReplayError: no such file or game, or several games and no ``#ID``.
+    """
+    from arena.tournament.runner import read_journal
+
+    path_text, sep, selector = ref.rpartition("#") if "#" in ref else (ref, "", "")
+    path = Path(path_text)
+    folder = path if path.is_dir() else path.parent
+    games_file = path / "games.jsonl" if path.is_dir() else path
+    if not games_file.is_file():
+        raise ReplayError(f"no games file: {games_file}")
+    try:
+        records = read_journal(games_file)
+    except (OSError, ValueError) as exc:
+        raise ReplayError(str(exc)) from None
+    if not records:
+        raise ReplayError(f"{games_file} holds no game")
+    if not sep or not selector:
+        if len(records) != 1:
+            ids = ", ".join(r["game_id"] for r in records[:5])
+            raise ReplayError(
+                f"{games_file} holds {len(records)} games: name one, as {path_text or ref}#ID "
+                f"(a game id such as {records[0]['game_id']}, or an index); ids: {ids}, ..."
+            )
+        record = records[0]
+    else:
+        matches = [r for r in records if r["game_id"] == selector]
+        if not matches and selector.isdigit():
+            matches = [r for r in records if r["game_index"] == int(selector)]
+        if not matches:
+            raise ReplayError(f"{games_file} has no game {selector!r}")
+        record = matches[-1]
+    run_file = folder / "run.json"
+    run_info = None
+    if run_file.is_file():
+        from arena.cli.commands import load_run_file
+
+        try:
+            run_info = load_run_file(run_file)
+        except CliError as exc:
+            raise ReplayError(str(exc)) from None
+    return record, run_info, games_file
+
+
+def seat_of(record: dict[str, Any], text: str) -> int:
+    """A seat given as ``0``..``3`` or as the entrant's name.
+
+    Raises:
+        ReplayError: neither.
+    """
+    if text.isdigit() and int(text) < 4:
+        return int(text)
+    if text in record["seats"]:
+        return int(record["seats"].index(text))
+    raise ReplayError(f"--seat {text!r}: give 0..3 or one of {', '.join(record['seats'])}")
+
+
+def recorded_entrant(run_info: dict[str, Any] | None, name: str) -> Entrant | None:
+    """The entrant ``name`` as the tournament's ``run.json`` recorded it."""
+    if run_info is None:
+        return None
+    for e in run_info["settings"]["entrants"]:
+        if e["name"] == name:
+            try:  # its recorded argv: the words are never joined and split again
+                return entrant_from_record(e)
+            except EntrantError as exc:
+                raise ReplayError(f"run.json records {name!r}: {exc}; give --bot") from None
+    return None
+
+
+def _faults_of(record: dict[str, Any], seat: int) -> list[dict[str, Any]]:
+    return [f for f in record["faults"] if f["seat"] == seat]
+
+
+def choose_decision(
+    record: dict[str, Any], seat: int, hand: int | None, trick: int | None, pass_: bool
+) -> Decision:
+    """The decision to replay: ``--hand``/``--trick``/``--pass`` as given;
+    with none of them the seat's first faulted decision (a crash too: the
+    request at which the bot crashed), else its first decision of hand 1;
+    ``--hand`` alone means that hand's pass, or trick 1 on a hold hand.
+
+    The request at which a bot crashed, or was struck out, is itself
+    replayable (the bot is asked it again, so a fixed bot can show its
+    answer there); only decisions after it are not.
+
+    Raises:
+        ReplayError: a hand or trick the game does not have, a pass asked
+            on a hold hand, or a decision the seat's bot was never asked
+            (it crashed or was struck out before it, or failed its handshake).
+    """
+    hands = record["hands"]
+    if hand is None and trick is None and not pass_:
+        for f in _faults_of(record, seat):
+            if f["request"] in ("pass", "play") and f["hand_number"] is not None:
+                hand, trick = f["hand_number"], f["trick_number"]
+                pass_ = f["request"] == "pass"
+                break
+    hand = hand or 1
+    if hand > len(hands):
+        raise ReplayError(f"the game has {len(hands)} hands, not {hand}")
+    has_pass = hands[hand - 1]["passes"] is not None
+    if pass_ and not has_pass:
+        raise ReplayError(f"hand {hand} is a hold hand: it has no pass")
+    if trick is None and not pass_:
+        pass_ = has_pass
+        trick = None if pass_ else 1
+    if trick is not None and not 1 <= trick <= len(hands[hand - 1]["tricks"]):
+        raise ReplayError(f"hand {hand} has tricks 1..{len(hands[hand - 1]['tricks'])}")
+    decision = Decision(hand, None if pass_ else trick)
+    here = _position(hand, decision.trick)
+    for f in _faults_of(record, seat):
+        if f["request"] == "hello":
+            raise ReplayError(f"seat {seat}'s bot failed its handshake: {f['detail']}")
+        at = _position(f["hand_number"] or 0, f["trick_number"])
+        if f["reason"] == "crashed" and at < here:
+            raise ReplayError(
+                f"seat {seat}'s bot crashed at {_fault_place(f)}, before "
+                f"{decision.describe()}: {f['detail']} (replay hand {f['hand_number']}"
+                + (f" trick {f['trick_number']}" if f["trick_number"] else " --pass")
+                + " to ask it that request again)"
+            )
+        if f["reason"] == "timeout" and _STRUCK_OUT in f["detail"] and at < here:
+            raise ReplayError(
+                f"seat {seat}'s bot was struck out at {_fault_place(f)}, "
+                f"before {decision.describe()}"
+            )
+    return decision
+
+
+def _position(hand: int, trick: int | None) -> tuple[int, int]:
+    """A decision's place in the game's order: a hand's pass (trick ``None``)
+    comes before its trick 1."""
+    return (hand, trick or 0)
+
+
+def _fault_place(fault: dict[str, Any]) -> str:
+    place = f"hand {fault['hand_number']}"
+    return place + (f" trick {fault['trick_number']}" if fault["trick_number"] else " pass")
+
+
+def game_spec(record: dict[str, Any]) -> GameSpec:
+    """The :class:`GameSpec` a record was played from."""
+    seats = record["seats"]
+    seeds = record["bot_seeds"]
+    return GameSpec(
+        game_index=record["game_index"],
+        game_id=record["game_id"],
+        round=record["round"],
+        table=record["table"],
+        rotation=record["rotation"],
+        seats=(seats[0], seats[1], seats[2], seats[3]),
+        deal_key=record["deal_key"],
+        bot_seeds=(seeds[0], seeds[1], seeds[2], seeds[3]),
+        target_score=record["target_score"],
+        hands=record["hands_limit"],
+        table_key=b"",  # deals come from the record (_RecordReferee.deal)
+    )
+
+
+# -- steering the game along the record -------------------------------------------
+
+
+class _Reached(Exception):
+    """Raised by the replayed seat at the decision: the game stops there."""
+
+
+class _RecordReferee(Referee):
+    def __init__(
+        self, record: dict[str, Any], seats: Sequence[SeatSetup], settings: RefereeSettings
+    ):
+        super().__init__(game_spec(record), seats, settings)
+        self._record = record
+
+    def deal(self, hand_number: int) -> tuple[str, tuple[int, int, int, int]]:
+        hand = self._record["hands"][hand_number - 1]
+        m = [mask_of_names(cards) for cards in hand["dealt"]]
+        return hand["deal_seed"], (m[0], m[1], m[2], m[3])
+
+
+def recorded_card(record: dict[str, Any], seat: int, hand: int, trick: int) -> str:
+    """The card ``seat`` played in ``trick`` of ``hand``."""
+    t = record["hands"][hand - 1]["tricks"][trick - 1]
+    return str(t["cards"][(seat - t["leader"]) % 4])
+
+
+def _recorded_fault(record: dict[str, Any], seat: int, kind: str, hand: int, trick: int | None):  # type: ignore[no-untyped-def]
+    for f in _faults_of(record, seat):
+        if f["request"] == kind and f["hand_number"] == hand and f["trick_number"] == trick:
+            return f
+    return None
+
+
+def _recorded_move(record: dict[str, Any], seat: int, ex: Exchange) -> Any:
+    hand = ex.hand or 0
+    if ex.kind == "pass":
+        return list(record["hands"][hand - 1]["passes"][seat])
+    return recorded_card(record, seat, hand, ex.trick or 0)
+
+
+async def replay_decision(
+    record: dict[str, Any],
+    seat: int,
+    decision: Decision,
+    entrant: Entrant,
+    launcher: Launcher,
+    settings: RefereeSettings,
+) -> ReplayResult:
+    """Start ``entrant``'s bot, replay ``record`` for ``seat`` up to
+    ``decision`` and return what it answered there. Runs inside Trio.
+
+    Raises:
+        ReplayError: the bot could not be started or failed its handshake,
+            or it was never asked the decision.
+    """
+    spec = launcher.spec(entrant)
+    result: list[ReplayResult] = []
+    async with trio.open_nursery() as nursery:
+        try:
+            bot = await BotProcess.start(spec, nursery)
+        except OSError as exc:  # BotProcess.start released the spec
+            raise ReplayError(f"could not start {spec.argv[0]!r}: {exc.strerror or exc}") from None
+        try:
+            recorder = RecordingSeat(bot)
+            fault = await handshake(recorder, seat, settings.startup_time)  # type: ignore[arg-type]
+            if fault is not None:
+                raise ReplayError(f"the bot failed its handshake: {fault.reason}: {fault.detail}")
+            bot.stats.transcript = []  # the referee keeps it from game_start on
+
+            def steer(ex: Exchange, reply: Reply) -> Reply | None:
+                at = Decision(ex.hand or 0, ex.trick if ex.kind == "play" else None)
+                recorded = _recorded_move(record, seat, ex)
+                rf = _recorded_fault(record, seat, ex.kind, at.hand, at.trick)
+                if at == decision:
+                    answer, fault = None, f"{ex.fault}: {ex.detail}" if ex.fault else None
+                    if ex.reply is not None:
+                        answer = ex.reply["cards"] if ex.kind == "pass" else ex.reply["card"]
+                        why = illegal_reason(ex.request, answer)
+                        fault = f"illegal: {why}" if why else None
+                    then: Any = recorded
+                    if rf is not None:
+                        then = recorded_illegal_move(rf, ex.kind)
+                    result.append(
+                        ReplayResult(
+                            request=ex.request,
+                            recorded=recorded,
+                            recorded_fault=f"{rf['reason']}: {rf['detail']}" if rf else None,
+                            recorded_answer=then,
+                            answer=answer,
+                            fault=fault,
+                            elapsed=ex.elapsed,
+                            transcript=list(bot.stats.transcript or []),
+                        )
+                    )
+                    raise _Reached
+                if rf is not None:
+                    return _faulted_reply(ex, rf, reply.request_id)
+                fields = {"cards": recorded} if ex.kind == "pass" else {"card": recorded}
+                message = {"type": ex.kind, "id": reply.request_id, **fields}
+                return Reply(message, None, "", ex.elapsed, reply.request_id)
+
+            recorder.override = steer
+            seats: list[SeatSetup] = []
+            for s in range(4):
+                if s == seat:
+                    seats.append(SeatSetup(record["seats"][s], recorder))  # type: ignore[arg-type]
+                    continue
+                other = _other_seat(record, s)
+                seats.append(SeatSetup(record["seats"][s], other))  # type: ignore[arg-type]
+            try:
+                await _RecordReferee(record, seats, settings).play()
+            except* _Reached:
+                pass
+        finally:
+            await bot.close(settings.grace)
+            nursery.cancel_scope.cancel()
+    if not result:
+        raise ReplayError(
+            f"the bot of seat {seat} was not asked {decision.describe()} "
+            "(it was played by default moves by then)"
+        )
+    return result[0]
+
+
+_ILLEGAL_PLAY = re.compile(r"^played (\S+): ")
+_ILLEGAL_PASS = re.compile(r"^pass ([^:]*): ")
+_STRUCK_OUT = "; struck out after"
+
+
+def recorded_illegal_move(fault: dict[str, Any], kind: str) -> Any:
+    """The move of a recorded ``illegal`` fault (a card, or a pass's cards),
+    or ``None`` for another reason. Read from the fault's ``answer`` field;
+    records written before it existed give it only in ``detail``, which the
+    referee wrote as ``"played QS: ..."`` or ``"pass 2C 3C 9H: ..."``."""
+    if fault["reason"] != "illegal":
+        return None
+    answer = fault.get("answer")
+    if answer is not None:
+        return list(answer) if isinstance(answer, list) else str(answer)
+    detail: str = fault["detail"]
+    if kind == "play" and (m := _ILLEGAL_PLAY.match(detail)):
+        return m.group(1)
+    if kind == "pass" and (m := _ILLEGAL_PASS.match(detail)):
+        return m.group(1).split()
+    return None
+
+
+def illegal_reason(request: Message, answer: Any) -> str | None:
+    """Why a schema-valid ``answer`` to ``request`` is illegal (R3 for a pass:
+    three distinct cards of the hand; a play: one card of ``legal``), or
+    ``None`` when it is legal."""
+    if request["type"] == "pass":
+        hand = set(request["hand"])
+        if len(answer) != 3 or len(set(answer)) != 3:
+            return f"pass {' '.join(answer)}: a pass is three distinct cards (R3)"
+        foreign = [c for c in answer if c not in hand]
+        if foreign:
+            return f"pass {' '.join(answer)}: {foreign[0]} is not in the hand (R3)"
+        return None
+    if answer not in request["legal"]:
+        return f"played {answer}: not in legal: {' '.join(request['legal'])}"
+    return None
+
+
+def _faulted_reply(ex: Exchange, fault: dict[str, Any], rid: int) -> Reply:
+    """The reply that makes the referee record ``fault`` again and send the
+    same ``forfeit``: for an illegal move the move itself, else the fault."""
+    move = recorded_illegal_move(fault, ex.kind)
+    if move is not None:
+        field_ = {"cards": move} if ex.kind == "pass" else {"card": move}
+        return Reply({"type": ex.kind, "id": rid, **field_}, None, "", ex.elapsed, rid)
+    # The referee adds the strike-out note to the fault, not to the forfeit.
+    detail = fault["detail"].split(_STRUCK_OUT, 1)[0]
+    return Reply(None, FaultKind(fault["reason"]), detail, ex.elapsed, rid)
+
+
+def _other_seat(record: dict[str, Any], seat: int) -> ScriptedSeat:
+    passes = {
+        h["hand_number"]: h["passes"][seat] for h in record["hands"] if h["passes"] is not None
+    }
+
+    def play(request: Message) -> str:
+        return recorded_card(record, seat, request["hand_number"], request["trick_number"])
+
+    return ScriptedSeat(record["seats"][seat], passes, play)
+
+
+# -- the command --------------------------------------------------------------------
+
+
+def _cards(value: Any) -> str:
+    if value is None:
+        return "-"
+    return " ".join(value) if isinstance(value, list) else str(value)
+
+
+def format_result(
+    record: dict[str, Any], seat: int, decision: Decision, entrant: Entrant, r: ReplayResult
+) -> str:
+    """The text ``replay`` prints (without ``--verbose``'s transcript)."""
+    req = r.request
+    lines = [
+        f"game {record['game_id']} (index {record['game_index']}), seat {seat} "
+        f"({record['seats'][seat]}), {decision.describe()}",
+        f"bot: {entrant.name} ({shlex.join(entrant.argv)})",
+    ]
+    if decision.trick is None:
+        lines.append(f"pass {req['direction']} to seat {req['to']}; hand: {_cards(req['hand'])}")
+    else:
+        trick = " ".join(f"{p['seat']}:{p['card']}" for p in req["trick"]) or "(you lead)"
+        broken = "broken" if req["hearts_broken"] else "not broken"
+        lines.append(f"trick so far: {trick}; hearts {broken}")
+        lines.append(f"hand:  {_cards(req['hand'])}")
+        lines.append(f"legal: {_cards(req['legal'])}")
+    if r.recorded_fault:
+        lines.append(f"played:   {_cards(r.recorded)}   (the referee's default move after a fault)")
+        lines.append(f"recorded: {_cards(r.recorded_answer)}   ({r.recorded_fault})")
+    else:
+        lines.append(f"recorded: {_cards(r.recorded)}")
+    if r.answer is None:
+        lines.append(f"now:      fault: {r.fault}")
+    elif r.fault is not None:
+        lines.append(f"now:      {_cards(r.answer)}   ({r.fault}; {r.elapsed * 1000:.1f} ms)")
+    else:
+        lines.append(f"now:      {_cards(r.answer)}   ({r.elapsed * 1000:.1f} ms)")
+    lines.append(verdict_line(r))
+    return "\n".join(lines)
+
+
+def verdict_line(r: ReplayResult) -> str:
+    """The last line of ``replay``'s output: ``same as recorded`` or
+    ``DIFFERENT from the record``, with what changed when a fault came or went."""
+    if r.same:
+        kind = r.outcome_now[0]
+        return "same as recorded" + ("" if kind == "move" else f" (the same {kind} fault)")
+    then, now = r.outcome_then[0], r.outcome_now[0]
+    if then != "move" and now == "move":
+        return f"DIFFERENT from the record: the recorded {then} fault is gone (a legal move now)"
+    if then == "move" and now != "move":
+        return f"DIFFERENT from the record: a {now} fault now, a legal move then"
+    if then != now:
+        return f"DIFFERENT from the record: a {now} fault now, a {then} fault then"
+    return "DIFFERENT from the record"
+
+
+def replay_command(args: argparse.Namespace) -> int:
+    """``hearts-arena replay``: exit 0 if the bot does as recorded (the same
+    move, or the same fault: :attr:`ReplayResult.same`), 5 if not (a fixed
+    bot that no longer faults exits 5 too, and says so), 2 on a bad
+    reference, seat or decision."""
+    from arena.cli.tools import launcher_for, parse_bot
+
+    try:
+        record, run_info, _path = load_game(args.game)
+        seat = seat_of(record, args.seat)
+        decision = choose_decision(record, seat, args.hand, args.trick, args.pass_)
+    except ReplayError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    name = record["seats"][seat]
+    if args.bot is not None:
+        entrant = parse_bot(args.bot)
+    else:
+        try:
+            found = recorded_entrant(run_info, name)
+        except ReplayError as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
+        if found is None:
+            raise CliError(
+                f"give --bot: no run.json beside the games file names {name!r}'s command"
+            )
+        entrant = found
+    recorded = (run_info or {}).get("settings", {})
+    settings = RefereeSettings(
+        time_limit=args.time_limit or recorded.get("time_limit", 1.0),
+        startup_time=args.startup_time or recorded.get("startup_time", 10.0),
+        strikes=recorded.get("strikes", 3),
+        grace=recorded.get("grace", 0.5),
+    )
+    launcher = launcher_for(args, [entrant])
+    try:
+        result = trio.run(replay_decision, record, seat, decision, entrant, launcher, settings)
+    except* ReplayError as group:
+        raise CliError(str(group.exceptions[0]), EXIT_USAGE) from None
+    finally:
+        launcher.close()  # the entrant's copy of its folder
+    if args.verbose:
+        for entry in result.transcript:
+            if "sent" in entry:
+                print("> " + json.dumps(entry["sent"], separators=(", ", ": ")))
+            elif "received" in entry:
+                print("< " + json.dumps(entry["received"], separators=(", ", ": ")))
+            elif "fault" in entry:
+                print(f"! {entry['fault']}: {entry.get('detail', '')}")
+        print()
+    print(format_result(record, seat, decision, entrant, result))
+    return EXIT_OK if result.same else EXIT_FAILED

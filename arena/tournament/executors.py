@@ -1,0 +1,172 @@
+"""Executors: where a tournament's games are played.
+
+An executor plays a list of games (any subset of a schedule, or one ladder
+batch) and hands each finished game's JSON record to a sink in the calling
+thread, in completion order. The coordinator -- the ``run`` command -- keeps
+the journal, the ratings and the report; ratings are applied in schedule
+order, so the standings do not depend on the executor.
+
+* :class:`LocalExecutor` (``--executor local``, the default): bot processes
+  on this machine, ``--jobs`` games at a time (:class:`TournamentRunner`).
+* :class:`arena.tournament.dask_executor.DaskExecutor` (``--executor dask``): tables
+  sent to a Dask distributed cluster. Dask is an optional extra
+  (``pip install 'hearts-arena[dask]'``); it is imported only when asked
+  for (:func:`dask_available`, :func:`make_executor`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final, Protocol
+
+import trio
+
+from arena.game.referee import GameSpec
+from arena.seats.entrants import Entrant
+from arena.seats.launcher import Launcher
+from arena.tournament.pool import ProcessPool, worker_count
+from arena.tournament.runner import Games, TournamentRunner, TournamentSettings
+
+#: Games per worker process below which a local run stays in one process.
+POOL_MIN_GAMES: int = 8
+
+#: Executor names of ``--executor``.
+EXECUTORS: Final = ("local", "dask")
+
+#: Called with each finished game's JSON record.
+RecordSink = Callable[[dict[str, Any]], None]
+
+
+class ExecutorUnavailable(RuntimeError):
+    """The executor asked for cannot run here (Dask not installed, or the
+    cluster unreachable or unfit); the message is one line for the user."""
+
+
+class Executor(Protocol):
+    """Plays games; see the module docstring."""
+
+    def play(self, games: Games, on_record: RecordSink) -> None:
+        """Play ``games`` (a list, or a :class:`arena.tournament.runner.ScheduleStream`
+        walked lazily by the local executor), calling ``on_record`` once per finished game in
+        the calling thread. Returns when every game is recorded.
+
+        A ``KeyboardInterrupt`` stops the games in flight (their bot
+        processes are closed) and propagates; games finished before it were
+        already handed to ``on_record``.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release what the executor holds (a cluster it started)."""
+        ...
+
+
+class LocalExecutor:
+    """Games on this machine: ``settings.jobs`` chains at once, each keeping
+    its bot processes along its games (:class:`TournamentRunner`)."""
+
+    def __init__(
+        self,
+        entrants: Sequence[Entrant],
+        settings: TournamentSettings,
+        launcher: Launcher,
+        live: Any = None,
+    ) -> None:
+        self.live = live  # the live view's bounded queue (--live), or None
+        self.entrants = list(entrants)
+        self.settings = settings
+        self.launcher = launcher
+        self._pool: ProcessPool | None = None
+
+    def play(self, games: Games, on_record: RecordSink) -> None:
+        """See :meth:`Executor.play`. With ``--jobs`` above 1 on a machine
+        with several cores, and at least :data:`POOL_MIN_GAMES` games per
+        worker, the games run in worker processes (:class:`arena.tournament.pool.ProcessPool`),
+        since one Trio referee uses one core; fewer games run here, where
+        starting the workers (about half a second) would cost more than it saves."""
+        if not games:
+            return
+        workers = worker_count(self.settings.jobs)
+        if workers > 1 and (self._pool is not None or len(games) >= POOL_MIN_GAMES * workers):
+            if self._pool is None:
+                self._pool = ProcessPool(
+                    self.entrants, self.settings, self.launcher.options, workers, self.live
+                )
+            self._pool.play(games, on_record)
+            return
+        feed = None
+        if self.live is not None:
+            from arena.game.feed import LiveFeed
+
+            feed = LiveFeed(self.live)
+        runner = TournamentRunner(self.entrants, self.settings, self.launcher, on_record, live=feed)
+        trio.run(runner.run, games)
+
+    def close(self) -> None:
+        """Stop the worker processes, if any."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+
+def work_units(games: Iterable[GameSpec]) -> list[list[GameSpec]]:
+    """The games grouped into units a remote worker plays as one task, in
+    schedule order of their first games: all the games of one table (a
+    ladder table's four rotations of one deal; a round-robin or gauntlet
+    table's seatings over the rounds, played as chains that reuse processes).
+    Games that share a deal are always in one unit, whose games the worker
+    plays one at a time, so no two games of a deal are in play at once.
+    Builds every unit at once (a stream is walked whole): the Dask executor
+    is not streamed."""
+    tables: dict[int, list[GameSpec]] = {}
+    for g in sorted(games, key=lambda g: g.game_index):
+        tables.setdefault(g.table, []).append(g)
+    return sorted(tables.values(), key=lambda unit: unit[0].game_index)
+
+
+def dask_available() -> bool:
+    """Whether ``dask.distributed`` can be imported (without importing it)."""
+    try:
+        return importlib.util.find_spec("distributed") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def make_executor(
+    kind: str,
+    entrants: Sequence[Entrant],
+    settings: TournamentSettings,
+    launcher: Launcher,
+    scheduler: str | None = None,
+    live: Any = None,
+) -> Executor:
+    """The executor named ``kind`` (see :data:`EXECUTORS`).
+
+    Args:
+        kind: ``"local"`` or ``"dask"``.
+        live: for ``"local"``, the live view's bounded queue (``--live``),
+            or ``None``; Dask games send no events (the view shows finished
+            games only).
+        scheduler: for ``"dask"``, the scheduler's address
+            (``tcp://host:8786``); ``None`` starts a ``LocalCluster`` of
+            ``settings.jobs`` single-threaded workers, each declaring the
+            resource ``table=1``.
+
+    Raises:
+        ExecutorUnavailable: Dask is not installed, the scheduler cannot be
+            reached, no worker declares the ``table`` resource, or a worker
+            cannot run the entrants' programs.
+        ValueError: an unknown ``kind``.
+    """
+    if kind == "local":
+        return LocalExecutor(entrants, settings, launcher, live)
+    if kind != "dask":
+        raise ValueError(f"unknown executor {kind!r}")
+    if not dask_available():
+        raise ExecutorUnavailable(
+            "--executor dask needs Dask distributed: pip install 'hearts-arena[dask]'"
+        )
+    from arena.tournament.dask_executor import DaskExecutor
+
+    return DaskExecutor(entrants, settings, launcher.options, scheduler)

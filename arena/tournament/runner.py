@@ -1,0 +1,899 @@
+"""Tournaments: the schedule (pure) and the runner that plays it (Trio).
+
+Fairness of the round-robin schedule (:func:`schedule_round_robin`):
+
+* every group of four entrants (a *table*) plays, each round, in four seat
+  rotations: rotation ``k`` seats the table's entrant ``i`` (names sorted) at
+  seat ``(i + k) % 4``;
+* with ``seating="full"`` a table plays all 24 seatings instead: seating
+  ``k`` (0..23, the ``rotation`` field) seats entrant ``i`` at seat
+  ``SEAT_PERMUTATIONS[k][i]``, so each entrant also meets every order of its
+  three neighbours (the pass goes left, right and across, R3), and holds each
+  seat's cards six times per round;
+* the rotations (or seatings) of table ``t`` in round ``r`` play the same
+  deals, named by the deal key ``"r{r}-t{t}"``; hand ``h`` is dealt under the
+  table key derived from the tournament's master key and that name
+  (:mod:`arena.core.keys`, R2), so over the four rotations each entrant holds each
+  seat's cards once per round (duplicate deals), and a game's deals and bot
+  seeds depend only on its identity (round, table, rotation), never on its
+  position in a schedule: a gauntlet's ``r1-t3-k2`` is the round-robin's.
+
+The runner plays *chains*: the games of one table and rotation across the
+rounds. A chain keeps its four bot processes from game to game (their deals
+differ from round to round), restarting a process only after it crashed or
+failed its handshake; ``--jobs`` chains run at once, each with one game in
+flight. Chain ``k`` of a table starts at round ``1 + k mod R`` and goes round
+the rounds from there, so the rotations of a table mostly play different
+deals at any moment; and a game only starts once no other game of its deal
+key is being played (:class:`DealLocks`): **no entrant ever has two processes
+holding cards of the same deal at the same time**. Results are recorded as
+each game ends and rated later in schedule order, so the standings do not
+depend on ``--jobs``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import json
+import math
+import os
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
+
+import trio
+
+from arena.core.keys import MasterKey
+from arena.game.referee import GameSpec, Referee, RefereeSettings, SeatSetup, start_bot
+from arena.seats.entrants import Entrant
+from arena.seats.launcher import Launcher
+from arena.seats.process import BotProcess
+
+if TYPE_CHECKING:
+    from arena.game.feed import LiveFeed
+
+#: Version of the output folder's files; 2: deals and seeds from a master key.
+FORMAT_VERSION: Final = 2
+
+#: Seatings of a table per round: ``"rotations"`` (4, the default) or ``"full"`` (24).
+SEATINGS: Final = ("rotations", "full")
+
+#: Tournament formats: every table (``"round-robin"``, the default) or only
+#: the tables that include the candidate (``"gauntlet"``, :func:`schedule_gauntlet`),
+#: or tables chosen from the current ratings (``"ladder"``, :mod:`arena.tournament.ladder`).
+FORMATS: Final = ("round-robin", "gauntlet", "ladder")
+
+#: The 24 seatings of ``--seating full``: entrant ``i`` of a table sits at
+#: seat ``SEAT_PERMUTATIONS[k][i]`` (lexicographic order; ``k = 0`` is rotation 0).
+SEAT_PERMUTATIONS: Final = tuple(itertools.permutations(range(4)))
+
+
+@dataclass(frozen=True)
+class TournamentSettings:
+    """Settings of one tournament. Times are in seconds.
+
+    Attributes:
+        seed: a public seed (``--seed``) the master key is made from, or
+            ``None`` when the key is secret (drawn, or from a key file).
+        key: the tournament's master key (:mod:`arena.core.keys`); every random
+            choice derives from it. Made from ``seed`` when not given.
+            :meth:`without_key` drops it from what is sent to workers.
+        rounds: rounds of the round-robin (each plays every table in four rotations).
+        seating: ``"rotations"`` (4 seatings of a table per round) or
+            ``"full"`` (all 24 seat permutations per round).
+        target_score: play each game to this total (R13), or ``None``.
+        hands: play exactly this many hands per game instead, or ``None``.
+        jobs: games in flight at once.
+        fresh_processes: start new bot processes for every game instead of
+            reusing them along a chain.
+        referee: the referee's settings (time limits, strikes, grace).
+        format: ``"round-robin"`` or ``"gauntlet"`` (see :data:`FORMATS`).
+        candidate: the entrant every table of a gauntlet includes, or ``None``.
+        games: a ladder's game budget (``--games``; whole tables of four
+            games are played, so at most ``4 * (games // 4)``), else ``None``.
+        sigma_target: a ladder stops early once every entrant's TrueSkill
+            ``sigma`` is below this, or ``None``.
+        ladder_batch: tables a ladder chooses at a time from one snapshot of
+            the ratings (a setting of the tournament, never of the machine).
+        disqualify_after: rank an entrant with this many faults or more (of
+            every kind, over the tournament) after every other entrant, or
+            ``None`` (off). A standings rule only: its games are played and
+            count for the others (:func:`arena.results.standings.disqualify`).
+    """
+
+    seed: int | str | None = None
+    key: MasterKey | None = field(default=None, repr=False, compare=False)
+    rounds: int = 2
+    target_score: int | None = 100
+    hands: int | None = None
+    jobs: int = 1
+    fresh_processes: bool = False
+    seating: str = "rotations"
+    referee: RefereeSettings = field(default_factory=RefereeSettings)
+    format: str = "round-robin"
+    candidate: str | None = None
+    games: int | None = None
+    sigma_target: float | None = None
+    ladder_batch: int = 16
+    disqualify_after: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.key is None and self.seed is not None:
+            object.__setattr__(self, "key", MasterKey.from_seed(self.seed))
+        if self.rounds < 1:
+            raise ValueError("rounds must be at least 1")
+        if self.jobs < 1:
+            raise ValueError("jobs must be at least 1")
+        if (self.target_score is None) == (self.hands is None):
+            raise ValueError("give exactly one of target_score and hands")
+        if self.seating not in SEATINGS:
+            raise ValueError(f"seating must be one of {', '.join(SEATINGS)}, got {self.seating!r}")
+        if self.format not in FORMATS:
+            raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {self.format!r}")
+        if (self.format == "gauntlet") != (self.candidate is not None):
+            raise ValueError("a gauntlet, and only a gauntlet, has a candidate")
+        if (self.format == "ladder") != (self.games is not None):
+            raise ValueError("a ladder, and only a ladder, has a game budget (games)")
+        if self.games is not None and self.games < 4:
+            raise ValueError("a ladder needs a budget of at least 4 games (one table)")
+        if self.ladder_batch < 1:
+            raise ValueError("ladder_batch must be at least 1")
+
+    @property
+    def master_key(self) -> MasterKey:
+        """The master key.
+
+        Raises:
+            RuntimeError: these settings carry no key (a worker's copy).
+        """
+        if self.key is None:
+            raise RuntimeError("these tournament settings carry no key (a worker's copy)")
+        return self.key
+
+    def without_key(self) -> TournamentSettings:
+        """A copy without the key or the seed it came from, for worker
+        processes: they are given each game's derived values only."""
+        return replace(self, seed=None, key=None)
+
+    def to_json(self) -> dict[str, Any]:
+        """The settings under their command-line flag names (times in seconds),
+        with the key's commitment (never the key) and the bootstrap's seed."""
+        ref = self.referee
+        key = self.master_key
+        out: dict[str, Any] = {
+            "seed": self.seed,
+            "key_commitment": key.commitment(),
+            "bootstrap_seed": key.draw_seed("bootstrap", "intervals"),
+            "format": self.format,
+            "candidate": self.candidate,
+            "rounds": self.rounds,
+            "seating": self.seating,
+            "target_score": self.target_score,
+            "hands": self.hands,
+            "time_limit": ref.time_limit,
+            "startup_time": ref.startup_time,
+            "strikes": ref.strikes,
+            "grace": ref.grace,
+            "max_tiebreak_hands": ref.max_tiebreak_hands,
+            "transcripts": ref.transcripts,
+            "jobs": self.jobs,
+            "fresh_processes": self.fresh_processes,
+        }
+        if ref.transcripts:  # recorded only then, so older runs still resume
+            out["transcript_cap"] = ref.transcript_cap
+        if self.disqualify_after is not None:  # likewise
+            out["disqualify_after"] = self.disqualify_after
+        if self.format == "ladder":  # likewise
+            out["games"] = self.games
+            out["sigma_target"] = self.sigma_target
+            out["ladder_batch"] = self.ladder_batch
+        return out
+
+
+#: Settings that may differ between a run and its resumption.
+RESUMABLE_DIFFERENCES: Final = frozenset({"jobs"})
+
+
+def tables_of(names: Sequence[str]) -> list[tuple[str, str, str, str]]:
+    """Every group of four entrants, each group and the list in sorted order.
+    Builds the whole list (``C(n, 4)`` tuples): :func:`iter_tables` walks it lazily."""
+    return list(iter_tables(names))
+
+
+def iter_tables(names: Sequence[str]) -> Iterator[tuple[str, str, str, str]]:
+    """The groups of :func:`tables_of`, in the same order, one at a time."""
+    groups = itertools.combinations(sorted(names), 4)
+    return cast("Iterator[tuple[str, str, str, str]]", groups)
+
+
+def schedule_round_robin(names: Sequence[str], settings: TournamentSettings) -> list[GameSpec]:
+    """The games of a round-robin, in schedule order (round, table, rotation).
+
+    With ``settings.seating == "full"`` each table plays the 24 seatings of
+    :data:`SEAT_PERMUTATIONS` per round (``rotation`` 0..23, game ids
+    ``r{round}-t{table}-p{k}``) instead of the 4 rotations.
+
+    Pure: the same names and settings always give the same list. See the
+    module docstring for its fairness properties. Builds every game: for a
+    large field walk :class:`ScheduleStream` instead (the same games).
+
+    Raises:
+        ValueError: fewer than four entrants, or duplicate names.
+    """
+    return list(_stream(names, settings, None))
+
+
+def schedule_gauntlet(
+    names: Sequence[str], settings: TournamentSettings, candidate: str | None = None
+) -> list[GameSpec]:
+    """The games of a gauntlet: only the round-robin's tables that include
+    ``candidate`` (default ``settings.candidate``), with the same deals, seat
+    rotations (or 24 seatings) and seeds per game as
+    :func:`schedule_round_robin`. Tables keep their round-robin numbers
+    (``table`` and the game id), so ``r1-t3-k2`` names the same table in
+    both formats; ``game_index`` counts the gauntlet's games from 0.
+
+    Raises:
+        ValueError: fewer than four entrants, duplicate names, no candidate,
+            or a candidate that is not an entrant.
+    """
+    candidate = candidate if candidate is not None else settings.candidate
+    if candidate is None:
+        raise ValueError("a gauntlet needs a candidate")
+    if candidate not in names:
+        raise ValueError(f"the candidate {candidate!r} is not an entrant")
+    return list(_stream(names, settings, candidate))
+
+
+#: The most games a scheduled tournament may have: ``game_index`` is at most
+#: 10^9 in a game record (:data:`RECORD_SCHEMA`). Schedules are walked lazily
+#: (:class:`ScheduleStream`), so their size costs no memory; what bounds a run
+#: in practice is time (``--dry-run`` prints the estimate) and the report,
+#: which holds every game record at the end.
+MAX_SCHEDULED_GAMES: Final = 10**9
+
+
+def scheduled_games(entrants: int, settings: TournamentSettings) -> int:
+    """How many games :func:`schedule` would make, without making them:
+    tables (every group of four, or only the candidate's) × seatings per
+    table (4 rotations or 24) × rounds."""
+    return _groups(entrants, settings) * _seatings_count(settings) * settings.rounds
+
+
+def _groups(entrants: int, settings: TournamentSettings) -> int:
+    """Tables per round: ``C(n, 4)``, or ``C(n - 1, 3)`` for a gauntlet."""
+    if settings.format == "gauntlet":
+        return math.comb(entrants - 1, 3)
+    return math.comb(entrants, 4)
+
+
+def _seatings_count(settings: TournamentSettings) -> int:
+    return 24 if settings.seating == "full" else 4
+
+
+def schedule(names: Sequence[str], settings: TournamentSettings) -> list[GameSpec]:
+    """The games of ``settings.format``: :func:`schedule_round_robin` or
+    :func:`schedule_gauntlet`. A ladder's games are chosen as it runs
+    (:func:`arena.tournament.ladder.play_ladder`): it has no schedule up front.
+
+    Raises:
+        ValueError: see those functions; ``settings.format`` is ``"ladder"``.
+    """
+    if settings.format == "ladder":
+        raise ValueError(
+            "a ladder's games are chosen as it runs (arena.tournament.ladder.play_ladder)"
+        )
+    if settings.format == "gauntlet":
+        return schedule_gauntlet(names, settings)
+    return schedule_round_robin(names, settings)
+
+
+def _check_names(names: Sequence[str], candidate: str | None) -> None:
+    if len(set(names)) != len(names):
+        raise ValueError("entrant names must be unique")
+    if len(names) < 4:
+        raise ValueError(f"a tournament needs at least four entrants, got {len(names)}")
+    if candidate is not None and candidate not in names:
+        raise ValueError(f"the candidate {candidate!r} is not an entrant")
+
+
+def _seatings(settings: TournamentSettings) -> tuple[Sequence[Sequence[int]], str]:
+    """The seatings of a table per round and the letter of their game ids."""
+    if settings.seating == "full":
+        return SEAT_PERMUTATIONS, "p"
+    return tuple(tuple((i + k) % 4 for i in range(4)) for k in range(4)), "k"
+
+
+class _Maker:
+    """Makes the games of one schedule from their identity (round, table,
+    seating) and their position (``game_index``)."""
+
+    def __init__(self, settings: TournamentSettings) -> None:
+        self.settings = settings
+        self.key = settings.master_key
+        self.seatings, self.tag = _seatings(settings)
+        self._table_keys: dict[str, bytes] = {}
+
+    def table_key(self, deal_key: str) -> bytes:
+        # A chain asks for the same deal key only once, a round-robin walk
+        # four or 24 times in a row: keep the last few only.
+        found = self._table_keys.get(deal_key)
+        if found is None:
+            if len(self._table_keys) > 64:
+                self._table_keys.clear()
+            found = self._table_keys[deal_key] = self.key.table_key(deal_key)
+        return found
+
+    def game(
+        self, index: int, rnd: int, t: int, k: int, table: tuple[str, str, str, str]
+    ) -> GameSpec:
+        deal_key = f"r{rnd}-t{t}"
+        game_id = f"r{rnd}-t{t}-{self.tag}{k}"
+        seats = ["", "", "", ""]
+        for i, name in enumerate(table):
+            seats[self.seatings[k][i]] = name
+        return GameSpec(
+            game_index=index,
+            game_id=game_id,
+            round=rnd,
+            table=t,
+            rotation=k,
+            seats=(seats[0], seats[1], seats[2], seats[3]),
+            deal_key=deal_key,
+            bot_seeds=self.key.bot_seeds(game_id),
+            target_score=self.settings.target_score,
+            hands=self.settings.hands,
+            table_key=self.table_key(deal_key),
+        )
+
+
+def _candidate_tables(
+    names: Sequence[str], candidate: str | None
+) -> Iterator[tuple[int, int, tuple[str, str, str, str]]]:
+    """``(t, j, table)``: the round-robin number ``t`` of each table played
+    (all, or the candidate's) and its position ``j`` among those played."""
+    j = 0
+    for t, table in enumerate(iter_tables(names)):
+        if candidate is not None and candidate not in table:
+            continue
+        yield t, j, table
+        j += 1
+
+
+def _stream(
+    names: Sequence[str], settings: TournamentSettings, candidate: str | None
+) -> Iterator[GameSpec]:
+    """Every game of a round-robin (``candidate`` ``None``) or gauntlet, in
+    schedule order, made one at a time. Raises as :func:`schedule_round_robin`
+    does, at the first ``next``."""
+    _check_names(names, candidate)
+    maker = _Maker(settings)
+    index = 0
+    for rnd in range(1, settings.rounds + 1):
+        for t, _, table in _candidate_tables(names, candidate):
+            for k in range(len(maker.seatings)):
+                yield maker.game(index, rnd, t, k, table)
+                index += 1
+
+
+class ScheduleStream:
+    """The games of a round-robin or gauntlet (``settings.format``), walked
+    lazily: the same games in the same order as :func:`schedule`, but none
+    is kept, so memory does not grow with the schedule. Iterable more than
+    once; ``len()`` is computed, not counted.
+
+    Args:
+        names: the entrants.
+        settings: a round-robin's or gauntlet's settings.
+        skip: ``game_index`` values left out (games already played, on
+            ``--resume``); indices outside the schedule are ignored.
+
+    Raises:
+        ValueError: a ladder (it has no schedule), duplicate names, fewer than
+            four entrants, or a gauntlet's candidate that is not an entrant.
+    """
+
+    def __init__(
+        self, names: Sequence[str], settings: TournamentSettings, skip: Iterable[int] = ()
+    ) -> None:
+        if settings.format == "ladder":
+            raise ValueError(
+                "a ladder's games are chosen as it runs (arena.tournament.ladder.play_ladder)"
+            )
+        self.names = list(names)
+        self.settings = settings
+        self.candidate = settings.candidate if settings.format == "gauntlet" else None
+        _check_names(self.names, self.candidate)
+        self.total = scheduled_games(len(self.names), settings)
+        self.skip = frozenset(i for i in skip if 0 <= i < self.total)
+
+    def __len__(self) -> int:
+        """Games in the stream (the schedule's, less those skipped)."""
+        return self.total - len(self.skip)
+
+    def __iter__(self) -> Iterator[GameSpec]:
+        """The games in schedule order (``game_index`` increasing)."""
+        for game in _stream(self.names, self.settings, self.candidate):
+            if game.game_index not in self.skip:
+                yield game
+
+    def chains(self) -> Iterator[list[GameSpec]]:
+        """The chains of :func:`chains_of` over this stream's games, made one
+        table at a time. For a whole schedule they are exactly
+        :func:`chains_of`'s, in the same order; with games skipped each
+        chain is the same, but the chains come in table then seating order
+        (:func:`chains_of` orders them by their first game left)."""
+        maker = _Maker(self.settings)
+        seatings = len(maker.seatings)
+        per_round = _groups(len(self.names), self.settings) * seatings
+        for t, j, table in _candidate_tables(self.names, self.candidate):
+            for k in range(seatings):
+                chain = []
+                for rnd in range(1, self.settings.rounds + 1):
+                    index = (rnd - 1) * per_round + j * seatings + k
+                    if index not in self.skip:
+                        chain.append(maker.game(index, rnd, t, k, table))
+                if chain:
+                    shift = k % len(chain)
+                    yield chain[shift:] + chain[:shift]
+
+
+#: Games given to a runner: a list (any subset of a schedule) or a stream.
+Games = Sequence[GameSpec] | ScheduleStream
+
+
+def iter_chains(games: Games) -> Iterator[list[GameSpec]]:
+    """The chains of ``games``: :meth:`ScheduleStream.chains` made as they are
+    needed, or :func:`chains_of` of a list."""
+    if isinstance(games, ScheduleStream):
+        return games.chains()
+    return iter(chains_of(games))
+
+
+def chains_of(games: Iterable[GameSpec]) -> list[list[GameSpec]]:
+    """Group games into chains that one set of processes can play in turn:
+    same table and rotation (so the same entrant at each seat), different
+    rounds. Chains are ordered by their first game in the schedule; chain
+    ``k`` of a table is turned to start at its ``k mod n``-th game (of ``n``),
+    so the rotations of a table start on different deals where there are
+    rounds enough (see the module docstring)."""
+    chains: dict[tuple[int, int], list[GameSpec]] = {}
+    for g in sorted(games, key=lambda g: g.game_index):
+        chains.setdefault((g.table, g.rotation), []).append(g)
+    ordered = sorted(chains.values(), key=lambda c: c[0].game_index)
+    turned = []
+    for chain in ordered:
+        shift = chain[0].rotation % len(chain)
+        turned.append(chain[shift:] + chain[:shift])
+    return turned
+
+
+class DealLockSet(Protocol):
+    """Something that holds a deal key for the length of a game."""
+
+    def hold(self, deal_key: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """Wait until no other game of ``deal_key`` is in play, and hold it."""
+        ...
+
+
+class DealLocks:
+    """At most one game of a deal key in play at a time, within this process.
+
+    The runner holds a deal key's lock for the whole of each game
+    (:meth:`hold`), so an entrant never has two processes holding cards of
+    one deal at once. :class:`arena.tournament.pool.SharedDealLocks` does the same
+    across worker processes.
+    """
+
+    def __init__(self) -> None:
+        self._locks: dict[str, trio.Lock] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, deal_key: str) -> AsyncIterator[None]:
+        """Wait until no other game of ``deal_key`` is in play, and hold it."""
+        lock = self._locks.setdefault(deal_key, trio.Lock())
+        async with lock:
+            yield
+        if not lock.locked() and lock.statistics().tasks_waiting == 0:
+            self._locks.pop(deal_key, None)
+
+
+# -- the journal -------------------------------------------------------------
+
+
+class Journal:
+    """``games.jsonl``: one line per finished game, appended, flushed and
+    synced to disk as each game ends, so a crash of the arena loses only the
+    games in progress."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        _drop_partial_line(path)
+        self._fd = -1
+        self._open()
+
+    def _open(self) -> None:
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Write one record as a line and make it durable.
+
+        Raises:
+            OSError: the line could not be written whole (a full disk): the
+                file is cut back to its last complete line before raising.
+        """
+        data = (json.dumps(record, separators=(",", ":")) + "\n").encode("utf-8")
+        fd = self._fd
+        size = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+                os.fsync(fd)
+            raise
+
+    def _close_fd(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def close(self, records: Iterable[dict[str, Any]] = ()) -> None:
+        """Close the file, first appending any of ``records`` whose game is
+        not on disk: a Ctrl-C can land between a game's end and its line.
+        What is on disk is read back (only its ``game_index`` values are
+        kept, one line at a time), so no game is written twice.
+
+        Raises:
+            OSError: a missing line could not be written (the file keeps only
+                complete lines).
+        """
+        self._close_fd()
+        _drop_partial_line(self.path)
+        on_disk = journal_indices(self.path)
+        missing = [r for r in records if r["game_index"] not in on_disk]
+        if missing:
+            self._open()
+            try:
+                for record in missing:
+                    self.append(record)
+            finally:
+                self._close_fd()
+
+
+def journal_indices(path: Path) -> set[int]:
+    """The ``game_index`` of every complete record line of a ``games.jsonl``,
+    read one line at a time (the records themselves are not kept). Lines that
+    are not JSON objects with an integer ``game_index`` are skipped.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    found: set[int] = set()
+    if not path.exists():
+        return found
+    with path.open("rb") as f:
+        for line in f:
+            if not line.endswith(b"\n"):
+                break  # cut short by a kill: not on disk
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and type(rec.get("game_index")) is int:
+                found.add(rec["game_index"])
+    return found
+
+
+def _drop_partial_line(path: Path) -> None:
+    """Cut a last line left unfinished by a killed arena, so that appending
+    starts on a line of its own (:func:`read_journal` ignores that line too)."""
+    if not path.exists():
+        return
+    with path.open("rb+") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return
+        # Find the end of the last complete line.
+        pos = size
+        while pos > 0:
+            step = min(65536, pos)
+            f.seek(pos - step)
+            chunk = f.read(step)
+            nl = chunk.rfind(b"\n")
+            if nl >= 0:
+                f.truncate(pos - step + nl + 1)
+                return
+            pos -= step
+        f.truncate(0)
+
+
+_FOUR_INTS: Final = {
+    "type": "array",
+    "minItems": 4,
+    "maxItems": 4,
+    "items": {"type": "integer", "minimum": -(10**6), "maximum": 10**6},
+}
+_SEAT: Final = {"type": "integer", "minimum": 0, "maximum": 3}
+
+#: The shape of a game record that standings and reports rely on (a
+#: ``games.jsonl`` written by hand or damaged is refused with the field).
+RECORD_SCHEMA: Final = {
+    "type": "object",
+    "required": [
+        "game_index",
+        "game_id",
+        "seats",
+        "deal_key",
+        "hands",
+        "scores",
+        "ranks",
+        "faults",
+    ],
+    "properties": {
+        "game_index": {"type": "integer", "minimum": 0, "maximum": 10**9},
+        "game_id": {"type": "string", "maxLength": 200},
+        "round": {"type": "integer"},
+        "table": {"type": "integer"},
+        "rotation": {"type": "integer"},
+        "seats": {"type": "array", "minItems": 4, "maxItems": 4, "items": {"type": "string"}},
+        "deal_key": {"type": "string"},
+        "scores": _FOUR_INTS,
+        "ranks": {**_FOUR_INTS, "items": {"type": "integer", "minimum": 1, "maximum": 4}},
+        "hands": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["points", "raw_points", "tricks", "dealt"],
+                "properties": {
+                    "points": _FOUR_INTS,
+                    "raw_points": _FOUR_INTS,
+                    "tricks": {"type": "array", "maxItems": 13},
+                    "dealt": {"type": "array", "minItems": 4, "maxItems": 4},
+                },
+            },
+        },
+        "faults": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["seat", "entrant", "reason"],
+                "properties": {
+                    "seat": _SEAT,
+                    "entrant": {"type": "string"},
+                    "reason": {"enum": ["timeout", "malformed", "illegal", "crashed"]},
+                },
+            },
+        },
+    },
+}
+
+
+@functools.cache
+def _record_validator() -> Any:
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(RECORD_SCHEMA)
+
+
+def check_record(record: Any, names: Sequence[str] | None = None) -> None:
+    """Check one game record against :data:`RECORD_SCHEMA` and, given the
+    tournament's entrant ``names``, that its seats and faults name them.
+
+    Raises:
+        ValueError: the first problem, naming the field.
+    """
+    error = next(iter(_record_validator().iter_errors(record)), None)
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "the record"
+        raise ValueError(f"{where}: {error.message[:200]}")
+    if names is not None:
+        known = set(names)
+        strangers = [n for n in record["seats"] if n not in known]
+        strangers += [f["entrant"] for f in record["faults"] if f["entrant"] not in known]
+        if strangers:
+            raise ValueError(f"seats: {strangers[0][:80]!r} is not an entrant of this tournament")
+
+
+def read_journal(
+    path: Path, names: Sequence[str] | None = None, *, checked: bool = True
+) -> list[dict[str, Any]]:
+    """The records of a ``games.jsonl``; a truncated last line (from a killed
+    arena) is ignored. A missing file gives no records. Each record is
+    checked by :func:`check_record` (against ``names`` if given) unless
+    ``checked`` is false (then only that it is an object with a ``game_index``).
+
+    Raises:
+        ValueError: a line other than the last is not JSON, or not a game
+            record; the message names the file, the line and the field.
+        OSError: the file cannot be read.
+    """
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").split("\n")
+    records = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            if i >= len(lines) - 2:  # the last line, cut short by a kill
+                break
+            raise ValueError(f"{path}: line {i + 1} is not JSON") from None
+        try:
+            if checked:
+                check_record(rec, names)
+            elif not isinstance(rec, dict) or "game_index" not in rec:
+                raise ValueError("not an object with a game_index")
+        except ValueError as exc:
+            raise ValueError(f"{path}: line {i + 1} is not a game record: {exc}") from None
+        records.append(rec)
+    return records
+
+
+# -- running ------------------------------------------------------------------
+
+
+@dataclass
+class RunState:
+    """What the runner has done so far (read by progress displays)."""
+
+    total: int
+    done: int = 0
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+
+class TournamentRunner:
+    """Plays a list of games with bot processes, ``settings.jobs`` at a time.
+
+    Args:
+        entrants: every entrant, by name.
+        settings: the tournament settings.
+        launcher: makes launch specs for bot processes.
+        on_record: called with each finished game's JSON record, in
+            completion order (the journal and progress display hang here).
+        deal_locks: what keeps two games of one deal key from being played at
+            once (:class:`DealLocks` by default; worker processes share
+            :class:`arena.tournament.pool.SharedDealLocks`).
+        live: the spectator's feed (``--live``, :class:`arena.game.feed.LiveFeed`)
+            each game's referee tells its public events to, or ``None``.
+    """
+
+    def __init__(
+        self,
+        entrants: Sequence[Entrant],
+        settings: TournamentSettings,
+        launcher: Launcher,
+        on_record: Callable[[dict[str, Any]], None],
+        deal_locks: DealLockSet | None = None,
+        live: LiveFeed | None = None,
+    ) -> None:
+        self.live = live
+        self.entrants = {e.name: e for e in entrants}
+        self.settings = settings
+        self.launcher = launcher
+        self.on_record = on_record
+        self.deal_locks: DealLockSet = deal_locks if deal_locks is not None else DealLocks()
+
+    async def run(self, games: Games) -> None:
+        """Play ``games`` (any subset of a schedule, or a :class:`ScheduleStream`).
+        Returns when all are done.
+
+        ``settings.jobs`` tasks take chains in order (:func:`iter_chains`),
+        one at a time, so a stream's chains are made only as they start and
+        memory does not grow with the schedule.
+
+        Cancellation (Ctrl-C) closes every bot process before propagating;
+        games finished before it were already handed to ``on_record``.
+        """
+        chains = iter_chains(games)
+        limiter = trio.CapacityLimiter(self.settings.jobs)
+
+        async def take() -> None:
+            for chain in chains:  # shared: each chain goes to one task
+                await self.run_chain(chain, limiter)
+
+        async with trio.open_nursery() as outer:
+            if self.live is not None:
+                outer.start_soon(self.live.run)
+            async with trio.open_nursery() as nursery:
+                for _ in range(self.settings.jobs):
+                    nursery.start_soon(take)
+            outer.cancel_scope.cancel()
+
+    async def run_chain(self, chain: list[GameSpec], limiter: trio.CapacityLimiter) -> None:
+        """Play one chain's games in turn with one set of bot processes,
+        holding a ``limiter`` token meanwhile (one game in flight)."""
+        async with limiter, trio.open_nursery() as nursery:
+            procs: list[BotProcess | None] = [None, None, None, None]
+            try:
+                for game in chain:
+                    async with self.deal_locks.hold(game.deal_key):
+                        setups = await self._seat_processes(game, procs, nursery)
+                        events = self.live.sink(game) if self.live is not None else None
+                        referee = Referee(game, setups, self.settings.referee, events)
+                        record = await referee.play()
+                    for seat in range(4):
+                        bot = procs[seat]
+                        if bot is None:
+                            continue
+                        bot.games_played.add(game.deal_key)
+                        if bot.dead is not None or self.settings.fresh_processes:
+                            procs[seat] = None
+                            await bot.close(self.settings.referee.grace)
+                    self.on_record(record.to_json())
+            finally:
+                with trio.CancelScope(shield=True):
+                    async with trio.open_nursery() as closer:
+                        for bot in procs:
+                            if bot is not None:
+                                closer.start_soon(bot.close, self.settings.referee.grace)
+
+    async def _seat_processes(
+        self, game: GameSpec, procs: list[BotProcess | None], nursery: trio.Nursery
+    ) -> list[SeatSetup]:
+        """Reuse each seat's process if it may play this game, else start (and
+        shake hands with) a new one; all starts of a game run concurrently."""
+        setups: list[SeatSetup] = [SeatSetup(name, None) for name in game.seats]
+        referee = self.settings.referee
+
+        async def fresh(seat: int) -> None:
+            old = procs[seat]
+            if old is not None:
+                procs[seat] = None
+                await old.close(referee.grace)
+            entrant = self.entrants[game.seats[seat]]
+            spec = self.launcher.spec(entrant)
+            bot, fault = await start_bot(spec, seat, referee.startup_time, nursery)
+            if fault is not None:
+                setups[seat].startup_fault = fault
+                if bot is not None:
+                    await bot.close(referee.grace)
+                    setups[seat].startup_stderr = bot.stderr.take()
+                return
+            procs[seat] = bot
+            setups[seat].bot = bot
+
+        async with trio.open_nursery() as starter:
+            for seat in range(4):
+                bot = procs[seat]
+                if bot is not None and bot.dead is None and game.deal_key not in bot.games_played:
+                    setups[seat].bot = bot
+                else:
+                    starter.start_soon(fresh, seat)
+        return setups
+
+
+def settings_record(
+    settings: TournamentSettings,
+    entrants: list[dict[str, str]],
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``settings`` object stored in ``run.json`` and ``results.json``."""
+    out = settings.to_json()
+    out["entrants"] = entrants
+    if extra:
+        out.update(extra)
+    return out
+
+
+def settings_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Names of settings that differ between two settings records, ignoring
+    those a resumed run may change (``jobs``)."""
+    keys = (set(old) | set(new)) - RESUMABLE_DIFFERENCES
+    return sorted(k for k in keys if old.get(k) != new.get(k))
+
+
+def referee_settings_json(ref: RefereeSettings) -> dict[str, Any]:
+    """The referee settings as plain data."""
+    return asdict(ref)

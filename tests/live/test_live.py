@@ -1,0 +1,299 @@
+"""The live view's parts without a browser (issue 17): the referee's events,
+the public table state, the bounded feed, the hub (delay, hidden hands,
+standings of the finished prefix), addresses and tokens, the CLI checks.
+The page itself is tested in ``test_live_browser.py``."""
+
+from __future__ import annotations
+
+import json
+import queue
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from live_checks import cards_in, check_hands, check_tables
+
+from arena.cli.main import main
+from arena.game.feed import LiveFeed, TableState
+from arena.game.referee import Referee, RefereeSettings, SeatSetup
+from arena.live.hub import Hub, standings_rows
+from arena.live.server import Address, LiveError, host_name, needs_token, parse_address
+from arena.protocol.faults import Fault
+from arena.report.outputs import analyse
+from arena.tournament.runner import TournamentSettings, schedule_round_robin
+from arena.tournament.synthetic import synthesize
+
+NAMES = ["ada", "bob", "cy", "dee", "eve"]
+
+
+def _settings(**kw: Any) -> TournamentSettings:
+    return TournamentSettings(seed=5, rounds=1, hands=2, target_score=None, **kw)
+
+
+def _play(events: list[dict[str, Any]] | None, startup_fault: bool = False) -> Any:
+    """One game of default moves (no bot processes), telling ``events``."""
+    game = schedule_round_robin(NAMES[:4], _settings())[1]
+    seats = [SeatSetup(name, None) for name in game.seats]
+    if startup_fault:
+        seats[2].startup_fault = Fault(2, game.seats[2], "crashed", "x", None, None, "hello", None)
+    sink = events.append if events is not None else None
+    return game, trio.run(Referee(game, seats, RefereeSettings(), sink).play)
+
+
+def test_referee_events_are_public_and_fold_into_the_table() -> None:
+    events: list[dict[str, Any]] = []
+    game, record = _play(events, startup_fault=True)
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "game_start" and kinds[-1] == "game_end"
+    assert kinds.count("deal") == kinds.count("hand_end") == 2
+    assert kinds.count("card") == 104 and kinds.count("trick") == 26
+    # No event but a played card carries a card (the deal event has none).
+    assert [e for e in events if cards_in(e) and e["event"] != "card"] == []
+    deal = next(e for e in events if e["event"] == "deal")
+    assert set(deal) == {"event", "hand_number", "direction"}
+    played = [e["card"] for e in events if e["event"] == "card"]
+    tricks = [c for h in record.hands for t in h["tricks"] for c in t["cards"]]
+    assert played == tricks
+    table = TableState(game)
+    for e in events:
+        table.apply(e)
+        state = table.to_json()
+        assert all(p.startswith("/trick/") for p in cards_in(state))
+        if state["phase"] == "play" and state["hand"]:
+            hand = record.hands[state["hand"] - 1]
+            played_this_hand = sum(state["tricks"]) * 4 + (
+                0 if state["trick_winner"] is not None else len(state["trick"])
+            )
+            assert sum(state["held"]) == 52 - played_this_hand
+            assert sum(state["points"]) <= 26
+            assert hand["direction"] == state["direction"]
+    final = table.to_json()
+    assert final["phase"] == "over"
+    assert final["scores"] == record.scores
+    assert final["fault_counts"] == [0, 0, 1, 0]
+    assert final["faults"] == [[2, "startup", 0]]
+    assert final["game_id"] == game.game_id and final["seats"] == list(game.seats)
+
+
+def test_fault_events_carry_no_detail() -> None:
+    game = schedule_round_robin(NAMES[:4], _settings())[0]
+    ref = Referee(game, [SeatSetup(n, None) for n in game.seats], RefereeSettings(), None)
+    seen: list[dict[str, Any]] = []
+    ref._events = seen.append
+    ref._fault(ref.seats[1], "illegal", "played QS: R7; legal: 2C 3C", "play", 4, "QS")
+    assert seen == [{"event": "fault", "seat": 1, "reason": "illegal"}]
+    assert ref.record.faults[0].detail == "played QS: R7; legal: 2C 3C"
+
+
+def test_a_failing_sink_is_dropped_and_the_game_goes_on() -> None:
+    calls = []
+
+    def broken(event: dict[str, Any]) -> None:
+        calls.append(event["event"])
+        raise RuntimeError("the view broke")
+
+    game = schedule_round_robin(NAMES[:4], _settings())[0]
+    seats = [SeatSetup(n, None) for n in game.seats]
+    record = trio.run(Referee(game, seats, RefereeSettings(), broken).play)
+    assert calls == ["game_start"]
+    assert len(record.hands) == 2 and sum(record.scores) > 0
+
+
+def test_feed_keeps_the_newest_state_when_the_queue_is_full() -> None:
+    channel: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=1)
+    feed = LiveFeed(channel)
+    games = schedule_round_robin(NAMES[:4], _settings())
+    one, two = feed.sink(games[0]), feed.sink(games[1])
+    one({"event": "deal", "hand_number": 1, "direction": "left"})
+    two({"event": "deal", "hand_number": 1, "direction": "left"})
+    feed.flush()
+    assert channel.get_nowait()["game_id"] == games[0].game_id
+    assert feed.dropped == 1  # the second table waits
+    two({"event": "card", "seat": 0, "card": "2C"})
+    feed.flush()
+    newest = channel.get_nowait()
+    assert newest["game_id"] == games[1].game_id
+    assert newest["trick"] == [[0, "2C"]] and newest["held"] == [12, 13, 13, 13]
+    feed.flush()
+    assert channel.empty()
+
+
+def _journal(path: Path, records: list[dict[str, Any]], partial: bool = False) -> None:
+    text = "".join(json.dumps(r) + "\n" for r in records)
+    with path.open("a") as f:
+        f.write(text)
+        if partial:
+            f.write('{"game_index": 99, "cut')
+
+
+def _hub(tmp_path: Path, settings: TournamentSettings, delay: float = 0.0) -> Hub:
+    info = {**settings.to_json(), "entrants": [{"name": n} for n in NAMES]}
+    return Hub(info, 20, tmp_path / "games.jsonl", "live", "", delay)
+
+
+def test_hub_reveals_a_deal_only_when_all_its_games_ended(tmp_path: Path) -> None:
+    settings = _settings()
+    records = synthesize(NAMES, settings)
+    hub = _hub(tmp_path, settings)
+    assert hub.read_journal() == 0  # no journal yet
+    # Three of the four rotations of r1-t0, and a cut line.
+    _journal(hub.journal, records[:3], partial=True)
+    assert hub.read_journal(now=0.0) == 3
+    hub.tick(now=0.0)
+    assert not hub.revealed("r1-t0")
+    assert hub.game_hands(0) is None
+    finished = json.loads(hub.texts["finished"])
+    assert [g["revealed"] for g in finished["games"]] == [False, False, False]
+    assert cards_in(finished) == []
+    # The cut line completes; then the fourth rotation.
+    with hub.journal.open("w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in records[:4]))
+    hub._offset = len("".join(json.dumps(r) + "\n" for r in records[:3]))
+    hub._partial = b""
+    assert hub.read_journal(now=1.0) == 1
+    hub.tick(now=1.0)
+    assert hub.revealed("r1-t0")
+    hands = hub.game_hands(2)
+    assert hands is not None
+    assert hands["hands"][0]["dealt"] == records[2]["hands"][0]["dealt"]
+    assert hub.game_hands(4) is None  # not finished
+
+
+def test_hub_holds_back_by_the_delay_and_drops_finished_tables(tmp_path: Path) -> None:
+    settings = _settings()
+    records = synthesize(NAMES, settings)
+    hub = _hub(tmp_path, settings, delay=5.0)
+    state = TableState(schedule_round_robin(NAMES, settings)[0]).to_json()
+    hub.add_table(state, now=10.0)
+    assert not hub.tick(now=14.9)
+    assert json.loads(hub.texts["tables"])["tables"] == []
+    assert hub.tick(now=15.0)
+    assert [t["game_id"] for t in json.loads(hub.texts["tables"])["tables"]] == ["r1-t0-k0"]
+    hub.add_record(records[0], now=20.0)
+    hub.add_table(state, now=20.5)  # a late state of a finished game
+    hub.tick(now=24.0)
+    assert len(json.loads(hub.texts["tables"])["tables"]) == 1
+    hub.tick(now=26.0)
+    assert json.loads(hub.texts["tables"])["tables"] == []
+    assert json.loads(hub.texts["finished"])["played"] == 1
+
+
+def test_hub_standings_are_the_reports_for_the_finished_prefix(tmp_path: Path) -> None:
+    settings = _settings()
+    records = synthesize(NAMES, settings, faults={"eve": "played 2H: R7"})
+    hub = _hub(tmp_path, settings)
+    for r in [records[0], records[1], records[3]]:  # game 2 still in play
+        hub.add_record(r, now=0.0)
+    hub.tick(now=0.0)
+    assert hub.standings_due(now=0.0)
+    hub.compute_standings(now=0.0)
+    part = json.loads(hub.texts["standings"])
+    assert part["prefix"] == 2 and part["played"] == 3
+    expected = analyse(hub.settings, NAMES, records[:2])
+    assert part["rows"] == standings_rows(expected.standings)
+    assert part["verdict"]["text"] == expected.verdict["text"]
+    hub.add_record(records[2], now=0.5)
+    hub.tick(now=0.5)
+    assert not hub.standings_due(now=0.5)  # at most once a second
+    assert hub.standings_due(now=1.0)
+    hub.compute_standings(now=1.0)
+    assert json.loads(hub.texts["standings"])["prefix"] == 4
+    rows = standings_rows(analyse(hub.settings, NAMES, records).standings)
+    eve = next(r for r in rows if r["name"] == "eve")
+    assert eve["faults"] == "16 (16 illegal)"
+    assert any(r["duplicate"].startswith("−") for r in rows)  # U+2212, as the report
+    assert all(r["duplicate_interval"].startswith("[") for r in rows)
+
+
+def test_checks_catch_a_leaked_card() -> None:
+    settings = _settings()
+    rec = synthesize(NAMES, settings)[0]
+    trick = rec["hands"][0]["tricks"][0]
+    table = TableState(schedule_round_robin(NAMES, settings)[0]).to_json()
+    table.update(hand=1, trick=[[trick["leader"], trick["cards"][0]]])
+    good = [(0.0, "tables", {"now": 0, "tables": [table]})]
+    assert check_tables(good, [rec]) == 1
+    wrong = {**table, "trick": [[trick["leader"], trick["cards"][1]]]}
+    with pytest.raises(AssertionError):
+        check_tables([(0.0, "tables", {"now": 0, "tables": [wrong]})], [rec])
+    leaked = {**table, "hand_cards": rec["hands"][0]["dealt"][0]}
+    with pytest.raises(AssertionError):
+        check_tables([(0.0, "tables", {"now": 0, "tables": [leaked]})], [rec])
+    with pytest.raises(AssertionError):
+        check_tables([(0.0, "finished", {"games": [{"x": "QS"}]})], [rec])
+    recs = synthesize(NAMES, settings)[:4]
+    for i, r in enumerate(recs):
+        r["started_at"], r["duration_s"] = 100.0 + i, 1.0
+    assert check_hands([(103.5, 0, 404), (104.0, 0, 200)], recs) == 1
+    with pytest.raises(AssertionError):
+        check_hands([(103.9, 1, 200)], recs)  # game 3 ends at 104.0
+
+
+def test_addresses_and_tokens() -> None:
+    assert parse_address("8000") == Address("127.0.0.1", 8000)
+    assert parse_address("0.0.0.0:0") == Address("0.0.0.0", 0)
+    assert parse_address("[::1]:9") == Address("::1", 9)
+    assert parse_address("[::1]:9").loopback and parse_address("localhost:1").loopback
+    for bad in ("x", "host:", "70000"):
+        with pytest.raises(LiveError):
+            parse_address(bad)
+    lan = parse_address("0.0.0.0:8000")
+    assert needs_token(lan, bots_sealed=True) and needs_token(lan, bots_sealed=False)
+    assert [host_name(h) for h in ("127.0.0.1:80", "[::1]:8000", "evil.example", "x:1")] == [
+        "127.0.0.1",
+        "::1",
+        "evil.example",
+        "x",
+    ]
+    loop = parse_address("8000")
+    assert needs_token(loop, bots_sealed=False) and not needs_token(loop, bots_sealed=True)
+
+
+def test_cli_refuses_live_options_it_cannot_use(tmp_path: Path, capsys: Any) -> None:
+    assert main(["run", "--live-delay", "3", "--out", str(tmp_path / "a"), "--dry-run"]) == 2
+    assert "--live-delay is for --live" in capsys.readouterr().err
+    assert main(["run", "--live", "nope", "--out", str(tmp_path / "b")]) == 2
+    assert "give [HOST:]PORT" in capsys.readouterr().err
+    assert main(["watch", str(tmp_path), "--live", "0"]) == 3
+    assert "holds no tournament" in capsys.readouterr().err
+
+
+def test_dask_runs_serve_finished_games_only_and_the_token_is_checked(tmp_path: Path) -> None:
+    import argparse
+    import urllib.error
+    import urllib.request
+
+    from arena.cli.live import open_live
+
+    settings = _settings()
+    info = {**settings.to_json(), "entrants": [{"name": n} for n in NAMES]}
+    _journal(tmp_path / "games.jsonl", synthesize(NAMES, settings)[:4])
+    args = argparse.Namespace(live="0", live_delay=0.0, executor="dask")
+    server = open_live(args, info, 20, tmp_path / "games.jsonl", sandboxed=False)
+    try:
+        assert server.channel is None  # Dask games send no events
+        base, token = server.started_url.split("/?token=")
+        with pytest.raises(urllib.error.HTTPError) as denied:
+            urllib.request.urlopen(f"{base}/events?token=wrong", timeout=10)
+        assert denied.value.code == 403
+        parts: dict[str, Any] = {}
+        with urllib.request.urlopen(f"{base}/events?token={token}", timeout=20) as reply:
+            event = ""
+            for raw in reply:
+                line = raw.decode().rstrip("\n")
+                if line.startswith("event: "):
+                    event = line[7:]
+                elif line.startswith("data: "):
+                    parts[event] = json.loads(line[6:])
+                if {"info", "finished", "standings"} <= parts.keys():
+                    break
+        assert parts["info"]["mode"] == "finished"
+        assert "Dask" in parts["info"]["note"]
+        assert parts["finished"]["played"] == 4
+        assert all(g["revealed"] for g in parts["finished"]["games"])  # r1-t0 is over
+        assert parts["standings"]["prefix"] == 4
+        with urllib.request.urlopen(f"{base}/api/game/1?token={token}", timeout=10) as reply:
+            assert len(json.loads(reply.read())["hands"]) == 2
+    finally:
+        server.close()

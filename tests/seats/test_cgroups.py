@@ -1,0 +1,512 @@
+"""A control group per bot, frozen off move, clocks that start with a core,
+and clean-up that a bot cannot dodge (issue 13). Mechanisms, not timings."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import trio
+from conftest import BOTS, ROOT, bot, load_outputs, processes_matching, run_arena
+
+from arena.game.referee import handshake
+from arena.seats import cgroups
+from arena.seats.cores import CoreGate
+from arena.seats.entrants import parse_entrants
+from arena.seats.launcher import Launcher, LaunchOptions
+from arena.seats.process import BotProcess, LaunchSpec
+
+PLAN = cgroups.probe()
+needs_groups = pytest.mark.skipif(not PLAN.usable, reason="no writable control groups here")
+needs_freezer = pytest.mark.skipif(not PLAN.freeze, reason="no cgroup freezer here")
+needs_memory = pytest.mark.skipif(not PLAN.memory, reason="no memory control group here")
+
+
+_LAUNCHERS: list[Launcher] = []  # kept alive: a launcher removes its folder copies when collected
+
+
+def spec_for(file: str, *args: str, **options: object) -> LaunchSpec:
+    """A launch spec for a test bot, from a checked launcher (kept alive)."""
+    launch = Launcher(LaunchOptions(**options))  # type: ignore[arg-type]
+    bot_entrant = entrant(file, *args)
+    launch.check([bot_entrant])
+    _LAUNCHERS.append(launch)
+    return launch.spec(bot_entrant)
+
+
+def entrant(file: str, *args: str):  # type: ignore[no-untyped-def]
+    text = f"{file}={BOTS / (file + '.py')}" + "".join(f" {a}" for a in args)
+    return parse_entrants([text])[0]
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+def wait_until(predicate, what: str, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError(f"not {what} after {timeout} s")
+        time.sleep(0.01)
+
+
+def test_plan_parses_mountinfo_and_own_groups() -> None:
+    mountinfo = (
+        "30 25 0:26 / /sys/fs/cgroup/unified rw,relatime shared:7 - cgroup2 cgroup2 rw\n"
+        "31 25 0:27 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+        "32 25 0:28 /ctr /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+        "33 25 0:29 / /proc rw - proc proc rw\n"
+    )
+    mounts = cgroups._mounts(mountinfo)
+    assert [(m.version, sorted(m.controllers), str(m.point)) for m in mounts] == [
+        (2, [], "/sys/fs/cgroup/unified"),
+        (1, ["memory"], "/sys/fs/cgroup/memory"),
+        (1, ["pids"], "/sys/fs/cgroup/pids"),
+    ]
+    own = cgroups._own_groups("4:memory:/a/b\n8:pids:/ctr/x\n0::/u\n")
+    assert own == {"memory": "/a/b", "pids": "/ctr/x", "unified": "/u"}
+    assert cgroups._group_dir(mounts[2], own["pids"]) == Path("/sys/fs/cgroup/pids/x")
+    assert cgroups._group_dir(mounts[1], own["memory"]) == Path("/sys/fs/cgroup/memory/a/b")
+
+
+def test_describe_names_sources_and_what_is_not_enforced() -> None:
+    plan = cgroups.Plan(bases={"unified": Path("/x")}, freeze="unified", kill="unified")
+    line = plan.describe(256, 64)
+    assert "freezing (cgroup2 cgroup.freeze)" in line
+    assert "memory 256 MiB per process (RLIMIT_AS)" in line
+    assert "not enforced here: memory per bot" in line
+    assert "processes per bot" in line.split("not enforced here:")[1]
+    assert "CPU time per bot" in line.split("not enforced here:")[1]
+    full = cgroups.Plan(
+        bases={"unified": Path("/x")}, freeze="unified", kill="unified", cpu="unified",
+        memory="unified", pids="unified", share="unified", cpuset="unified",
+    ).describe(256, 64)  # fmt: skip
+    assert "not enforced here: nothing" in full
+    assert "one core per bot, first on move (cgroup2 cpu.max)" in full
+    assert "pinned to its core (cgroup2 cpuset.cpus)" in full
+
+
+def test_core_tokens_are_shared_by_processes_and_given_back_when_one_dies(
+    tmp_path: Path,
+) -> None:
+    gate = CoreGate(2, token_dir=tmp_path)
+    # Another process (another worker, or another arena) holds token 0 ...
+    code = (
+        "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR); "
+        "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)"
+    )
+    trio.run(lambda: _first_token(gate))  # makes the lock files
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path / "0")], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+
+        async def main() -> None:
+            assert await gate.acquire() == 1  # ... so this process gets token 1
+            with trio.move_on_after(0.3) as waited:
+                await gate.acquire()  # and no third one while both are held
+            assert waited.cancelled_caught and gate.held == 1
+            holder.kill()  # the kernel gives a dead process's token back
+            with trio.fail_after(30):
+                assert await gate.acquire() == 0
+            assert gate.held == 2
+            gate.release(0)
+            gate.release(1)
+
+        trio.run(main)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+async def _first_token(gate: CoreGate) -> None:
+    gate.release(await gate.acquire())
+
+
+def test_remove_run_dirs_ignores_paths_that_are_not_ours(tmp_path: Path) -> None:
+    victim = tmp_path / "hearts-arena" / "abc"
+    victim.mkdir(parents=True)
+    assert cgroups.remove_run_dirs([victim, "/", "/sys/fs/cgroup", "../../etc"]) == 0
+    assert victim.is_dir()  # not on a cgroup mount: left alone
+
+
+@needs_groups
+def test_a_bots_processes_are_in_its_group_and_nothing_is_left_after_close() -> None:
+    spec = spec_for("hostile_grandchild", "setsid")
+    group = spec.cgroup
+    assert group is not None
+    for d in group.dirs.values():
+        assert d.stat().st_mode & 0o777 == 0o700
+        assert d.parent.parent.name == cgroups.BASE_NAME
+
+    async def main() -> tuple[int, list[int]]:
+        async with trio.open_nursery() as nursery:
+            bot = await BotProcess.start(spec, nursery)
+            assert await handshake(bot, 0, 20.0) is None
+            members = group.pids()
+            await bot.close(0.2)
+            return bot.pid, members
+
+    pid, members = trio.run(main)
+    # The bot and the grandchild that left its session, both in the group.
+    assert pid in members
+    others = [p for p in members if p != pid]
+    assert others, members
+    assert all(not alive(p) for p in members)
+    assert group.pids() == []
+    assert not any(d.exists() for d in group.dirs.values())
+
+
+@needs_freezer
+def test_a_bot_off_move_is_frozen_and_its_cpu_does_not_advance(tmp_path: Path) -> None:
+    gate = CoreGate(1, token_dir=tmp_path / "cores")
+    spec = spec_for("spinner", gate=gate)
+    group = spec.cgroup
+    assert group is not None
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            bot = await BotProcess.start(spec, nursery)
+            try:
+                assert await handshake(bot, 0, 20.0) is None
+                assert gate.held == 0  # the token went back with the answer
+                await trio.to_thread.run_sync(
+                    wait_until, lambda: group.freezer_state() == "frozen", "frozen"
+                )
+                assert bot.freezer_state() == "frozen"
+                before = group.cpu_ns()
+                await trio.sleep(0.3)  # a spinning child would burn 0.3 s of CPU
+                if PLAN.cpu:
+                    assert before is not None and group.cpu_ns() == before
+                # On move again: thawed, and its CPU advances.
+                reply = await bot.request("pass", {"hand": ["2C", "3C", "4C"]}, 5.0)
+                assert reply.message is not None
+                if PLAN.cpu:
+                    assert reply.cpu is not None and reply.cpu >= 0
+                    assert group.cpu_ns() > before  # type: ignore[operator]
+            finally:
+                await bot.close(0.2)
+
+    trio.run(main)
+
+
+@pytest.mark.skipif(not (PLAN.share and PLAN.cpuset), reason="no cpu or cpuset controller")
+def test_a_bot_on_move_has_one_core_of_its_own_at_the_highest_weight(tmp_path: Path) -> None:
+    from arena.seats.cores import machine_cpus
+
+    gate = CoreGate(1, token_dir=tmp_path / "cores")
+    spec = spec_for("first_legal", gate=gate)
+    group = spec.cgroup
+    assert group is not None
+    share, cpuset = group.dirs[PLAN.share], group.dirs[PLAN.cpuset]
+    v2 = PLAN.share == cgroups.UNIFIED
+
+    def weight() -> str:
+        return cgroups._read(share / ("cpu.weight" if v2 else "cpu.shares")).strip()
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            bot = await BotProcess.start(spec, nursery)
+            try:
+                assert await handshake(bot, 0, 20.0) is None
+                # Pinned to the CPU of the only token, a quota of one core.
+                assert cgroups._read(cpuset / "cpuset.cpus").strip() == str(machine_cpus()[0])
+                if v2:
+                    assert cgroups._read(share / "cpu.max").split() == ["100000", "100000"]
+                else:
+                    assert cgroups._read(share / "cpu.cfs_quota_us").strip() == "100000"
+                    assert cgroups._read(share / "cpu.cfs_period_us").strip() == "100000"
+                assert weight() == cgroups.WEIGHT_ON_MOVE["v2" if v2 else "v1"]
+                # A pondering bot off move (and a bot being closed): idle CPU only.
+                group.set_priority(False)
+                assert weight() == cgroups.WEIGHT_OFF_MOVE["v2" if v2 else "v1"]
+            finally:
+                await bot.close(0.2)
+
+    trio.run(main)
+
+
+@needs_freezer
+def test_the_clock_starts_when_the_bot_gets_a_core(tmp_path: Path) -> None:
+    gate = CoreGate(1, token_dir=tmp_path / "cores")
+    spec = spec_for("first_legal", gate=gate)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            bot = await BotProcess.start(spec, nursery)
+            try:
+                assert await handshake(bot, 0, 20.0) is None
+                bot.stats.transcript = []
+                token = await gate.acquire()  # another bot is thinking on the only core
+                replies = []
+                answered = trio.Event()
+
+                async def ask() -> None:
+                    replies.append(await bot.request("pass", {"hand": ["2C", "3C", "4C"]}, 0.05))
+                    answered.set()
+
+                nursery.start_soon(ask)
+                await trio.sleep(0.3)  # six times the bot's time limit
+                assert replies == []  # not timed out: its clock has not started
+                assert bot.stats.transcript == []  # the request was not even sent
+                assert bot.freezer_state() == "frozen"
+                released = trio.current_time()
+                gate.release(token)
+                with trio.fail_after(30):
+                    await answered.wait()
+                reply = replies[0]
+                assert reply.fault is None and reply.message == {
+                    "type": "pass", "id": reply.request_id, "cards": ["2C", "3C", "4C"]
+                }  # fmt: skip
+                sent = bot.stats.transcript[0]
+                assert sent["sent"]["type"] == "pass"
+                assert sent["t"] >= released  # charged from the thaw, not from the ask
+            finally:
+                await bot.close(0.2)
+
+    trio.run(main)
+
+
+@needs_memory
+def test_memory_of_a_bot_with_many_children_is_bound_by_one_limit(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ["run", bot("hostile_children_alloc", "hog"), *(bot("first_legal", n) for n in "abc")]
+    args += ["--hands", "1", "--rounds", "1", "--seed", "5", "--memory-limit", "128"]
+    args += ["--time-limit", "5", "--out", str(out), "--quiet", "--jobs", "1"]
+    assert run_arena(args) == 0
+    _, records = load_outputs(out)
+    assert len(records) == 4
+    for rec in records:
+        seat = rec["seats"].index("hog")
+        # 6 x 50 MiB cannot fit in 128 MiB for the bot: at least 3 children
+        # were killed for memory (50 MiB each would fit a per-process bound).
+        assert rec["timing"][seat]["oom_kills"] >= 3
+        # A child killed for memory is recorded, and is no fault: the bot answers.
+        assert [f for f in rec["faults"] if f["entrant"] == "hog"] == []
+
+
+def _run_dirs(out: Path) -> list[Path]:
+    data = json.loads((out / cgroups.RECORD_FILE).read_text())
+    return [Path(d) for d in data["dirs"]]
+
+
+@needs_groups
+def test_nothing_of_a_bot_is_left_after_kill_9_and_resume(tmp_path: Path) -> None:
+    marker = "4242.131"
+    assert processes_matching(marker) == []
+    entrants = [bot("hostile_clears_env", "env"), *(bot("stubborn", n) for n in "ab")]
+    entrants.append(f"slow={BOTS / 'stubborn.py'} 0.01")
+    # Unsealed: a sealed bot's processes die with its sandbox's pid namespace.
+    args = [*entrants, "--hands", "1", "--rounds", "3", "--seed", "7", "--jobs", "2", "--quiet"]
+    args.append("--no-sandbox")
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arena", "run", *args, "--out", str(out)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    journal = out / "games.jsonl"
+    wait_until(lambda: journal.exists() and journal.read_text().count("\n") >= 2, "2 games")
+    _kill_watchdog(proc.pid)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert (out / cgroups.RECORD_FILE).stat().st_mode & 0o777 == 0o600
+    dirs = _run_dirs(out)
+    assert dirs and any(d.is_dir() for d in dirs)  # (a run folder goes when it empties)
+    assert processes_matching(marker) != []  # outlived the arena, with no run id to find it by
+    assert run_arena(["run", *args, "--out", str(out), "--resume"]) == 0
+    results, records = load_outputs(out)
+    assert results["complete"] is True and len(records) == 12
+    assert processes_matching(marker) == []
+    assert not any(d.exists() for d in dirs)
+    assert not (out / cgroups.RECORD_FILE).exists()
+
+
+@needs_groups
+def test_cleanup_command_removes_what_a_killed_arena_left(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    marker = "4242.131"
+    entrants = [bot("hostile_clears_env", "env"), *(bot("stubborn", n) for n in "abc")]
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arena", "run", *entrants, "--hands", "1", "--rounds", "3",
+         "--seed", "7", "--jobs", "1", "--quiet", "--out", str(out), "--no-sandbox"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    journal = out / "games.jsonl"
+    wait_until(lambda: journal.exists() and journal.read_text().count("\n") >= 1, "a game")
+    wait_until(lambda: processes_matching(marker) != [], "the bot's child started")
+    _kill_watchdog(proc.pid)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    dirs = _run_dirs(out)
+    assert processes_matching(marker) != []
+    assert run_arena(["cleanup", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("cleanup: killed ") and " 0 bot" not in said
+    assert processes_matching(marker) == []
+    assert not any(d.exists() for d in dirs)
+
+
+def test_cleanup_refuses_a_folder_without_a_tournament(tmp_path: Path) -> None:
+    assert run_arena(["cleanup", str(tmp_path)]) == 3
+
+
+def test_a_worker_whose_parent_died_before_asking_to_die_with_it_exits() -> None:
+    code = "from arena.tournament.pool import _die_with_parent; _die_with_parent(1); print('alive')"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1 and "alive" not in proc.stdout
+
+
+@needs_groups
+def test_workers_exit_when_the_arena_dies_and_the_watchdog_ends_their_bots(tmp_path: Path) -> None:
+    marker = "4242.131"
+    entrants = [bot("hostile_clears_env", "env"), *(bot("stubborn", n) for n in "abcd")]
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # 5 entrants, 5 tables x 4 rotations x 3 rounds: enough games for the worker pool at --jobs 2.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arena", "run", *entrants, "--hands", "1", "--rounds", "3",
+         "--seed", "7", "--jobs", "2", "--quiet", "--out", str(out), "--no-sandbox"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    journal = out / "games.jsonl"
+    wait_until(lambda: journal.exists() and journal.read_text().count("\n") >= 1, "a game")
+    wait_until(lambda: processes_matching(marker) != [], "the bot's child started")
+    workers = [p for p, cmd in processes_matching("multiprocessing") if _parent(p) == proc.pid]
+    assert workers, "the games run in worker processes"
+    dirs = _run_dirs(out)
+    assert dirs and any(d.is_dir() for d in dirs)  # (a run folder goes when it empties)
+    [watchdog] = [
+        p for p, cmd in processes_matching("arena.seats.cgroups") if _parent(p) == proc.pid
+    ]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    wait_until(lambda: not any(alive(p) for p in workers), "workers gone")
+    # The run's watchdog ends the bots the workers left, and their groups.
+    wait_until(lambda: processes_matching(marker) == [], "the bots' processes gone")
+    wait_until(lambda: not any(d.exists() for d in dirs), "the groups gone")
+    wait_until(lambda: not alive(watchdog), "the watchdog done")
+    assert run_arena(["cleanup", str(out)]) == 0
+
+
+def _kill_watchdog(arena: int) -> None:
+    """Kill the run's watchdog, as a crash of the whole machine would: what
+    the arena left must then be found by --resume or cleanup on their own."""
+    [watchdog] = [p for p, cmd in processes_matching("arena.seats.cgroups") if _parent(p) == arena]
+    os.kill(watchdog, signal.SIGKILL)
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError):
+        return None
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not Path("/sys/fs/cgroup/freezer/cgroup.procs").exists(),
+    reason="needs root and a v1 freezer hierarchy",
+)
+def test_reusing_a_uid_thaws_then_kills_what_a_killed_arena_left_frozen() -> None:
+    from arena.seats.isolation import DEFAULT_UID_BASE, UID_POOL_SIZE, IsolationError, lease_uid
+
+    base = Path("/sys/fs/cgroup/freezer") / cgroups.BASE_NAME
+    base.mkdir(mode=0o700, exist_ok=True)
+    plan = cgroups.Plan(bases={"freezer": base}, freeze="freezer")
+    group = cgroups.RunGroups(plan, "test" + os.urandom(4).hex()).create()
+    uid = DEFAULT_UID_BASE + UID_POOL_SIZE - 1  # the pool's last: unused by other tests
+
+    def setup() -> None:
+        group.join_self()
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+
+    # Left by a killed arena: an orphan (not this process's child to reap).
+    subprocess.run(["sh", "-c", "sleep 4242.132 &"], preexec_fn=setup, check=True)
+    try:
+        wait_until(lambda: processes_matching("4242.132") != [], "the sleeper started")
+        [(pid, _)] = processes_matching("4242.132")
+        assert group.pids() == [pid]
+        group.freeze()
+        wait_until(lambda: group.freezer_state() == "frozen", "frozen")
+        # Under the v1 freezer a frozen process keeps a SIGKILL pending: the uid
+        # would stay busy for good unless its group is thawed first.
+        with contextlib.suppress(IsolationError):  # its zombie, not yet reaped, may
+            lease_uid(uid, 1).release()  # keep the uid busy a moment: not this test's point
+        wait_until(lambda: processes_matching("4242.132") == [], "killed", timeout=10)
+    finally:
+        group.kill()
+        group.remove()
+        with contextlib.suppress(OSError):
+            next(iter(group.dirs.values())).parent.rmdir()
+
+
+@needs_groups
+def test_bots_start_while_the_arena_holds_more_descriptors_than_a_bot_may(
+    tmp_path: Path,
+) -> None:
+    """A bot's group is joined before its open-files limit is set: the arena's
+    descriptors are still open in the child then, and with more of them than
+    --max-open-files every bot used to fail to start (EMFILE in the set-up)."""
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(300)]
+    try:
+        out = tmp_path / "o"
+        entrants = [bot("first_legal", n) for n in "abcd"]
+        args = ["run", *entrants, "--hands", "1", "--rounds", "1", "--quiet"]
+        assert run_arena([*args, "--max-open-files", "64", "--out", str(out)]) == 0
+    finally:
+        for fd in held:
+            os.close(fd)
+    results, records = load_outputs(out)
+    assert [r["faults"] for r in records] == [[], [], [], []]
+    assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
+
+
+@pytest.mark.skipif(
+    not (
+        Path("/sys/fs/cgroup/cpuset/cpuset.cpus").exists()
+        and os.access("/sys/fs/cgroup/cpuset", os.W_OK)
+    ),
+    reason="no writable v1 cpuset hierarchy here",
+)
+def test_a_bot_group_in_a_run_folder_not_filled_yet_gets_cpus() -> None:
+    """Two worker processes share a run's folder: one may make it and not yet
+    have filled its cpuset when the other makes a bot group inside it. The bot
+    group then fills the folder first (an empty cpuset refuses every process:
+    ENOSPC, which made a bot fail to start)."""
+    import secrets
+
+    run = Path("/sys/fs/cgroup/cpuset") / f"hearts-arena-test-{secrets.token_hex(4)}"
+    run.mkdir()
+    bot_dir = run / "bot"
+    try:
+        assert (run / "cpuset.cpus").read_text().strip() == ""  # as another worker left it
+        bot_dir.mkdir()
+        cgroups._init_cpuset(bot_dir)
+        root = Path("/sys/fs/cgroup/cpuset")
+        for name in ("cpuset.cpus", "cpuset.mems"):
+            assert (run / name).read_text().strip() == (root / name).read_text().strip()
+            assert (bot_dir / name).read_text().strip() == (root / name).read_text().strip()
+    finally:
+        for d in (bot_dir, run):
+            with contextlib.suppress(OSError):
+                d.rmdir()

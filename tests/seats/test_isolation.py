@@ -1,0 +1,250 @@
+"""What a bot can and cannot do, with and without --sandbox, and the checks
+made before a tournament starts."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import BOTS, bot, bot_path, load_outputs, needs_seal, run_arena, run_processes
+
+from arena.cli.main import EXIT_ENVIRONMENT
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(16)
+        yield server.getsockname()[1]
+
+
+def probe_reports(out: Path) -> list[dict]:
+    _, records = load_outputs(out)
+    reports = []
+    for rec in records:
+        seat = rec["seats"].index("probe")
+        line = next(x for x in rec["stderr"][seat].splitlines() if x.startswith("PROBE "))
+        reports.append(json.loads(line.removeprefix("PROBE ")))
+    return reports
+
+
+def run_probe(out: Path, port: int, *extra: str) -> int:
+    entrants = [f"probe={bot_path('probe')} {port}", *(bot("first_legal", n) for n in "abc")]
+    return run_arena(
+        [
+            "run",
+            *entrants,
+            "--hands",
+            "1",
+            "--rounds",
+            "1",
+            "--seed",
+            "1",
+            "--out",
+            str(out),
+            "--quiet",
+            *extra,
+        ]
+    )
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="separate bot users need root")
+def test_without_sandbox_bots_run_as_their_own_unprivileged_user(
+    tmp_path: Path, listener: int
+) -> None:
+    assert run_probe(tmp_path / "out", listener, "--no-sandbox") == 0
+    reports = probe_reports(tmp_path / "out")
+    assert len(reports) == 4
+    for r in reports:
+        assert r["uid"] != 0
+        assert r["home_private"] and r["home_owned"] and r["write_home"]
+        assert r["write_cwd"] is False  # the bot folder belongs to root
+        assert r["connect"] is True  # no network isolation with --no-sandbox
+        assert r["processes_visible"] > 3
+        assert "HEARTS_ARENA_RUN" in r["env"]
+        assert not {"PYTEST_CURRENT_TEST", "VIRTUAL_ENV"} & set(r["env"])
+    assert len({r["uid"] for r in reports}) >= 1
+
+
+@needs_seal
+def test_sandbox_has_no_network_no_other_processes_and_read_only_files(
+    tmp_path: Path, listener: int
+) -> None:
+    assert run_probe(tmp_path / "out", listener) == 0  # sealed by default
+    reports = probe_reports(tmp_path / "out")
+    assert len(reports) == 4
+    for r in reports:
+        assert r["uid"] != 0 or os.geteuid() != 0
+        assert r["home_private"] and r["home_owned"]
+        assert r["connect"] is False
+        assert r["write_cwd"] is False
+        assert r["write_home"] is True
+        assert r["processes_visible"] <= 3  # its own pid namespace
+    results, _ = load_outputs(tmp_path / "out")
+    assert results["settings"]["isolation"]["sandbox"] is True
+    assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
+    assert run_processes(tmp_path / "out") == []
+
+
+@needs_seal
+def test_setsid_grandchild_dies_with_the_sandbox(tmp_path: Path) -> None:
+    entrants = [
+        f"g={BOTS / 'hostile_grandchild.py'} setsid",
+        *(bot("first_legal", n) for n in "abc"),
+    ]
+    code = run_arena(
+        [
+            "run",
+            *entrants,
+            "--hands",
+            "1",
+            "--rounds",
+            "1",
+            "--seed",
+            "1",
+            "--sandbox",
+            "--same-user",
+            "--out",
+            str(tmp_path / "out"),
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    assert run_processes(tmp_path / "out") == []
+
+
+@needs_seal
+def test_sandbox_keeps_bots_that_live_under_tmp(open_tmp: Path) -> None:
+    """The sandbox hides /tmp, except what the bot needs from it (read-only)."""
+    shutil.copy(BOTS / "first_legal.py", open_tmp / "mine.py")
+    (open_tmp / "mine.py").chmod(0o644)
+    out = open_tmp / "out"
+    code = run_arena(
+        [
+            "run",
+            str(open_tmp / "mine.py"),
+            "sample:low",
+            "sample:duck",
+            "sample:random",
+            "--hands",
+            "1",
+            "--rounds",
+            "1",
+            "--seed",
+            "3",
+            "--sandbox",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    results, _ = load_outputs(out)
+    assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
+    assert {row["name"] for row in results["standings"]} == {"mine", "low", "duck", "random"}
+
+
+def test_sandbox_unavailable_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on this PATH
+    code = run_arena(
+        ["run", *(bot("first_legal", n) for n in "abcd"), "--sandbox", "--out", str(tmp_path / "o")]
+    )
+    assert code == EXIT_ENVIRONMENT
+    err = capsys.readouterr().err
+    assert "--sandbox needs bubblewrap" in err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="separate bot users need root")
+@pytest.mark.parametrize("mode", [pytest.param([], marks=needs_seal), ["--no-sandbox"]])
+def test_bot_in_a_folder_private_to_root_plays(tmp_path: Path, mode: list[str]) -> None:
+    """Each entrant's folder is copied for its own group: no chmod needed."""
+    private = tmp_path / "private"  # pytest's tmp_path is private to root
+    private.mkdir(mode=0o700)
+    shutil.copy(BOTS / "first_legal.py", private / "mine.py")
+    shutil.copy(BOTS / "botlib.py", private / "botlib.py")
+    (private / "mine.py").chmod(0o600)
+    out = tmp_path / "o"
+    args = ["run", str(private / "mine.py"), *(bot("first_legal", n) for n in "abc")]
+    code = run_arena(
+        [*args, "--hands", "1", "--rounds", "1", "--seed", "2", "--out", str(out), *mode]
+    )
+    assert code == 0
+    results, _ = load_outputs(out)
+    assert results["settings"]["isolation"]["sandbox"] is (mode == [])
+    assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
+    assert {row["name"] for row in results["standings"]} == {"mine", "a", "b", "c"}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="separate bot users need root")
+def test_a_uid_with_unreaped_processes_is_not_leased(tmp_path: Path) -> None:
+    """A fork bomb's killed children can linger as zombies, still counted
+    against their uid's process limit: the next bot must get another uid."""
+    from arena.seats.isolation import IsolationError, lease_uid
+
+    base = 3_900_000  # away from the pool the other tests use
+    pid = os.fork()
+    if pid == 0:  # the child becomes a zombie of that uid
+        os.setuid(base)
+        os._exit(0)
+    try:
+        for _ in range(200):  # until the child has exited (not reaped: a zombie)
+            if "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]:
+                break
+            os.sched_yield()
+        other = lease_uid(base=base + 1, size=1)  # the pool's other uid is taken
+        try:
+            with pytest.raises(IsolationError, match="in use"):
+                lease_uid(base=base, size=2)
+        finally:
+            other.release()
+        lease = lease_uid(base=base, size=2)
+        assert lease.uid == base + 1
+        lease.release()
+    finally:
+        os.waitpid(pid, 0)
+    lease = lease_uid(base=base, size=1)  # reaped: the uid is free again
+    assert lease.uid == base
+    lease.release()
+
+
+def test_stale_entrant_copies_are_removed_even_while_other_folders_vanish(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A killed arena's copies readable by a gid are removed when the gid is
+    leased again; a folder another arena removes during the search is
+    skipped, never an error (it stopped a Dask worker in CI)."""
+    import tempfile
+
+    from arena.seats import isolation
+
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
+    gid = os.getgid() if os.getuid() != 0 else 3_499_999
+    stale = tmp_path / "hearts-bot-aa-entrants-x1" / "0"
+    stale.mkdir(parents=True)
+    kept = tmp_path / "hearts-bot-aa-entrants-x1" / "1"
+    kept.mkdir()
+    if os.getuid() == 0:
+        os.chown(stale, -1, gid)
+    else:
+        os.chown(kept, -1, next(g for g in os.getgroups() if g != gid))
+    vanishing = tmp_path / "hearts-bot-bb-entrants-x2"
+    vanishing.mkdir()
+    real_scandir = os.scandir
+
+    def scandir_after_removal(path: object):  # type: ignore[no-untyped-def]
+        if isinstance(path, str | os.PathLike) and Path(path) == vanishing:
+            vanishing.rmdir()
+        return real_scandir(path)
+
+    monkeypatch.setattr(isolation.os, "scandir", scandir_after_removal)
+    assert isolation.remove_entrant_copies_of_gid(gid) == 1
+    assert not stale.exists() and kept.exists() and not vanishing.exists()

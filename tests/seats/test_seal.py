@@ -1,0 +1,432 @@
+"""Sealed bots (the default): two colluding entrants try to exchange a hand over
+every channel (tests/bots/collude.py) and gain nothing; the same attack with
+--no-sandbox as root shows which channels only the seal closes (README,
+"Running a competition", the threat table). Also: a sealed game longer than
+15 s has no faults, sealed and unsealed standings are equal for one seed, and
+nothing a bot's uid left survives its release."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import json
+import os
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import (
+    SEAL_PROBLEM,
+    bot,
+    bot_path,
+    load_outputs,
+    needs_seal,
+    run_arena,
+    run_processes,
+)
+
+from arena.seats.isolation import WORLD_WRITABLE, lease_uid, purge_uid, python_for, sysv_objects
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="separate bot users need root")
+
+CHANNELS = [
+    "tmp", "shm", "vartmp", "abstract", "unix-path", "tcp", "udp", "tcp-service", "tcp-out",
+    "udp-out", "lock-program", "lock-library", "sysv-ipc", "mqueue", "proc", "code", "uid-note",
+    "machine-file", "write-folder", "keyring", "inotify", "sysv-msg",
+]  # fmt: skip
+#: Channels still open with --no-sandbox as root (bots as separate uids, entrant
+#: folders copied for a group each): the README's threat table says the same.
+OPEN_WITHOUT_SEAL_AS_ROOT = {
+    "tmp", "shm", "vartmp", "abstract", "unix-path", "tcp", "udp", "tcp-service", "tcp-out",
+    "udp-out", "lock-library", "sysv-ipc", "sysv-msg", "proc", "machine-file", "inotify",
+}  # fmt: skip
+SYSV_KEY = 0x4845_4152
+MQ_NAME = b"/hearts-collude"
+
+
+def free_port(kind: int = socket.SOCK_STREAM) -> int:
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def outside_ip() -> str:
+    """An address of this machine other than loopback (no packet is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))
+        except OSError:
+            pytest.skip("this machine has no address other than loopback")
+        return str(s.getsockname()[0])
+
+
+def leftovers() -> list[str]:
+    """Files the colluders wrote in world-writable folders, and their IPC objects."""
+    found = [
+        str(p)
+        for folder in WORLD_WRITABLE
+        for pattern in ("hearts-collude*", "hearts-uid-note-*")
+        for p in folder.glob(pattern)
+    ]
+    for kind in ("shm", "msg"):
+        lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
+        found += [f"{kind} key {x.split()[0]}" for x in lines if int(x.split()[0]) == SYSV_KEY]
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    mq = libc.mq_open(MQ_NAME, os.O_RDONLY | os.O_NONBLOCK)
+    if mq >= 0:
+        libc.mq_close(mq)
+        found.append("POSIX message queue /hearts-collude")
+    return found
+
+
+def clean_leftovers() -> None:
+    for folder in WORLD_WRITABLE:
+        for pattern in ("hearts-collude*", "hearts-uid-note-*"):
+            for p in folder.glob(pattern):
+                with contextlib.suppress(OSError):
+                    p.unlink()
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    libc.mq_unlink(MQ_NAME)
+    shm = libc.shmget(SYSV_KEY, 0, 0)
+    if shm >= 0:
+        libc.shmctl(shm, 0, None)
+    queue = libc.msgget(SYSV_KEY, 0)
+    if queue >= 0:
+        libc.msgctl(queue, 0, None)
+
+
+def collude(out: Path, *mode: str) -> tuple[dict[str, Any], list[str]]:
+    """Run colA (sender) and colB (receiver), the same program, at one table
+    with two well-behaved bots; B's findings merged over the games, and what
+    was left on the machine afterwards."""
+    clean_leftovers()
+    ip = outside_ip()
+    secret = Path(tempfile.mkdtemp(prefix="arena-test-", dir="/var/tmp"))
+    secret.chmod(0o755)
+    (secret / "notes.txt").write_text("a file any user of the machine may read")
+    (secret / "notes.txt").chmod(0o644)
+    with (
+        socket.socket() as service,
+        socket.socket() as out_tcp,
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as out_udp,
+    ):
+        service.bind(("127.0.0.1", 0))
+        service.listen(16)
+        out_tcp.bind((ip, 0))
+        out_tcp.listen(16)
+        out_udp.bind((ip, 0))
+        out_udp.setblocking(False)
+        ports = [
+            free_port(),
+            free_port(socket.SOCK_DGRAM),
+            ip,
+            out_tcp.getsockname()[1],
+            out_udp.getsockname()[1],
+            service.getsockname()[1],
+            secret / "notes.txt",
+        ]
+        args = " ".join(map(str, ports))
+        program = bot_path("collude")
+        entrants = [f"colA={program} A {args}", f"colB={program} B {args}", bot("first_legal", "x")]
+        entrants.append(bot("first_legal", "y"))
+        code = run_arena(
+            [
+                "run",
+                *entrants,
+                "--hands",
+                "1",
+                "--rounds",
+                "1",
+                "--seed",
+                "5",
+                "--jobs",
+                "1",
+                "--out",
+                str(out),
+                "--quiet",
+                *mode,
+            ]
+        )
+        assert code == 0
+        with contextlib.suppress(OSError):
+            if out_udp.recv(100):
+                pass  # reached; B's own report says the same
+    shutil.rmtree(secret)
+    results, records = load_outputs(out)
+    assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
+    merged: dict[str, Any] = {}
+    for rec in records:
+        seat = rec["seats"].index("colB")
+        lines = [x for x in rec["stderr"][seat].splitlines() if x.startswith("COLLUDE ")]
+        assert lines, rec["stderr"][seat][-2000:]
+        for key, value in json.loads(lines[-1].removeprefix("COLLUDE ")).items():
+            merged[key] = merged.get(key) or value
+    assert run_processes(out) == []
+    run_id = json.loads((out / "run.json").read_text())["run_id"]
+    assert list(Path(tempfile.gettempdir()).glob(f"hearts-bot-{run_id}-*")) == []  # copies too
+    left = leftovers()
+    clean_leftovers()
+    return merged, left
+
+
+@pytest.fixture(scope="module")
+def sealed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], list[str]]:
+    if SEAL_PROBLEM is not None:
+        pytest.skip(f"bots cannot be sealed here: {SEAL_PROBLEM}")
+    return collude(tmp_path_factory.mktemp("sealed") / "out")
+
+
+@pytest.fixture(scope="module")
+def unsealed(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[dict[str, Any], list[str]]:
+    if os.geteuid() != 0:
+        pytest.skip("separate bot users need root")
+    # --ponder: bots off move are not frozen, so a channel does not depend on
+    # the two colluders being on move at once (only in the pass).
+    return collude(tmp_path_factory.mktemp("unsealed") / "out", "--no-sandbox", "--ponder")
+
+
+@needs_seal
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_sealed_colluders_exchange_nothing(
+    channel: str, sealed: tuple[dict[str, Any], list[str]]
+) -> None:
+    found, _ = sealed
+    assert channel in found
+    assert found[channel] is None
+
+
+@needs_seal
+def test_sealed_bots_leave_nothing_on_the_machine(
+    sealed: tuple[dict[str, Any], list[str]],
+) -> None:
+    assert sealed[1] == []
+
+
+@needs_root
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_without_the_seal_as_root_the_open_channels(
+    channel: str, unsealed: tuple[dict[str, Any], list[str]]
+) -> None:
+    """What --no-sandbox leaves open (and so what the seal closes)."""
+    found, _ = unsealed
+    if channel not in OPEN_WITHOUT_SEAL_AS_ROOT:
+        assert found[channel] is None
+    elif channel in ("tcp-service", "tcp-out", "udp-out"):
+        assert found[channel] == "reached"
+    elif channel == "machine-file":
+        assert found[channel] == "a file any user of the machine may read"
+    elif channel == "inotify":
+        assert "bytes of events on" in found[channel]
+    else:
+        assert len(found[channel].split()) == 13, found[channel]  # the sender's hand
+
+
+@needs_root
+def test_without_the_seal_a_released_uid_leaves_nothing(
+    unsealed: tuple[dict[str, Any], list[str]],
+) -> None:
+    """Files in /tmp, /var/tmp, /dev/shm, System V shared memory and POSIX
+    message queues of the sender's uid were removed when it was released."""
+    assert unsealed[1] == []
+
+
+@needs_root
+@pytest.mark.parametrize("killed", [False, True])
+def test_the_next_holder_of_a_uid_finds_nothing(killed: bool) -> None:
+    """What a uid left in /tmp, /var/tmp and /dev/shm and its System V IPC are
+    removed when the uid is released; if its arena was killed instead, all
+    that and its POSIX message queues are removed when it is leased again."""
+    import subprocess
+
+    lease = lease_uid(base=3_900_200, size=1)
+    uid = lease.uid
+    script = f"""
+import ctypes, ctypes.util, os
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+for folder in ("/tmp", "/var/tmp", "/dev/shm"):
+    os.makedirs(f"{{folder}}/hearts-purge-test-{uid}/deep", exist_ok=True)
+    open(f"{{folder}}/hearts-purge-note-{uid}", "w").write("for the next holder")
+assert libc.shmget(0x4845_5254, 64, 0o1000 | 0o600) >= 0
+assert libc.mq_open(b"/hearts-purge-{uid}", os.O_CREAT | os.O_RDWR, 0o600, None) >= 0
+"""
+    python = python_for(uid)[0]  # the arena's own may be in a private folder
+    subprocess.run(
+        [python, "-c", script], user=uid, group=uid, extra_groups=[], check=True, cwd="/"
+    )
+    assert any(kind == "shm" for kind, _ in sysv_objects(uid))
+    assert Path(f"/tmp/hearts-purge-note-{uid}").exists()
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    queue = f"/hearts-purge-{uid}".encode()
+    if killed:
+        os.close(lease._fd)  # as the death of its arena would: the uid is not marked clean
+        lease._fd = None
+        lease = lease_uid(base=3_900_200, size=1)
+        assert libc.mq_open(queue, os.O_RDONLY) == -1
+    else:
+        lease.purge = True
+        lease.release()
+        libc.mq_unlink(queue)  # a bot cannot make one (RLIMIT_MSGQUEUE 0); this script could
+    for folder in WORLD_WRITABLE:
+        assert not Path(f"{folder}/hearts-purge-note-{uid}").exists()
+        assert not Path(f"{folder}/hearts-purge-test-{uid}").exists()
+    assert sysv_objects(uid) == []
+    assert purge_uid(uid) == 0  # nothing left to remove
+    lease.release()
+
+
+@needs_seal
+def test_sealed_game_longer_than_15_seconds_has_no_faults(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One game of 4 hands, 0.08 s a card: bots live through it (bubblewrap's
+    --die-with-parent fired when Trio retired its idle spawning thread, 10 s
+    after the last start, and killed every sealed bot)."""
+    slow = [f"s{i}={bot_path('slow_legal')} 0.08" for i in range(4)]
+    code = run_arena(["play", *slow, "--hands", "4", "--seed", "8", "--sandbox"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "seed 8" in out
+    assert "fault:" not in out
+
+
+@needs_seal
+def test_sealed_and_unsealed_standings_are_equal(tmp_path: Path) -> None:
+    bots = ["sample:low", "sample:duck", "sample:random", "sample:heuristic"]
+    standings = []
+    for mode in (["--sandbox"], ["--no-sandbox"]):
+        out = tmp_path / mode[0]
+        code = run_arena(
+            [
+                "run",
+                *bots,
+                "--hands",
+                "2",
+                "--rounds",
+                "1",
+                "--seed",
+                "11",
+                "--out",
+                str(out),
+                "--quiet",
+                *mode,
+            ]
+        )
+        assert code == 0
+        results, _ = load_outputs(out)
+        assert results["settings"]["isolation"]["sandbox"] is (mode == ["--sandbox"])
+        standings.append(results["standings"])
+    assert standings[0] == standings[1]
+    assert all(sum(row["faults"].values()) == 0 for row in standings[0])
+
+
+@needs_seal
+def test_two_entrants_sharing_a_folder_are_refused_when_sealed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    for name in ("one", "two"):
+        shutil.copy(bot_path("first_legal"), folder / f"{name}.py")
+    shutil.copy(bot_path("first_legal").parent / "botlib.py", folder / "botlib.py")
+    args = ["run", str(folder / "one.py"), str(folder / "two.py"), "sample:low", "sample:duck"]
+    code = run_arena([*args, "--out", str(tmp_path / "o")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "entrant 'two' has its program in the folder of entrant 'one'" in err
+    assert "put each program in a folder of its own" in err
+    assert not (tmp_path / "o").exists()
+    # --no-sandbox plays them.
+    code = run_arena([*args, "--hands", "1", "--rounds", "1", "--no-sandbox", "--quiet", "--out", str(tmp_path / "o2")])  # fmt: skip
+    assert code == 0
+
+
+@needs_seal
+def test_a_sealed_bot_reads_a_file_next_to_itself(open_tmp: Path) -> None:
+    """The entrant folder is bound read-only (a copy); a NAME=COMMAND entrant
+    runs in its program's folder, so a relative path works."""
+    folder = open_tmp / "reader"
+    folder.mkdir()
+    (folder / "model.txt").write_text("weights 42\n")
+    (folder / "reader.py").write_text(
+        "import sys\n"
+        "from botlib import serve\n"
+        "print('MODEL', open('model.txt').read().strip(), file=sys.stderr, flush=True)\n"
+        "serve('reader')\n"
+    )
+    shutil.copy(bot_path("first_legal").parent / "botlib.py", folder / "botlib.py")
+    out = open_tmp / "out"
+    code = run_arena(
+        [
+            "run",
+            f"r=python3 {folder / 'reader.py'}",
+            "sample:low",
+            "sample:duck",
+            "sample:random",
+            "--hands",
+            "1",
+            "--rounds",
+            "1",
+            "--seed",
+            "4",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    results, records = load_outputs(out)
+    assert results["settings"]["isolation"]["sandbox"] is True
+    assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
+    for rec in records:
+        assert "MODEL weights 42" in rec["stderr"][rec["seats"].index("r")]
+
+
+@needs_seal
+def test_without_libseccomp_bots_are_sealed_without_the_filter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A machine without libseccomp: one line says what stays open; the rest holds."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyseccomp", None)  # import fails, as without the library
+    out = tmp_path / "out"
+    bots = ["sample:low", "sample:duck", "sample:random", "sample:heuristic"]
+    code = run_arena(["run", *bots, "--hands", "1", "--rounds", "1", "--out", str(out), "--quiet"])
+    assert code == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if "libseccomp" in line]
+    assert len(err) == 1
+    assert "sealed bots can still signal each other through file locks" in err[0]
+    results, _ = load_outputs(out)
+    assert results["settings"]["isolation"]["sandbox"] is True
+    assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
+
+
+@needs_root
+def test_a_killed_arenas_entrant_copy_is_removed_before_its_group_is_leased_again() -> None:
+    """An arena killed with SIGKILL leaves its entrants' copies; the next
+    holder of such a group must not read them."""
+    from arena.seats.isolation import LOCK_DIR, lease_gid
+
+    gid = 3_590_000
+    lease = lease_gid(base=gid, size=1)
+    root = Path(tempfile.mkdtemp(prefix="hearts-bot-0killed0-entrants-"))
+    copy = root / "0"
+    copy.mkdir()
+    (copy / "secret_bot.py").write_text("print('mine')\n")
+    os.chown(copy, 0, gid)
+    os.close(lease._fd)  # killed: the group is not marked clean
+    lease._fd = None
+    assert (LOCK_DIR / f"g{gid}").read_bytes() == b"in use"
+    again = lease_gid(base=gid, size=1)
+    try:
+        assert not copy.exists()
+    finally:
+        again.release()
+        shutil.rmtree(root, ignore_errors=True)
+    assert (LOCK_DIR / f"g{gid}").read_bytes() == b"clean"

@@ -1,0 +1,270 @@
+"""Results survive the referee itself: kill -9 then --resume gives the standings of
+an uninterrupted run, and Ctrl-C stops cleanly with partial standings."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from conftest import (
+    BOTS,
+    ROOT,
+    bot,
+    bot_path,
+    load_outputs,
+    needs_seal,
+    processes_matching,
+    run_arena,
+    run_processes,
+)
+
+from arena.cli.main import EXIT_OUTPUT
+from arena.core.keys import MasterKey
+
+ENTRANTS = [
+    f"slow={bot_path('stubborn')} 0.01",
+    bot("random_legal", "r1"),
+    bot("random_legal", "r2"),
+    bot("first_legal", "f"),
+]
+ARGS = ["--hands", "1", "--rounds", "3", "--seed", "99", "--jobs", "2", "--quiet"]
+
+
+def start_arena(
+    out: Path, entrants: list[str] = ENTRANTS, args: list[str] = ARGS
+) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "arena", "run", *entrants, *args, "--out", str(out)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def wait_for_games(out: Path, n: int, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+    journal = out / "games.jsonl"
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if journal.exists() and len(journal.read_text().splitlines()) >= n:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {n} games after {timeout} s")
+
+
+def kill_watchdog(arena: int) -> None:
+    """Kill the run's watchdog (arena.seats.cgroups), which would otherwise end the
+    bots of a killed arena before --resume could show that it does."""
+    for pid, _ in processes_matching("arena.seats.cgroups"):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except OSError:
+            continue
+        if parent == arena:
+            os.kill(pid, signal.SIGKILL)
+
+
+def run_tmpdirs(out: Path) -> list[Path]:
+    run_id = json.loads((out / "run.json").read_text())["run_id"]
+    return list(Path(tempfile.gettempdir()).glob(f"hearts-bot-{run_id}-*"))
+
+
+@pytest.mark.parametrize(
+    "mode", [pytest.param((), marks=needs_seal), ("--no-sandbox",)], ids=["sealed", "no-sandbox"]
+)
+def test_kill_9_then_resume_gives_the_uninterrupted_standings(
+    tmp_path: Path, mode: tuple[str, ...]
+) -> None:
+    reference = tmp_path / "reference"
+    assert run_arena(["run", *ENTRANTS, *ARGS, *mode, "--out", str(reference)]) == 0
+    ref_results, ref_records = load_outputs(reference)
+    assert len(ref_records) == 12
+
+    out = tmp_path / "killed"
+    proc = start_arena(out, ENTRANTS, [*ARGS, *mode])
+    wait_for_games(out, 3, proc)
+    kill_watchdog(proc.pid)  # as a crash of the machine would: --resume must clean up
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    kept = len((out / "games.jsonl").read_text().splitlines())
+    assert 3 <= kept < 12
+    if mode:
+        # The bots of the games in progress outlived the arena (they ignore SIGTERM and EOF).
+        time.sleep(0.2)
+        assert run_processes(out) != []
+    else:
+        # Sealed bots die with the arena (bubblewrap's --die-with-parent).
+        for _ in range(100):
+            if not run_processes(out):
+                break
+            time.sleep(0.05)
+        assert run_processes(out) == []
+    assert run_tmpdirs(out) != []  # their temporary folders (or entrant copies) are left
+
+    code = run_arena(["run", *ENTRANTS, *ARGS, *mode, "--out", str(out), "--resume"])
+    assert code == 0
+    results, records = load_outputs(out)
+    assert results["complete"] is True
+    assert sorted(r["game_index"] for r in records) == list(range(12))
+    assert results["standings"] == ref_results["standings"]
+    assert run_processes(out) == []
+    assert run_tmpdirs(out) == []
+
+
+def test_kill_9_then_resume_with_a_secret_key(tmp_path: Path) -> None:
+    """A drawn key is kept owner-only in the folder (tournament.key): --resume
+    uses it without being given it, and ends with the tournament the same key
+    plays uninterrupted (--key-file), revealed and verifiable."""
+    args = [a for a in ARGS if a not in ("--seed", "99")]
+    key_file = tmp_path / "k.key"
+    key_file.write_text(MasterKey.generate().hex())
+    reference = tmp_path / "reference"
+    assert (
+        run_arena(["run", *ENTRANTS, *args, "--key-file", str(key_file), "--out", str(reference)])
+        == 0
+    )
+    out = tmp_path / "killed"
+    proc = start_arena(out, ENTRANTS, [*args, "--key-file", str(key_file)])
+    wait_for_games(out, 3, proc)
+    kill_watchdog(proc.pid)  # as a crash of the machine would: --resume must clean up
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert run_arena(["run", *ENTRANTS, *args, "--out", str(out), "--resume"]) == 0
+    (ref, ref_records), (results, records) = load_outputs(reference), load_outputs(out)
+    assert results["standings"] == ref["standings"]
+    assert [r["hands"] for r in sorted(records, key=lambda r: r["game_index"])] == [
+        r["hands"] for r in sorted(ref_records, key=lambda r: r["game_index"])
+    ]
+    assert results["key"] == key_file.read_text().strip()
+    assert run_arena(["verify", str(out)]) == 0
+    assert run_processes(out) == []
+
+
+def test_resume_refuses_different_settings(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "o"
+    base = [
+        "run",
+        *(bot("first_legal", n) for n in "abcd"),
+        "--hands",
+        "1",
+        "--rounds",
+        "1",
+        "--quiet",
+    ]
+    assert run_arena([*base, "--seed", "5", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert run_arena([*base, "--seed", "6", "--out", str(out), "--resume"]) == 3
+    assert "settings differ from the run" in capsys.readouterr().err
+    assert run_arena([*base, "--time-limit", "2", "--out", str(out), "--resume"]) == 3
+    assert "time_limit" in capsys.readouterr().err
+    # --jobs may change; without --seed the stored seed is used.
+    assert run_arena([*base, "--jobs", "1", "--out", str(out), "--resume"]) == 0
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_stops_cleanly_with_partial_standings(tmp_path: Path, signum: int) -> None:
+    out = tmp_path / "o"
+    # About 0.7 s a game, and enough games (60) that --jobs 2 uses worker processes.
+    slower = [f"slow={bot_path('stubborn')} 0.05", *ENTRANTS[1:], bot("first_legal", "g")]
+    proc = start_arena(out, slower)
+    wait_for_games(out, 1, proc)
+    proc.send_signal(signum)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert "interrupted:" in stderr and "--resume" in stderr
+    results = json.loads((out / "results.json").read_text())
+    records = [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
+    assert results["complete"] is False
+    assert "key" not in results  # an interrupted run never reveals its key
+    assert (
+        results["key_commitment"]
+        == json.loads((out / "run.json").read_text())["settings"]["key_commitment"]
+    )
+    assert results["games_played"] == len(records) < 60
+    assert sum(row["games"] for row in results["standings"]) == 4 * len(records)
+    assert (out / "index.html").exists()
+    assert run_processes(out) == []
+    assert run_tmpdirs(out) == []
+
+
+def test_resume_with_only_out_reads_settings_and_entrants_from_run_json(
+    open_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 14, item 13: ``run --resume --out DIR`` alone continues the run
+    in DIR as recorded; flags given must agree with the record (exit 3)."""
+    spaced = open_tmp / "my bots"
+    spaced.mkdir()
+    spaced.chmod(0o755)
+    (spaced / "first legal.py").write_text((BOTS / "first_legal.py").read_text())
+    (spaced / "first legal.py").chmod(0o644)
+    entrants = [*ENTRANTS[:3], f"f={spaced / 'first legal.py'}"]
+    settings = ["--time-limit", "0.7", "--strikes", "2", "--max-open-files", "200"]
+    reference = open_tmp / "reference"
+    assert run_arena(["run", *entrants, *ARGS, *settings, "--out", str(reference)]) == 0
+    ref_results, ref_records = load_outputs(reference)
+    assert len(ref_records) == 12
+
+    out = open_tmp / "o"
+    assert run_arena(["run", *entrants, *ARGS, *settings, "--out", str(out)]) == 0
+    journal = out / "games.jsonl"
+    journal.write_text("".join(journal.read_text().splitlines(keepends=True)[:5]))
+    capsys.readouterr()
+    # A flag that disagrees with the record: one line, exit 3, nothing played.
+    assert run_arena(["run", "--resume", "--out", str(out), "--rounds", "4"]) == EXIT_OUTPUT
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"error: --resume: settings differ from the run in {out}: rounds: recorded 3, given 4 "
+        "(give only --out and --resume to continue it as recorded)"
+    )
+    assert len(journal.read_text().splitlines()) == 5
+    # Only --out: the recorded entrants (a command with an argument, a path
+    # with a space) and settings; flags that agree are accepted.
+    assert run_arena(["run", "--resume", "--out", str(out), "--quiet", "--hands", "1"]) == 0
+    results, records = load_outputs(out)
+    assert results["complete"] is True
+    assert sorted(r["game_index"] for r in records) == list(range(12))
+    assert results["standings"] == ref_results["standings"]
+    assert results["settings"] == json.loads((reference / "run.json").read_text())["settings"]
+
+
+def test_a_recorded_entrant_is_read_from_its_argv_and_older_records_still_work() -> None:
+    from arena.seats.entrants import EntrantError, entrant_from_record
+
+    record = {"name": "x", "command": "ignored", "argv": ["run", "b 'c"], "cwd": "/srv/b c",
+              "given": "x=...", "program": "/srv/b c/run"}  # fmt: skip
+    e = entrant_from_record(record)
+    assert (e.name, e.argv, e.cwd, e.source, e.program) == (
+        "x", ("run", "b 'c"), Path("/srv/b c"), "x=...", Path("/srv/b c/run"),
+    )  # fmt: skip
+    old = entrant_from_record({"name": "y", "command": "python3 'my bot.py' --fast", "cwd": "/"})
+    assert (old.argv, old.program) == (("python3", "my bot.py", "--fast"), None)
+    with pytest.raises(EntrantError, match="no usable command and folder"):
+        entrant_from_record({"name": "z", "cwd": "/"})
+
+
+def test_resume_with_only_out_keeps_a_secret_key_and_disqualification(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run without --seed (a secret key in the folder) resumes from --out
+    alone and ends with the standings of the whole run."""
+    out = tmp_path / "o"
+    unseeded = [a for a in ARGS if a not in ("--seed", "99")]
+    assert (
+        run_arena(["run", *ENTRANTS, *unseeded, "--disqualify-after", "50", "--out", str(out)]) == 0
+    )
+    whole, _ = load_outputs(out)
+    assert whole["settings"]["seed"] is None and whole["settings"]["disqualify_after"] == 50
+    journal = out / "games.jsonl"
+    journal.write_text("".join(journal.read_text().splitlines(keepends=True)[:4]))
+    capsys.readouterr()
+    assert run_arena(["run", "--resume", "--out", str(out)]) == 0
+    results, records = load_outputs(out)
+    assert len(records) == 12 and results["standings"] == whole["standings"]
+    assert results["settings"] == whole["settings"]

@@ -1,0 +1,262 @@
+"""Secret deals (issue 11): a key per tournament, commit then reveal, verify,
+an output folder no bot can read, and no two games of one deal at once."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from conftest import BOTS, bot, load_outputs, run_arena
+
+from arena.cli.main import EXIT_FAILED, EXIT_OK, EXIT_OUTPUT, EXIT_USAGE
+from arena.core.keys import MasterKey
+from arena.report.outputs import build_results
+
+FOUR = [
+    bot("first_legal", "a"),
+    bot("random_legal", "b"),
+    bot("first_legal", "c"),
+    bot("random_legal", "d"),
+]
+SHORT = ["--hands", "2", "--rounds", "1", "--quiet"]
+
+#: Fields of a game record that record times, not play.
+TIME_FIELDS = {"started_at", "duration_s", "timing", "stderr"}
+
+
+def _play(records: list[dict]) -> list[dict]:
+    return [
+        {k: v for k, v in r.items() if k not in TIME_FIELDS}
+        for r in sorted(records, key=lambda r: r["game_index"])
+    ]
+
+
+def test_drawn_key_is_committed_then_revealed_and_verifies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "o"
+    assert run_arena(["run", *FOUR, *SHORT, "--out", str(out)]) == EXIT_OK
+    err = capsys.readouterr().err
+    run = json.loads((out / "run.json").read_text())
+    results, records = load_outputs(out)
+    commitment = run["settings"]["key_commitment"]
+    assert f"key commitment: SHA-256 {commitment}" in err
+    assert run["settings"]["seed"] is None
+    assert run["format_version"] == 2
+    key = MasterKey.from_hex(results["key"])
+    assert key.commitment() == commitment == results["key_commitment"]
+    assert key.hex() not in (out / "run.json").read_text()
+    assert key.hex() not in (out / "games.jsonl").read_text()
+    # The deals are the key's: hand 1 of game r1-t0-k0 re-derived from it.
+    from arena.tools.verify import describe_deal
+
+    first = next(r for r in records if r["game_id"] == "r1-t0-k0")
+    assert first["hands"][0]["dealt"] == describe_deal(key, "r1-t0", 1)
+    assert first["bot_seeds"] == list(key.bot_seeds("r1-t0-k0"))
+    assert run_arena(["verify", str(out)]) == EXIT_OK
+    assert "verified: 4 games" in capsys.readouterr().out
+
+
+def test_verify_fails_on_a_tampered_journal_and_a_wrong_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "o"
+    assert run_arena(["run", *FOUR, *SHORT, "--out", str(out)]) == EXIT_OK
+    capsys.readouterr()
+    journal = (out / "games.jsonl").read_text().splitlines()
+    original = list(journal)
+
+    # A swapped card between two seats' deals.
+    rec = json.loads(journal[1])
+    dealt = rec["hands"][0]["dealt"]
+    dealt[0][0], dealt[1][0] = dealt[1][0], dealt[0][0]
+    journal[1] = json.dumps(rec)
+    (out / "games.jsonl").write_text("\n".join(journal) + "\n")
+    assert run_arena(["verify", str(out)]) == EXIT_FAILED
+    printed = capsys.readouterr().out
+    assert f"FAIL game {rec['game_id']} hand 1: dealt cards are not the key's deal (R2)" in printed
+
+    # A changed score.
+    journal = list(original)
+    rec = json.loads(journal[2])
+    rec["hands"][-1]["points"][0] += 1
+    journal[2] = json.dumps(rec)
+    (out / "games.jsonl").write_text("\n".join(journal) + "\n")
+    assert run_arena(["verify", str(out)]) == EXIT_FAILED
+    assert f"FAIL game {rec['game_id']} hand 2: points differ" in capsys.readouterr().out
+
+    # A key that is not the committed one.
+    (out / "games.jsonl").write_text("\n".join(original) + "\n")
+    results = json.loads((out / "results.json").read_text())
+    results["key"] = MasterKey.generate().hex()
+    (out / "results.json").write_text(json.dumps(results))
+    assert run_arena(["verify", str(out)]) == EXIT_FAILED
+    assert "is not the commitment" in capsys.readouterr().out
+
+    # No key revealed: cannot be verified.
+    del results["key"]
+    (out / "results.json").write_text(json.dumps(results))
+    assert run_arena(["verify", str(out)]) == EXIT_OUTPUT
+    assert "reveals no key" in capsys.readouterr().err
+
+
+def test_key_file_replays_a_tournament_exactly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = tmp_path / "first"
+    assert run_arena(["run", *FOUR, *SHORT, "--out", str(first)]) == EXIT_OK
+    key_hex = json.loads((first / "results.json").read_text())["key"]
+    key_file = tmp_path / "k.key"
+    key_file.write_text(key_hex + "\n")
+    again = tmp_path / "again"
+    assert run_arena(["run", *FOUR, *SHORT, "--key-file", str(key_file), "--out", str(again)]) == 0
+    (r1, g1), (r2, g2) = load_outputs(first), load_outputs(again)
+    assert _play(g1) == _play(g2)
+    assert r1["standings"] == r2["standings"]
+    assert r2["key"] == key_hex
+    capsys.readouterr()
+    # A bad key file is a one-line usage error; --seed and --key-file exclude each other.
+    key_file.write_text("not a key")
+    assert (
+        run_arena(["run", *FOUR, *SHORT, "--key-file", str(key_file), "--out", str(tmp_path / "x")])
+        == EXIT_USAGE
+    )
+    assert "hexadecimal digits" in capsys.readouterr().err
+    assert (
+        run_arena(
+            [
+                "run",
+                *FOUR,
+                *SHORT,
+                "--key-file",
+                str(key_file),
+                "--seed",
+                "1",
+                "--out",
+                str(tmp_path / "y"),
+            ]
+        )
+        == EXIT_USAGE
+    )
+
+
+def test_seed_runs_are_reproducible_and_say_they_are_public(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert run_arena(["run", *FOUR, *SHORT, "--seed", "7", "--out", str(a)]) == 0
+    assert "key commitment" not in capsys.readouterr().err  # nothing secret to commit to
+    assert run_arena(["run", *FOUR, *SHORT, "--seed", "7", "--out", str(b)]) == 0
+    assert _play(load_outputs(a)[1]) == _play(load_outputs(b)[1])
+    results = load_outputs(a)[0]
+    assert results["key"] == MasterKey.from_seed(7).hex()
+    assert run_arena(["verify", str(a)]) == EXIT_OK
+
+
+def test_output_folder_is_owner_only(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    out.mkdir(mode=0o755)
+    assert run_arena(["run", *FOUR, *SHORT, "--out", str(out)]) == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o700
+    for name in ("run.json", "games.jsonl", "results.json", "tournament.key", ".hearts-arena.lock"):
+        mode = stat.S_IMODE((out / name).stat().st_mode)
+        assert mode & 0o077 == 0, f"{name} is readable by others ({oct(mode)})"
+
+
+def test_an_unfinished_run_never_reveals_the_key() -> None:
+    key = MasterKey.generate()
+    settings = {"seed": None, "key_commitment": key.commitment(), "entrants": []}
+    partial = build_results(settings, ["a", "b", "c", "d"], [], 4, key=key.hex())
+    assert "key" not in partial and partial["key_commitment"] == key.commitment()
+    assert build_results(settings, ["a", "b", "c", "d"], [], 0, key=key.hex())["key"] == key.hex()
+
+
+def test_resume_refuses_a_folder_of_the_older_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "o"
+    assert run_arena(["run", *FOUR, *SHORT, "--seed", "3", "--out", str(out)]) == 0
+    run = json.loads((out / "run.json").read_text())
+    del run["format_version"]
+    run["settings"]["seed"] = 3
+    (out / "run.json").write_text(json.dumps(run))
+    capsys.readouterr()
+    assert (
+        run_arena(["run", *FOUR, *SHORT, "--seed", "3", "--out", str(out), "--resume"])
+        == EXIT_OUTPUT
+    )
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --resume:") and "older hearts-arena (format 1" in err
+    assert "\n" not in err
+
+
+def test_no_two_games_of_one_deal_are_in_play_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack 4 of issue 11: with --jobs 4 (worker processes) the rotations of
+    a table never overlap in time, so an entrant never has two processes
+    holding cards of one deal at once."""
+    monkeypatch.setattr("arena.tournament.executors.POOL_MIN_GAMES", 0)
+    entrants = [f"s{n}={BOTS / 'slow_legal.py'}" for n in range(3)] + [
+        bot("first_legal", n) for n in "ab"
+    ]
+    out = tmp_path / "o"
+    assert (
+        run_arena(
+            [
+                "run",
+                *entrants,
+                "--hands",
+                "1",
+                "--rounds",
+                "2",
+                "--jobs",
+                "4",
+                "--quiet",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    records = load_outputs(out)[1]
+    assert len(records) == 5 * 4 * 2
+    by_deal: dict[str, list[tuple[float, float]]] = {}
+    for r in records:
+        by_deal.setdefault(r["deal_key"], []).append(
+            (r["started_at"], r["started_at"] + r["duration_s"])
+        )
+    assert len(by_deal) == 10
+    for deal, spans in by_deal.items():
+        spans.sort()
+        assert len(spans) == 4
+        for (_, end), (start, _) in itertools.pairwise(spans):
+            assert start >= end - 0.001, f"two games of {deal} overlap"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="bots run as other users only when the arena is root")
+def test_a_bot_hunting_for_the_key_finds_nothing(tmp_path: Path) -> None:
+    """Attacks 1-2 of issue 11: a bot that reads the output folder (run.json,
+    the journal, the key file, the lock), /proc/*/cmdline and environ of every
+    process and the arena's files in /tmp finds neither the key nor a deal."""
+    out = tmp_path / "o"
+    hunter = f"hunter={BOTS / 'hostile_key_hunter.py'} {out}"
+    assert run_arena(["run", hunter, *FOUR[:3], *SHORT, "--out", str(out)]) == 0
+    results, records = load_outputs(out)
+    key = results["key"]
+    reports = [r["stderr"][r["seats"].index("hunter")] for r in records]
+    assert all("HUNT procs=" in text for text in reports)
+    for text in reports:
+        assert "out_opened=0" in text, text
+        assert key not in text
+        assert "HUNT candidate " + key not in text
+        # No card list of any hand of any game either.
+        for rec in records:
+            for hand in rec["hands"]:
+                for cards in hand["dealt"]:
+                    assert " ".join(cards) not in text
+    assert sum(r["faults"] == [] for r in records) == len(records)
