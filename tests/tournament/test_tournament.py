@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import bot, load_outputs, run_arena
 
+from arena.core.keys import MasterKey
 from arena.core.rules import deal_hands
 from arena.tournament.runner import TournamentSettings, chains_of, schedule_round_robin
 
@@ -46,10 +47,24 @@ def test_schedule_is_pure_and_orders_round_table_rotation() -> None:
     assert len({g.bot_seeds for g in a}) == len(a)
 
 
-def test_deals_of_a_round_come_from_the_seed_string() -> None:
-    # R2: hand h of round r is dealt from "seed:r:h" (SHA-256, not hash()).
-    assert deal_hands("9:1:1") == deal_hands("9:1:1")
-    assert deal_hands("9:1:1") != deal_hands("9:2:1")
+def test_deals_of_a_table_come_from_its_table_key() -> None:
+    """R2 with protocol/DEALS.md: the four rotations of a table share one table
+    key, HMAC(subkey("deal"), "r{round}-t{table}") of the tournament key; other
+    tables and rounds get other keys, so other deals."""
+    settings = TournamentSettings(seed=9, rounds=2)
+    key = MasterKey.from_seed(9)
+    specs = schedule_round_robin(["a", "b", "c", "d", "e"], settings)
+    by_deal: dict[str, set[bytes]] = {}
+    for g in specs:
+        by_deal.setdefault(g.deal_key, set()).add(g.table_key)
+    assert all(len(keys) == 1 for keys in by_deal.values())
+    assert {k: next(iter(v)) for k, v in by_deal.items()} == {k: key.table_key(k) for k in by_deal}
+    assert len({next(iter(v)) for v in by_deal.values()}) == len(by_deal) == 10
+    first = deal_hands("1", key.table_key("r1-t0"))
+    assert (
+        first != deal_hands("1", key.table_key("r2-t0")) != deal_hands("2", key.table_key("r1-t0"))
+    )
+    assert sorted(bin(h).count("1") for h in first) == [13, 13, 13, 13]
 
 
 def test_schedule_refuses_fewer_than_four_and_duplicates() -> None:
