@@ -5,12 +5,15 @@ a seed string by :func:`deal_hands`). Cards are integers 0..51 and card sets
 are bit masks (see :mod:`arena.core.cards`), which keeps legal-move generation free
 of allocation for bots that simulate many hands.
 
-Two levels:
+Three levels:
 
 * :class:`Hand` plays one hand: the simultaneous pass (R3, R4), then thirteen
   tricks (R5-R10), then the hand's points (R11, R12).
 * :class:`GameScore` adds hands' points to running totals and decides when a
   game ends and the final ranks (R13), or stops after a fixed number of hands.
+* :class:`Game` is the whole game: hand after hand (the pass cycle by hand
+  number, R3) until :class:`GameScore` ends it. Deals are named by
+  :func:`deal_name` and made by :func:`table_deal` (or :func:`deal_with`).
 """
 
 from __future__ import annotations
@@ -165,16 +168,68 @@ def deal_hands(label: str, key: bytes = b"") -> tuple[int, int, int, int]:
     return hands[0], hands[1], hands[2], hands[3]
 
 
+def deal_name(deal_key: str, hand_number: int) -> str:
+    """The public name of hand ``hand_number``'s deal in the games named
+    ``deal_key`` (R2): ``deal_name("r1-t3", 2) == "r1-t3:2"``. It is a game
+    record's ``deal_seed`` and what reports group duplicate deals by; the
+    cards come from :func:`table_deal`."""
+    return f"{deal_key}:{hand_number}"
+
+
+def table_deal(table_key: bytes, hand_number: int) -> tuple[int, int, int, int]:
+    """The four dealt card masks of hand ``hand_number`` (1-based) of a game
+    whose table key is ``table_key`` (R2): ``deal_hands(str(hand_number), table_key)``.
+
+    Every game of one deal key (all seatings of a table in a round) gets the
+    same cards for the same hand number (duplicate play).
+    """
+    return deal_hands(str(hand_number), table_key)
+
+
+def deal_with(fixed: Sequence[int], label: str, key: bytes = b"") -> tuple[int, int, int, int]:
+    """A deal with some cards placed (R2): seat ``s`` gets the cards of mask
+    ``fixed[s]``, and the cards nobody was given fill the seats in seat order
+    up to 13 each, in the order :func:`shuffled_deck` ``(key, label)`` puts
+    them. With every ``fixed[s]`` empty this is :func:`deal_hands`.
+
+    Raises:
+        ValueError: not four masks, a card placed twice or not a card
+            0..51, or a seat given more than 13 cards.
+    """
+    if len(fixed) != 4:
+        raise ValueError("a deal has four hands (R1)")
+    taken = 0
+    for s, mask in enumerate(fixed):
+        if mask < 0 or mask & ~FULL_DECK:
+            raise ValueError(f"seat {s} is given something that is not a card (R1)")
+        if mask & taken:
+            raise ValueError(f"a card is given twice: {' '.join(names_of(mask & taken))} (R2)")
+        if mask.bit_count() > 13:
+            raise ValueError(f"seat {s} is given {mask.bit_count()} cards, more than 13 (R2)")
+        taken |= mask
+    if not taken:
+        return deal_hands(label, key)
+    masks = list(fixed)
+    rest = iter([c for c in shuffled_deck(key, label) if not taken >> c & 1])
+    for s in range(4):
+        for _ in range(13 - masks[s].bit_count()):
+            masks[s] |= 1 << next(rest)
+    return masks[0], masks[1], masks[2], masks[3]
+
+
 def pass_mask(seat: int, cards: Sequence[int]) -> int:
     """Mask of a pass given as a list of cards, checking that they are three distinct cards (R3).
 
     Whether the seat holds them is :meth:`Hand.check_pass`'s business.
 
     Raises:
-        IllegalMoveError: not three cards, or a card given twice (rule ``"R3"``).
+        IllegalMoveError: not three cards, or a card given twice (rule ``"R3"``);
+            a number that is not a card 0..51 (``"R1"``).
     """
     m = 0
     for card in cards:
+        if not 0 <= card < 52:
+            raise IllegalMoveError(seat, "R1", f"{card!r} is not a card of the 52-card deck")
         bit = 1 << card
         if m & bit:
             raise IllegalMoveError(
@@ -429,10 +484,13 @@ class Hand:
         """Check one seat's pass (R3) without applying it.
 
         Raises:
-            IllegalMoveError: not exactly three cards, or a card not held.
+            IllegalMoveError: bits outside the deck (``"R1"``), not exactly
+                three cards, or a card not held (``"R3"``).
         """
         if self.phase is not _PASS:
             raise IllegalMoveError(seat, "R3", "no pass is due now")
+        if cards < 0 or cards & ~FULL_DECK:
+            raise IllegalMoveError(seat, "R1", "a pass of something that is not a card")
         if cards.bit_count() != 3:
             raise IllegalMoveError(
                 seat, "R3", f"a pass is three distinct cards, got {cards.bit_count()}"
@@ -520,16 +578,21 @@ class Hand:
         """Check that ``seat`` may play ``card`` now.
 
         Raises:
-            IllegalMoveError: not this seat's turn, the card is not held, or a
-                rule forbids it (the message names R5-R9).
+            IllegalMoveError: not this seat's turn or no play due (R5), not a
+                card 0..51 (R1), a card the seat does not hold (R2), or a
+                rule forbids it (R5-R9); :attr:`IllegalMoveError.rule` names it.
         """
         if self.phase is not _PLAY:
             raise IllegalMoveError(seat, "R5", "no play is due now")
         if seat != self.turn:
             raise IllegalMoveError(seat, "R5", f"it is seat {self.turn}'s turn")
+        if not 0 <= card < 52:
+            # R1: the deck is the 52 cards 0..51; anything else is no card at all.
+            raise IllegalMoveError(seat, "R1", f"{card!r} is not a card of the 52-card deck")
         bit = 1 << card
         if not self.hands[seat] & bit:
-            raise IllegalMoveError(seat, "R6", f"does not hold {CARD_NAMES[card]}")
+            # R2: a seat plays from the 13 cards it was dealt (after the pass, R3).
+            raise IllegalMoveError(seat, "R2", f"does not hold {CARD_NAMES[card]}")
         if not self.legal_mask() & bit:
             raise IllegalMoveError(
                 seat, self._broken_rule(card), f"may not play {CARD_NAMES[card]}"
@@ -546,12 +609,13 @@ class Hand:
         """Play ``card`` for :attr:`turn`; returns the trick if this card completed it.
 
         Raises:
-            IllegalMoveError: see :meth:`check_play`; the hand is unchanged.
+            IllegalMoveError: see :meth:`check_play` (``play(52)`` and
+                ``play(-1)`` too: rule ``"R1"``); the hand is unchanged.
         """
         legal = self._legal
         if legal < 0:
             legal = self.legal_mask()  # 0 when not in play
-        if not legal >> card & 1:
+        if card < 0 or not legal >> card & 1:
             self.check_play(self.turn, card)  # raises: says which rule
         # The body of play_unchecked, inlined (one call less per card on the
         # referee's path; tests/core/test_rules.py proves both paths equal).
@@ -791,3 +855,93 @@ class GameScore:
     def ranks(self) -> list[int]:
         """Competition ranks of the totals (1, 1, 3, 4), lowest total first."""
         return competition_ranks(self.scores)
+
+
+class Game:
+    """A whole game of Hearts: hands one after another until :class:`GameScore`
+    says the game is over (R13), each hand's pass direction set by its number
+    (R3: left, right, across, hold, and on through tie-break hands).
+
+    Pure, like :class:`Hand`: the cards of each hand are an input (a deal
+    made by :func:`table_deal`, :func:`deal_hands` or :func:`deal_with`), so
+    the referee, synthetic tournaments, the conformance checker and the
+    benchmarks all drive this one loop::
+
+        game = Game(target_score=100)
+        while not game.is_over():
+            hand = game.start_hand(table_deal(key, game.hand_number + 1))
+            ...  # the pass (R3, R4) and thirteen tricks (R5-R10) on ``hand``
+            points, moon = game.end_hand()  # R11, R12; totals and the end (R13)
+
+    Args:
+        target_score, hands, max_tiebreak_hands: as :class:`GameScore`.
+
+    Raises:
+        ValueError: as :class:`GameScore`.
+
+    Attributes:
+        score: the running totals and the end of the game (R13).
+        hand: the hand in play, the last one once it has ended, or ``None``
+            before the first.
+        hand_number: the number of the current (or last) hand, 0 before the first.
+    """
+
+    __slots__ = ("hand", "hand_number", "score")
+
+    def __init__(
+        self,
+        target_score: int | None = 100,
+        hands: int | None = None,
+        max_tiebreak_hands: int = MAX_TIEBREAK_HANDS,
+    ) -> None:
+        self.score = GameScore(target_score, hands, max_tiebreak_hands)
+        self.hand: Hand | None = None
+        self.hand_number = 0
+
+    @property
+    def scores(self) -> list[int]:
+        """The four running totals (R13), a copy."""
+        return list(self.score.scores)
+
+    def is_over(self) -> bool:
+        """True when no further hand is to be played (R13, or the fixed number of hands)."""
+        return self.score.is_over()
+
+    def start_hand(self, dealt: Sequence[int]) -> Hand:
+        """Start the next hand (number :attr:`hand_number` + 1) from four dealt
+        card masks; its pass direction follows its number (R3).
+
+        Raises:
+            ValueError: the game is over, the hand before is not finished
+                (:meth:`end_hand` not called), or the deal is not four
+                13-card hands covering the deck (R2).
+        """
+        if self.score.is_over():
+            raise ValueError("the game is over (R13)")
+        if self.score.hands_played < self.hand_number:
+            raise ValueError(f"hand {self.hand_number} is not finished (end_hand)")
+        hand = Hand.new(self.hand_number + 1, dealt)
+        self.hand = hand
+        self.hand_number += 1
+        return hand
+
+    def end_hand(self) -> tuple[list[int], int | None]:
+        """Score the finished hand (R11, R12) into the running totals (R13).
+
+        Returns:
+            The hand's points after the moon rule and the seat that shot
+            the moon, or ``None`` (as :meth:`Hand.points`).
+
+        Raises:
+            ValueError: no hand, the hand is not over, or it was scored already.
+        """
+        hand = self.hand
+        if hand is None or self.score.hands_played >= self.hand_number:
+            raise ValueError("no hand to score")
+        points, moon = hand.points()  # raises if the hand is not over
+        self.score.add_hand(points)
+        return points, moon
+
+    def ranks(self) -> list[int]:
+        """Competition ranks of the totals, lowest first (R13): ``[1, 1, 3, 4]``."""
+        return self.score.ranks()

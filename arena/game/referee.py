@@ -20,17 +20,32 @@ import trio
 from arena.core.cards import CARD_NAMES, names_of, parse_card
 from arena.core.rules import (
     MAX_TIEBREAK_HANDS,
-    GameScore,
+    Game,
     Hand,
     IllegalMoveError,
     Phase,
-    deal_hands,
+    deal_name,
     default_pass,
     default_play,
     pass_target,
+    table_deal,
 )
 from arena.protocol import codec as protocol
 from arena.protocol.faults import Fault, FaultKind
+from arena.protocol.records import GameRecord, GameSpec, hand_json
+
+__all__ = [
+    "DEFAULT_STRIKES",
+    "EventSink",
+    "GameRecord",
+    "GameSpec",
+    "Referee",
+    "RefereeSettings",
+    "SeatSetup",
+    "derive_seed",
+    "handshake",
+    "start_bot",
+]
 from arena.seats.process import BotProcess, LaunchSpec, Reply
 
 #: A spectator's event sink (:mod:`arena.live`): called with one small dict
@@ -71,42 +86,6 @@ class RefereeSettings:
     transcript_cap: int = 1000
 
 
-@dataclass(frozen=True, slots=True)
-class GameSpec:
-    """One game of a schedule.
-
-    Attributes:
-        game_index: position in the schedule (ratings are applied in this order).
-        game_id: a readable unique id such as ``"r1-t0-k2"``.
-        round: 1-based round.
-        table: index of the table (the group of four entrants).
-        rotation: the seat rotation (0..3) of the table.
-        seats: the entrant's name at each seat 0..3.
-        deal_key: the public name of the game's deals (``"r1-t3"``: every
-            rotation of a table in a round plays the same deals); a process
-            never plays two games with the same ``deal_key``, and no two games
-            with the same ``deal_key`` are played at the same time.
-        bot_seeds: the ``seed`` each seat's bot gets in ``game_start``.
-        table_key: the secret the deals derive from (32 bytes,
-            :meth:`arena.core.keys.MasterKey.table_key` of ``deal_key``): hand ``h``
-            is ``deal_hands(str(h), table_key)`` (R2). Never shown to a bot.
-        target_score: play to this total (R13), or ``None`` with ``hands``.
-        hands: play exactly this many hands, or ``None``.
-    """
-
-    game_index: int
-    game_id: str
-    round: int
-    table: int
-    rotation: int
-    seats: tuple[str, str, str, str]
-    deal_key: str
-    bot_seeds: tuple[int, int, int, int]
-    target_score: int | None
-    hands: int | None
-    table_key: bytes = field(repr=False)
-
-
 def derive_seed(*parts: object) -> int:
     """A 63-bit integer seed from SHA-256 of the parts joined by ``:``."""
     text = ":".join(str(p) for p in parts)
@@ -140,103 +119,6 @@ class _Seat:
     oom_before: int = 0
 
 
-def hand_record(
-    hand: Hand,
-    hand_number: int,
-    deal_seed: str,
-    dealt: Sequence[int],
-    tricks: list[dict[str, Any]],
-    scores: list[int],
-) -> dict[str, Any]:
-    """One finished hand as it is kept in a game record (``games.jsonl``):
-    the deal (card masks ``dealt``, before the pass), the passes, ``tricks``,
-    the points taken (``raw_points``) and scored after the moon rule (R11,
-    R12), the seat that shot the moon or ``None``, and the game ``scores``
-    after the hand."""
-    points, moon = hand.points()
-    return {
-        "hand_number": hand_number,
-        "deal_seed": deal_seed,
-        "direction": hand.direction.value,
-        "dealt": [names_of(m) for m in dealt],
-        "passes": [names_of(m) for m in hand.passes] if hand.passes is not None else None,
-        "tricks": tricks,
-        "raw_points": list(hand.taken_points),
-        "points": points,
-        "moon": moon,
-        "scores": scores,
-    }
-
-
-@dataclass
-class GameRecord:
-    """Everything about a finished game: enough to replay it and to rebuild
-    every report without replaying. :meth:`to_json` gives the ``games.jsonl`` line.
-
-    ``transcripts`` (only with ``RefereeSettings.transcripts``): per seat, the
-    messages of this game in order, each entry one of ``{"t", "sent":
-    message}`` (a notification or request written to the bot), ``{"t", "id",
-    "received": message}`` (its valid answer to request ``id``, as
-    :func:`arena.protocol.codec.transcript_reply` keeps it: the protocol's fields,
-    and only the names of any others), ``{"t", "id",
-    "fault", "detail"}`` (no valid answer) or ``{"t", "truncated": n}`` (``n``
-    entries over the cap were dropped); ``t`` is seconds since the game
-    started. An answer or fault entry also has ``cpu_ms``, the CPU its whole
-    bot used for that request in milliseconds, where it is measured. The
-    handshake and ``bye`` belong to the process, not the game, and are not in it.
-
-    ``timing``: per seat, ``requests``, ``mean_ms`` and ``max_ms`` (wall
-    time), ``wall_ms`` and ``cpu_ms`` (each decision's wall and CPU time in
-    milliseconds, in order; CPU ``None`` where not measured), ``cpu_mean_ms``,
-    ``cpu_max_ms`` and ``oom_kills`` (processes of the bot killed for its
-    memory bound during the game).
-    """
-
-    spec: GameSpec
-    hands: list[dict[str, Any]] = field(default_factory=list)
-    scores: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
-    ranks: list[int] = field(default_factory=lambda: [1, 1, 1, 1])
-    faults: list[Fault] = field(default_factory=list)
-    stderr: list[str] = field(default_factory=lambda: ["", "", "", ""])
-    bot_names: list[str | None] = field(default_factory=lambda: [None, None, None, None])
-    timing: list[dict[str, Any]] = field(default_factory=list)
-    transcripts: list[list[dict[str, Any]]] | None = None
-    struck_out: list[int] = field(default_factory=list)
-    started_at: float = 0.0
-    duration: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        """The record as plain JSON data (one ``games.jsonl`` line)."""
-        s = self.spec
-        out: dict[str, Any] = {
-            "game_index": s.game_index,
-            "game_id": s.game_id,
-            "round": s.round,
-            "table": s.table,
-            "rotation": s.rotation,
-            "seats": list(s.seats),
-            "entrants": sorted(s.seats),
-            "deal_key": s.deal_key,
-            "deal_seeds": [h["deal_seed"] for h in self.hands],
-            "bot_seeds": list(s.bot_seeds),
-            "target_score": s.target_score,
-            "hands_limit": s.hands,
-            "hands": self.hands,
-            "scores": self.scores,
-            "ranks": self.ranks,
-            "faults": [f.to_json() for f in self.faults],
-            "struck_out": self.struck_out,
-            "stderr": self.stderr,
-            "bot_names": self.bot_names,
-            "timing": self.timing,
-            "started_at": self.started_at,
-            "duration_s": round(self.duration, 4),
-        }
-        if self.transcripts is not None:
-            out["transcripts"] = self.transcripts
-        return out
-
-
 async def handshake(bot: BotProcess, seat: int, startup_time: float) -> Fault | None:
     """Run the ``hello`` handshake; returns the fault, or ``None`` if it passed.
 
@@ -248,7 +130,7 @@ async def handshake(bot: BotProcess, seat: int, startup_time: float) -> Fault | 
         return Fault(
             seat,
             bot.spec.label,
-            reply.fault.value,
+            reply.fault,
             f"handshake: {reply.detail}",
             None,
             None,
@@ -273,9 +155,7 @@ async def start_bot(
         bot = await BotProcess.start(launch, nursery)
     except OSError as exc:
         detail = f"could not start {launch.argv[0]!r}: {exc.strerror or exc}"
-        return None, Fault(
-            seat, launch.label, FaultKind.CRASHED.value, detail, None, None, "hello", None
-        )
+        return None, Fault(seat, launch.label, FaultKind.CRASHED, detail, None, None, "hello", None)
     return bot, await handshake(bot, seat, startup_time)
 
 
@@ -310,8 +190,9 @@ class Referee:
                 self.record.faults.append(setup.startup_fault)
                 self.record.stderr[s.seat] = setup.startup_stderr
                 s.auto = True
-                s.crashed = setup.startup_fault.reason == FaultKind.CRASHED.value
-        self.score = GameScore(spec.target_score, spec.hands, settings.max_tiebreak_hands)
+                s.crashed = setup.startup_fault.reason is FaultKind.CRASHED
+        # The whole game (R3 pass cycle, R13 end and tie-break): the rules' one loop.
+        self.game = Game(spec.target_score, spec.hands, settings.max_tiebreak_hands)
         self.hand: Hand | None = None
         self._trick_views: list[dict[str, Any]] = []  # this hand's completed tricks
         self._tricks_text = "[]"  # ... as JSON text
@@ -337,13 +218,16 @@ class Referee:
     def _fault(
         self,
         s: _Seat,
-        reason: str,
+        reason: FaultKind,
         detail: str,
         request: str,
         rid: int | None,
         answer: str | list[str] | None = None,
+        cards: list[str] | None = None,
+        rule: str | None = None,
     ) -> None:
-        """Record a fault of seat ``s``; ``answer`` is the move of an illegal one."""
+        """Record a fault of seat ``s``; ``answer`` is the move of an illegal
+        one, ``cards`` its offending cards and ``rule`` the R-id it breaks."""
         hand = self.hand
         trick = hand.trick_number if hand is not None and hand.phase is Phase.PLAY else None
         self._emit({"event": "fault", "seat": s.seat, "reason": reason})
@@ -358,6 +242,8 @@ class Referee:
                 request,
                 rid,
                 answer,
+                cards,
+                rule,
             )
         )
 
@@ -368,7 +254,7 @@ class Referee:
             s.auto = True
             if not s.crashed:
                 s.crashed = True
-                self._fault(s, "crashed", reply.detail, kind, reply.request_id)
+                self._fault(s, FaultKind.CRASHED, reply.detail, kind, reply.request_id)
             return
         detail = reply.detail
         if reply.fault is FaultKind.TIMEOUT:
@@ -382,7 +268,7 @@ class Referee:
                     f"; struck out after {s.strikes} consecutive timeouts:"
                     " default moves for the rest of the game"
                 )
-        self._fault(s, reply.fault.value, detail, kind, reply.request_id)
+        self._fault(s, reply.fault, detail, kind, reply.request_id)
 
     def _count(self, s: _Seat, reply: Reply) -> None:
         s.requests += 1
@@ -432,24 +318,23 @@ class Referee:
                 "seed": spec.bot_seeds[seat],
             }
         )
-        hand_number = 0
-        while not self.score.is_over():
-            hand_number += 1
-            await self._play_hand(hand_number)
-        self.record.scores = list(self.score.scores)
-        self.record.ranks = self.score.ranks()
+        game = self.game
+        while not game.is_over():
+            await self._play_hand(game.hand_number + 1)
+        self.record.scores = game.scores
+        self.record.ranks = game.ranks()
         ranks = self.record.ranks
         self._notify_all(
             lambda seat: {
                 "type": "game_end",
                 "game_id": spec.game_id,
-                "scores": list(self.score.scores),
+                "scores": game.scores,
                 "ranks": ranks,
             },
             flush=True,
         )
         self._finish(t0)
-        self._emit({"event": "game_end", "scores": list(self.score.scores), "ranks": ranks})
+        self._emit({"event": "game_end", "scores": game.scores, "ranks": ranks})
         return self.record
 
     def _finish(self, t0: float) -> None:
@@ -488,18 +373,19 @@ class Referee:
             rec.transcripts = transcripts
 
     def deal(self, hand_number: int) -> tuple[str, tuple[int, int, int, int]]:
-        """The deal's public name (``f"{deal_key}:{hand_number}"``) and the four
-        dealt card masks of hand ``hand_number`` (R2):
-        ``deal_hands(str(hand_number), table_key)``. The conformance
-        checker (:mod:`arena.tools.check`) and ``replay`` override it to play
-        constructed or recorded deals through this same referee."""
-        deal_seed = f"{self.spec.deal_key}:{hand_number}"
-        return deal_seed, deal_hands(str(hand_number), self.spec.table_key)
+        """The deal's public name (:func:`arena.core.rules.deal_name`) and the
+        four dealt card masks of hand ``hand_number`` (R2):
+        :func:`arena.core.rules.table_deal` of the game's table key. The
+        conformance checker (:mod:`arena.tools.check`) and ``replay`` override
+        it to play constructed or recorded deals through this same referee."""
+        return deal_name(self.spec.deal_key, hand_number), table_deal(
+            self.spec.table_key, hand_number
+        )
 
     async def _play_hand(self, hand_number: int) -> None:
         deal_seed, dealt = self.deal(hand_number)
-        hand = self.hand = Hand.new(hand_number, dealt)
-        scores_before = list(self.score.scores)
+        scores_before = self.game.scores
+        hand = self.hand = self.game.start_hand(dealt)
         direction = hand.direction.value
         self._emit({"event": "deal", "hand_number": hand_number, "direction": direction})
         self._notify_all(
@@ -513,7 +399,6 @@ class Referee:
         )
         if hand.phase is Phase.PASS:
             await self._pass(hand)
-        tricks: list[dict[str, Any]] = []
         self._trick_views = []
         self._tricks_text = "[]"
         while not hand.is_over():
@@ -529,27 +414,18 @@ class Referee:
                 text = protocol.encode_text(tj)
                 self._tricks_text = f"{self._tricks_text[:-1]}{sep}{text}]"
                 self._trick_views.append(tj)
-                tricks.append(
-                    {
-                        "leader": trick.leader,
-                        "cards": [CARD_NAMES[c] for c in trick.cards],
-                        "winner": trick.winner,
-                        "points": trick.points,
-                    }
-                )
                 msg = {
                     "type": "trick",
                     "hand_number": hand_number,
-                    "trick_number": len(tricks),
+                    "trick_number": len(hand.tricks),
                     **tj,
                 }
                 data = protocol.encode(msg)
                 for other in self.seats:
                     if other.bot is not None and not other.auto:
                         other.bot.notify(msg, data)
-        points, moon = hand.points()
-        self.score.add_hand(points)
-        scores_after = list(self.score.scores)
+        points, moon = self.game.end_hand()
+        scores_after = self.game.scores
         self._emit({"event": "hand_end", "points": points, "moon": moon, "scores": scores_after})
         self._notify_all(
             lambda seat: {
@@ -561,9 +437,7 @@ class Referee:
             },
             flush=True,
         )
-        self.record.hands.append(
-            hand_record(hand, hand_number, deal_seed, dealt, tricks, scores_after)
-        )
+        self.record.hands.append(hand_json(hand, deal_seed, scores_after))
 
     async def _pass(self, hand: Hand) -> None:
         chosen: list[int] = [0, 0, 0, 0]
@@ -607,11 +481,13 @@ class Referee:
                     except IllegalMoveError as exc:
                         self._fault(
                             s,
-                            "illegal",
+                            FaultKind.ILLEGAL,
                             f"pass {' '.join(map(str, cards))}: {exc}",
                             "pass",
                             reply.request_id,
                             [str(c) for c in cards],
+                            pass_offence(cards, given, hand.dealt[s.seat]),
+                            exc.rule,
                         )
                         self._forfeit(s, reply.request_id, "illegal", str(exc), passed=mask)
                     else:
@@ -677,12 +553,23 @@ class Referee:
             if legal >> card & 1:
                 s.strikes = 0
                 return card
+            rule = None
             try:
                 hand.check_play(s.seat, card)
                 detail = f"{name} is not legal"  # pragma: no cover - legal says otherwise
             except IllegalMoveError as exc:
                 detail = f"played {name}: {exc}; legal: {' '.join(names_of(legal))}"
-            self._fault(s, "illegal", detail, "play", reply.request_id, str(name))
+                rule = exc.rule
+            self._fault(
+                s,
+                FaultKind.ILLEGAL,
+                detail,
+                "play",
+                reply.request_id,
+                str(name),
+                [CARD_NAMES[card]],
+                rule,
+            )
             self._forfeit(s, reply.request_id, "illegal", detail, played=fallback)
             return fallback
         self._judge(s, reply, "play")
@@ -714,6 +601,19 @@ class Referee:
         if passed is not None:
             msg["passed"] = names_of(passed)
         s.bot.notify(msg)
+
+
+def pass_offence(cards: Sequence[str], given: int, dealt: int) -> list[str]:
+    """The offending cards of an illegal pass (R3), in the order the checks
+    find the fault: every card given when there are not three; else the
+    cards given twice; else the cards of ``given`` (a mask) not in ``dealt``
+    (the seat's dealt hand: received cards cannot be passed on, R4)."""
+    if len(cards) != 3:
+        return [str(c) for c in cards]
+    twice = [c for i, c in enumerate(cards) if c in cards[:i]]
+    if twice:
+        return list(dict.fromkeys(str(c) for c in twice))
+    return names_of(given & ~dealt)
 
 
 def _capped(entries: list[dict[str, Any]] | None, cap: int) -> list[dict[str, Any]]:

@@ -31,7 +31,7 @@ import trio
 
 from arena.core.cards import CARD_NAMES, SUITS, mask_of_names
 from arena.core.keys import MasterKey
-from arena.core.rules import deal_hands, shuffled_deck
+from arena.core.rules import deal_name, deal_with, table_deal
 from arena.game.referee import (
     GameSpec,
     Referee,
@@ -152,24 +152,25 @@ class Scenario:
         """The deal's name and the four dealt card masks of a hand of ``game``.
 
         Seats listed in ``deals`` get their cards; the other cards, in the order
-        of the deal the tournament algorithm makes for this hand
-        (:func:`arena.core.rules.shuffled_deck` under the scenario's table key),
-        fill the other seats up to 13 cards in seat order.
+        of the deal the tournament algorithm makes for this hand, fill the
+        other seats up to 13 cards in seat order (:func:`arena.core.rules.deal_with`
+        under the scenario's table key; with no cards given, the tournament's
+        own :func:`arena.core.rules.table_deal`).
+
+        Raises:
+            ValueError: the scenario gives a card twice or a seat over 13 cards (R2).
         """
-        label = f"check:{self.seed}:{game}:{hand}"
+        label = deal_name(self.deal_key(game), hand)
         table_key = self.key().table_key(str(game))
         given = self.deals.get(hand)
         if not given:
-            return label, deal_hands(str(hand), table_key)
-        masks = [mask_of_names(given.get(s, [])) for s in range(4)]
-        taken = masks[0] | masks[1] | masks[2] | masks[3]
-        rest = [c for c in shuffled_deck(table_key, str(hand)) if not taken >> c & 1]
-        for s in range(4):
-            need = 13 - masks[s].bit_count()
-            for card in rest[:need]:
-                masks[s] |= 1 << card
-            rest = rest[need:]
-        return label, (masks[0], masks[1], masks[2], masks[3])
+            return label, table_deal(table_key, hand)
+        fixed = [mask_of_names(given.get(s, [])) for s in range(4)]
+        return label, deal_with(fixed, str(hand), table_key)
+
+    def deal_key(self, game: int) -> str:
+        """The public name of ``game``'s deals: ``check:SEED:GAME``."""
+        return f"check:{self.seed}:{game}"
 
 
 # -- loading ------------------------------------------------------------------
@@ -529,7 +530,7 @@ def game_spec(scenario: Scenario, game: int, entrant_name: str) -> GameSpec:
         table=0,
         rotation=0,
         seats=(seats[0], seats[1], seats[2], seats[3]),
-        deal_key=f"check:{scenario.seed}:{game}",
+        deal_key=scenario.deal_key(game),
         bot_seeds=scenario.key().bot_seeds(f"check-{scenario.name}-{game}"),
         target_score=None,
         hands=scenario.hands,

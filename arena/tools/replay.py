@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,7 +32,8 @@ import trio
 from arena.cli.main import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
 from arena.core.cards import mask_of_names
 from arena.game.referee import GameSpec, Referee, RefereeSettings, SeatSetup, handshake
-from arena.protocol.faults import FaultKind
+from arena.protocol.faults import Fault, FaultKind
+from arena.protocol.records import GameRecordJSON, faults_of
 from arena.seats.entrants import Entrant, EntrantError, entrant_from_record
 from arena.seats.launcher import Launcher
 from arena.seats.process import BotProcess, Reply
@@ -125,7 +125,7 @@ def outcome(reason: str | None, move: Any) -> tuple[str, Any]:
 # -- finding the game -------------------------------------------------------------
 
 
-def load_game(ref: str) -> tuple[dict[str, Any], dict[str, Any] | None, Path]:
+def load_game(ref: str) -> tuple[GameRecordJSON, dict[str, Any] | None, Path]:
     """The record named by ``ref`` (``PATH[#ID]``), the tournament's
     ``run.json`` (``None`` if not beside it) and the ``games.jsonl`` path.
 
@@ -173,7 +173,7 @@ def load_game(ref: str) -> tuple[dict[str, Any], dict[str, Any] | None, Path]:
     return record, run_info, games_file
 
 
-def seat_of(record: dict[str, Any], text: str) -> int:
+def seat_of(record: GameRecordJSON, text: str) -> int:
     """A seat given as ``0``..``3`` or as the entrant's name.
 
     Raises:
@@ -199,12 +199,8 @@ def recorded_entrant(run_info: dict[str, Any] | None, name: str) -> Entrant | No
     return None
 
 
-def _faults_of(record: dict[str, Any], seat: int) -> list[dict[str, Any]]:
-    return [f for f in record["faults"] if f["seat"] == seat]
-
-
 def choose_decision(
-    record: dict[str, Any], seat: int, hand: int | None, trick: int | None, pass_: bool
+    record: GameRecordJSON, seat: int, hand: int | None, trick: int | None, pass_: bool
 ) -> Decision:
     """The decision to replay: ``--hand``/``--trick``/``--pass`` as given;
     with none of them the seat's first faulted decision (a crash too: the
@@ -222,10 +218,10 @@ def choose_decision(
     """
     hands = record["hands"]
     if hand is None and trick is None and not pass_:
-        for f in _faults_of(record, seat):
-            if f["request"] in ("pass", "play") and f["hand_number"] is not None:
-                hand, trick = f["hand_number"], f["trick_number"]
-                pass_ = f["request"] == "pass"
+        for f in faults_of(record, seat):
+            if f.request in ("pass", "play") and f.hand_number is not None:
+                hand, trick = f.hand_number, f.trick_number
+                pass_ = f.request == "pass"
                 break
     hand = hand or 1
     if hand > len(hands):
@@ -240,18 +236,18 @@ def choose_decision(
         raise ReplayError(f"hand {hand} has tricks 1..{len(hands[hand - 1]['tricks'])}")
     decision = Decision(hand, None if pass_ else trick)
     here = _position(hand, decision.trick)
-    for f in _faults_of(record, seat):
-        if f["request"] == "hello":
-            raise ReplayError(f"seat {seat}'s bot failed its handshake: {f['detail']}")
-        at = _position(f["hand_number"] or 0, f["trick_number"])
-        if f["reason"] == "crashed" and at < here:
+    for f in faults_of(record, seat):
+        if f.request == "hello":
+            raise ReplayError(f"seat {seat}'s bot failed its handshake: {f.detail}")
+        at = _position(f.hand_number or 0, f.trick_number)
+        if f.reason is FaultKind.CRASHED and at < here:
             raise ReplayError(
                 f"seat {seat}'s bot crashed at {_fault_place(f)}, before "
-                f"{decision.describe()}: {f['detail']} (replay hand {f['hand_number']}"
-                + (f" trick {f['trick_number']}" if f["trick_number"] else " --pass")
+                f"{decision.describe()}: {f.detail} (replay hand {f.hand_number}"
+                + (f" trick {f.trick_number}" if f.trick_number else " --pass")
                 + " to ask it that request again)"
             )
-        if f["reason"] == "timeout" and _STRUCK_OUT in f["detail"] and at < here:
+        if f.reason is FaultKind.TIMEOUT and _STRUCK_OUT in f.detail and at < here:
             raise ReplayError(
                 f"seat {seat}'s bot was struck out at {_fault_place(f)}, "
                 f"before {decision.describe()}"
@@ -265,28 +261,15 @@ def _position(hand: int, trick: int | None) -> tuple[int, int]:
     return (hand, trick or 0)
 
 
-def _fault_place(fault: dict[str, Any]) -> str:
-    place = f"hand {fault['hand_number']}"
-    return place + (f" trick {fault['trick_number']}" if fault["trick_number"] else " pass")
+def _fault_place(fault: Fault) -> str:
+    place = f"hand {fault.hand_number}"
+    return place + (f" trick {fault.trick_number}" if fault.trick_number else " pass")
 
 
-def game_spec(record: dict[str, Any]) -> GameSpec:
-    """The :class:`GameSpec` a record was played from."""
-    seats = record["seats"]
-    seeds = record["bot_seeds"]
-    return GameSpec(
-        game_index=record["game_index"],
-        game_id=record["game_id"],
-        round=record["round"],
-        table=record["table"],
-        rotation=record["rotation"],
-        seats=(seats[0], seats[1], seats[2], seats[3]),
-        deal_key=record["deal_key"],
-        bot_seeds=(seeds[0], seeds[1], seeds[2], seeds[3]),
-        target_score=record["target_score"],
-        hands=record["hands_limit"],
-        table_key=b"",  # deals come from the record (_RecordReferee.deal)
-    )
+def game_spec(record: GameRecordJSON) -> GameSpec:
+    """The :class:`GameSpec` a record was played from (without its table
+    key: the deals come from the record, :class:`_RecordReferee`)."""
+    return GameSpec.from_json(record)
 
 
 # -- steering the game along the record -------------------------------------------
@@ -298,7 +281,7 @@ class _Reached(Exception):
 
 class _RecordReferee(Referee):
     def __init__(
-        self, record: dict[str, Any], seats: Sequence[SeatSetup], settings: RefereeSettings
+        self, record: GameRecordJSON, seats: Sequence[SeatSetup], settings: RefereeSettings
     ):
         super().__init__(game_spec(record), seats, settings)
         self._record = record
@@ -309,28 +292,31 @@ class _RecordReferee(Referee):
         return hand["deal_seed"], (m[0], m[1], m[2], m[3])
 
 
-def recorded_card(record: dict[str, Any], seat: int, hand: int, trick: int) -> str:
+def recorded_card(record: GameRecordJSON, seat: int, hand: int, trick: int) -> str:
     """The card ``seat`` played in ``trick`` of ``hand``."""
     t = record["hands"][hand - 1]["tricks"][trick - 1]
     return str(t["cards"][(seat - t["leader"]) % 4])
 
 
-def _recorded_fault(record: dict[str, Any], seat: int, kind: str, hand: int, trick: int | None):  # type: ignore[no-untyped-def]
-    for f in _faults_of(record, seat):
-        if f["request"] == kind and f["hand_number"] == hand and f["trick_number"] == trick:
+def _recorded_fault(
+    record: GameRecordJSON, seat: int, kind: str, hand: int, trick: int | None
+) -> Fault | None:
+    for f in faults_of(record, seat):
+        if f.request == kind and f.hand_number == hand and f.trick_number == trick:
             return f
     return None
 
 
-def _recorded_move(record: dict[str, Any], seat: int, ex: Exchange) -> Any:
+def _recorded_move(record: GameRecordJSON, seat: int, ex: Exchange) -> Any:
     hand = ex.hand or 0
     if ex.kind == "pass":
-        return list(record["hands"][hand - 1]["passes"][seat])
+        passes = record["hands"][hand - 1]["passes"]
+        return list(passes[seat]) if passes is not None else None
     return recorded_card(record, seat, hand, ex.trick or 0)
 
 
 async def replay_decision(
-    record: dict[str, Any],
+    record: GameRecordJSON,
     seat: int,
     decision: Decision,
     entrant: Entrant,
@@ -370,12 +356,12 @@ async def replay_decision(
                         fault = f"illegal: {why}" if why else None
                     then: Any = recorded
                     if rf is not None:
-                        then = recorded_illegal_move(rf, ex.kind)
+                        then = recorded_illegal_move(rf)
                     result.append(
                         ReplayResult(
                             request=ex.request,
                             recorded=recorded,
-                            recorded_fault=f"{rf['reason']}: {rf['detail']}" if rf else None,
+                            recorded_fault=f"{rf.reason}: {rf.detail}" if rf else None,
                             recorded_answer=then,
                             answer=answer,
                             fault=fault,
@@ -413,27 +399,16 @@ async def replay_decision(
     return result[0]
 
 
-_ILLEGAL_PLAY = re.compile(r"^played (\S+): ")
-_ILLEGAL_PASS = re.compile(r"^pass ([^:]*): ")
 _STRUCK_OUT = "; struck out after"
 
 
-def recorded_illegal_move(fault: dict[str, Any], kind: str) -> Any:
+def recorded_illegal_move(fault: Fault) -> str | list[str] | None:
     """The move of a recorded ``illegal`` fault (a card, or a pass's cards),
-    or ``None`` for another reason. Read from the fault's ``answer`` field;
-    records written before it existed give it only in ``detail``, which the
-    referee wrote as ``"played QS: ..."`` or ``"pass 2C 3C 9H: ..."``."""
-    if fault["reason"] != "illegal":
+    or ``None`` for another reason: the fault's ``answer`` field (for records
+    older than that field, :meth:`Fault.from_json` reads it back)."""
+    if fault.reason is not FaultKind.ILLEGAL or fault.answer is None:
         return None
-    answer = fault.get("answer")
-    if answer is not None:
-        return list(answer) if isinstance(answer, list) else str(answer)
-    detail: str = fault["detail"]
-    if kind == "play" and (m := _ILLEGAL_PLAY.match(detail)):
-        return m.group(1)
-    if kind == "pass" and (m := _ILLEGAL_PASS.match(detail)):
-        return m.group(1).split()
-    return None
+    return list(fault.answer) if isinstance(fault.answer, list) else fault.answer
 
 
 def illegal_reason(request: Message, answer: Any) -> str | None:
@@ -453,19 +428,19 @@ def illegal_reason(request: Message, answer: Any) -> str | None:
     return None
 
 
-def _faulted_reply(ex: Exchange, fault: dict[str, Any], rid: int) -> Reply:
+def _faulted_reply(ex: Exchange, fault: Fault, rid: int) -> Reply:
     """The reply that makes the referee record ``fault`` again and send the
     same ``forfeit``: for an illegal move the move itself, else the fault."""
-    move = recorded_illegal_move(fault, ex.kind)
+    move = recorded_illegal_move(fault)
     if move is not None:
         field_ = {"cards": move} if ex.kind == "pass" else {"card": move}
         return Reply({"type": ex.kind, "id": rid, **field_}, None, "", ex.elapsed, rid)
     # The referee adds the strike-out note to the fault, not to the forfeit.
-    detail = fault["detail"].split(_STRUCK_OUT, 1)[0]
-    return Reply(None, FaultKind(fault["reason"]), detail, ex.elapsed, rid)
+    detail = fault.detail.split(_STRUCK_OUT, 1)[0]
+    return Reply(None, fault.reason, detail, ex.elapsed, rid)
 
 
-def _other_seat(record: dict[str, Any], seat: int) -> ScriptedSeat:
+def _other_seat(record: GameRecordJSON, seat: int) -> ScriptedSeat:
     passes = {
         h["hand_number"]: h["passes"][seat] for h in record["hands"] if h["passes"] is not None
     }
@@ -486,7 +461,7 @@ def _cards(value: Any) -> str:
 
 
 def format_result(
-    record: dict[str, Any], seat: int, decision: Decision, entrant: Entrant, r: ReplayResult
+    record: GameRecordJSON, seat: int, decision: Decision, entrant: Entrant, r: ReplayResult
 ) -> str:
     """The text ``replay`` prints (without ``--verbose``'s transcript)."""
     req = r.request

@@ -34,7 +34,6 @@ depend on ``--jobs``.
 from __future__ import annotations
 
 import contextlib
-import functools
 import itertools
 import json
 import math
@@ -48,6 +47,7 @@ import trio
 
 from arena.core.keys import MasterKey
 from arena.game.referee import GameSpec, Referee, RefereeSettings, SeatSetup, start_bot
+from arena.protocol.records import GameRecordJSON, read_record
 from arena.seats.entrants import Entrant
 from arena.seats.launcher import Launcher
 from arena.seats.process import BotProcess
@@ -249,7 +249,7 @@ def schedule_gauntlet(
 
 
 #: The most games a scheduled tournament may have: ``game_index`` is at most
-#: 10^9 in a game record (:data:`RECORD_SCHEMA`). Schedules are walked lazily
+#: 10^9 in a game record (:data:`arena.protocol.records.RECORD_SCHEMA`). Schedules are walked lazily
 #: (:class:`ScheduleStream`), so their size costs no memory; what bounds a run
 #: in practice is time (``--dry-run`` prints the estimate) and the report,
 #: which holds every game record at the end.
@@ -518,7 +518,7 @@ class Journal:
     def _open(self) -> None:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
-    def append(self, record: dict[str, Any]) -> None:
+    def append(self, record: GameRecordJSON) -> None:
         """Write one record as a line and make it durable.
 
         Raises:
@@ -544,7 +544,7 @@ class Journal:
             os.close(self._fd)
             self._fd = -1
 
-    def close(self, records: Iterable[dict[str, Any]] = ()) -> None:
+    def close(self, records: Iterable[GameRecordJSON] = ()) -> None:
         """Close the file, first appending any of ``records`` whose game is
         not on disk: a Ctrl-C can land between a game's end and its line.
         What is on disk is read back (only its ``game_index`` values are
@@ -617,97 +617,21 @@ def _drop_partial_line(path: Path) -> None:
         f.truncate(0)
 
 
-_FOUR_INTS: Final = {
-    "type": "array",
-    "minItems": 4,
-    "maxItems": 4,
-    "items": {"type": "integer", "minimum": -(10**6), "maximum": 10**6},
-}
-_SEAT: Final = {"type": "integer", "minimum": 0, "maximum": 3}
-
-#: The shape of a game record that standings and reports rely on (a
-#: ``games.jsonl`` written by hand or damaged is refused with the field).
-RECORD_SCHEMA: Final = {
-    "type": "object",
-    "required": [
-        "game_index",
-        "game_id",
-        "seats",
-        "deal_key",
-        "hands",
-        "scores",
-        "ranks",
-        "faults",
-    ],
-    "properties": {
-        "game_index": {"type": "integer", "minimum": 0, "maximum": 10**9},
-        "game_id": {"type": "string", "maxLength": 200},
-        "round": {"type": "integer"},
-        "table": {"type": "integer"},
-        "rotation": {"type": "integer"},
-        "seats": {"type": "array", "minItems": 4, "maxItems": 4, "items": {"type": "string"}},
-        "deal_key": {"type": "string"},
-        "scores": _FOUR_INTS,
-        "ranks": {**_FOUR_INTS, "items": {"type": "integer", "minimum": 1, "maximum": 4}},
-        "hands": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["points", "raw_points", "tricks", "dealt"],
-                "properties": {
-                    "points": _FOUR_INTS,
-                    "raw_points": _FOUR_INTS,
-                    "tricks": {"type": "array", "maxItems": 13},
-                    "dealt": {"type": "array", "minItems": 4, "maxItems": 4},
-                },
-            },
-        },
-        "faults": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["seat", "entrant", "reason"],
-                "properties": {
-                    "seat": _SEAT,
-                    "entrant": {"type": "string"},
-                    "reason": {"enum": ["timeout", "malformed", "illegal", "crashed"]},
-                },
-            },
-        },
-    },
-}
-
-
-@functools.cache
-def _record_validator() -> Any:
-    import jsonschema
-
-    return jsonschema.Draft202012Validator(RECORD_SCHEMA)
-
-
 def check_record(record: Any, names: Sequence[str] | None = None) -> None:
-    """Check one game record against :data:`RECORD_SCHEMA` and, given the
-    tournament's entrant ``names``, that its seats and faults name them.
+    """Check one game record against :data:`arena.protocol.records.RECORD_SCHEMA`
+    and, given the tournament's entrant ``names``, that its seats and faults
+    name them (:func:`arena.protocol.records.read_record`).
 
     Raises:
         ValueError: the first problem, naming the field.
     """
-    error = next(iter(_record_validator().iter_errors(record)), None)
-    if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "the record"
-        raise ValueError(f"{where}: {error.message[:200]}")
-    if names is not None:
-        known = set(names)
-        strangers = [n for n in record["seats"] if n not in known]
-        strangers += [f["entrant"] for f in record["faults"] if f["entrant"] not in known]
-        if strangers:
-            raise ValueError(f"seats: {strangers[0][:80]!r} is not an entrant of this tournament")
+    read_record(record, names)
 
 
 def read_journal(
     path: Path, names: Sequence[str] | None = None, *, checked: bool = True
-) -> list[dict[str, Any]]:
-    """The records of a ``games.jsonl``; a truncated last line (from a killed
+) -> list[GameRecordJSON]:
+    """The records of a ``games.jsonl``, typed; a truncated last line (from a killed
     arena) is ignored. A missing file gives no records. Each record is
     checked by :func:`check_record` (against ``names`` if given) unless
     ``checked`` is false (then only that it is an object with a ``game_index``).
@@ -720,7 +644,7 @@ def read_journal(
     if not path.exists():
         return []
     lines = path.read_text(encoding="utf-8").split("\n")
-    records = []
+    records: list[GameRecordJSON] = []
     for i, line in enumerate(lines):
         if not line.strip():
             continue
@@ -732,12 +656,13 @@ def read_journal(
             raise ValueError(f"{path}: line {i + 1} is not JSON") from None
         try:
             if checked:
-                check_record(rec, names)
+                records.append(read_record(rec, names))
             elif not isinstance(rec, dict) or "game_index" not in rec:
                 raise ValueError("not an object with a game_index")
+            else:
+                records.append(cast(GameRecordJSON, rec))
         except ValueError as exc:
             raise ValueError(f"{path}: line {i + 1} is not a game record: {exc}") from None
-        records.append(rec)
     return records
 
 
@@ -750,7 +675,7 @@ class RunState:
 
     total: int
     done: int = 0
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[GameRecordJSON] = field(default_factory=list)
 
 
 class TournamentRunner:
@@ -774,7 +699,7 @@ class TournamentRunner:
         entrants: Sequence[Entrant],
         settings: TournamentSettings,
         launcher: Launcher,
-        on_record: Callable[[dict[str, Any]], None],
+        on_record: Callable[[GameRecordJSON], None],
         deal_locks: DealLockSet | None = None,
         live: LiveFeed | None = None,
     ) -> None:

@@ -17,12 +17,12 @@ import json
 import random
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
-from arena.core.cards import CARD_NAMES, cards_of
-from arena.core.rules import GameScore, Hand, Phase, deal_hands, default_pass, default_play
-from arena.game.referee import GameRecord, GameSpec, hand_record
-from arena.protocol.faults import Fault
+from arena.core.cards import cards_of
+from arena.core.rules import Game, Phase, deal_hands, deal_name, default_pass, default_play
+from arena.protocol.faults import Fault, FaultKind
+from arena.protocol.records import GameRecord, GameRecordJSON, GameSpec, hand_json
 from arena.results.rating import InOrderRatings, Ladder
 from arena.tournament.runner import ScheduleStream, TournamentSettings
 
@@ -46,36 +46,28 @@ def _choose_play(policy: str, legal: int, rng: random.Random) -> int:
 
 def play_game(spec: GameSpec, policies: Mapping[str, str]) -> GameRecord:
     """Play one game of a schedule with the entrants' policies (seeded by the
-    seats' ``bot_seeds``, so a game is reproducible) and return its record."""
+    seats' ``bot_seeds``, so a game is reproducible) and return its record.
+
+    The game is the rules' :class:`arena.core.rules.Game` (pass cycle R3, end
+    and tie-break R13), as the referee plays it. The deals are public:
+    :func:`arena.core.rules.deal_hands` of the deal's name
+    (:func:`arena.core.rules.deal_name`), not of the secret table key."""
     rngs = [random.Random(s) for s in spec.bot_seeds]
     pol = [policies.get(name, "random") for name in spec.seats]
     record = GameRecord(spec)
-    score = GameScore(spec.target_score, spec.hands)
-    number = 0
-    while not score.is_over():
-        number += 1
-        deal_seed = f"{spec.deal_key}:{number}"
-        dealt = deal_hands(deal_seed)
-        hand = Hand.new(number, dealt)
+    game = Game(spec.target_score, spec.hands)
+    while not game.is_over():
+        deal_seed = deal_name(spec.deal_key, game.hand_number + 1)
+        hand = game.start_hand(deal_hands(deal_seed))
         if hand.phase is Phase.PASS:
             hand.apply_passes([_choose_pass(pol[s], hand.hands[s], rngs[s]) for s in range(4)])
-        tricks: list[dict[str, Any]] = []
         while not hand.is_over():
             seat = hand.turn
-            trick = hand.play_unchecked(_choose_play(pol[seat], hand.legal_mask(), rngs[seat]))
-            if trick is not None:
-                tricks.append(
-                    {
-                        "leader": trick.leader,
-                        "cards": [CARD_NAMES[c] for c in trick.cards],
-                        "winner": trick.winner,
-                        "points": trick.points,
-                    }
-                )
-        score.add_hand(hand.points()[0])
-        record.hands.append(hand_record(hand, number, deal_seed, dealt, tricks, list(score.scores)))
-    record.scores = list(score.scores)
-    record.ranks = score.ranks()
+            hand.play_unchecked(_choose_play(pol[seat], hand.legal_mask(), rngs[seat]))
+        game.end_hand()
+        record.hands.append(hand_json(hand, deal_seed, game.scores))
+    record.scores = game.scores
+    record.ranks = game.ranks()
     record.bot_names = [f"{pol[s]}-bot" for s in range(4)]
     record.timing = [{"requests": 0, "mean_ms": 0.0, "max_ms": 0.0} for _ in range(4)]
     return record
@@ -87,7 +79,7 @@ def synthesize(
     policies: Mapping[str, str] | None = None,
     faults: Mapping[str, str] | None = None,
     stderr: Mapping[str, str] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[GameRecordJSON]:
     """The ``games.jsonl`` records of a whole synthetic tournament.
 
     Args:
@@ -110,7 +102,7 @@ def iter_synthesize(
     policies: Mapping[str, str] | None = None,
     faults: Mapping[str, str] | None = None,
     stderr: Mapping[str, str] | None = None,
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[GameRecordJSON]:
     """The records of :func:`synthesize`, made one game at a time from a
     streamed schedule (nothing is kept)."""
     policies = policies or {}
@@ -118,7 +110,9 @@ def iter_synthesize(
         record = play_game(spec, policies)
         for seat, name in enumerate(spec.seats):
             if faults and name in faults:
-                record.faults.append(Fault(seat, name, "illegal", faults[name], 1, 1, "play", 1))
+                record.faults.append(
+                    Fault(seat, name, FaultKind.ILLEGAL, faults[name], 1, 1, "play", 1)
+                )
             if stderr and name in stderr:
                 record.stderr[seat] = stderr[name]
         yield record.to_json()
