@@ -26,6 +26,7 @@ from arena.cli.main import (
 from arena.cli.tools import DEFAULT_TRANSCRIPT_CAP, conclude_run, prepare_run, run_verdict
 from arena.core.keys import BadKeyError, MasterKey
 from arena.game.referee import RefereeSettings
+from arena.protocol.records import FaultJSON, GameRecordJSON
 from arena.report.outputs import GAMES_FILE, INDEX_FILE, RESULTS_FILE, RUN_FILE, write_outputs
 from arena.seats import cgroups
 from arena.seats.entrants import (
@@ -317,7 +318,7 @@ def _holds_tournament(out: Path) -> bool:
     return any((out / f).exists() for f in (GAMES_FILE, RESULTS_FILE, RUN_FILE))
 
 
-def _prepare_out(args: argparse.Namespace, run_info: dict[str, Any]) -> list[dict[str, Any]]:
+def _prepare_out(args: argparse.Namespace, run_info: dict[str, Any]) -> list[GameRecordJSON]:
     """Check and prepare the output folder; return the records to resume from."""
     try:
         return _prepare_out_folder(args, run_info)
@@ -327,7 +328,7 @@ def _prepare_out(args: argparse.Namespace, run_info: dict[str, Any]) -> list[dic
         ) from None
 
 
-def _prepare_out_folder(args: argparse.Namespace, run_info: dict[str, Any]) -> list[dict[str, Any]]:
+def _prepare_out_folder(args: argparse.Namespace, run_info: dict[str, Any]) -> list[GameRecordJSON]:
     out: Path = args.out
     if out.exists() and not out.is_dir():
         raise CliError(f"--out {out} is a file, not a folder", EXIT_OUTPUT)
@@ -687,7 +688,7 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         raise _output_error(out, exc) from None
     disk_errors: list[OSError] = []  # the output folder could not take a line
 
-    def on_record(record: dict[str, Any]) -> None:
+    def on_record(record: GameRecordJSON) -> None:
         # In memory first: a Ctrl-C between the two steps is mended by close().
         records.append(record)
         if disk_errors:  # stopping: the games still ending are played again by --resume
@@ -814,11 +815,11 @@ def _record_groups(out: Path, dirs: list[Path]) -> None:
         ) from None
 
 
-def _warn_faults(records: list[dict[str, Any]]) -> None:
+def _warn_faults(records: list[GameRecordJSON]) -> None:
     """One line on stderr per entrant that faulted: how often, and the first
     detail (a bot that never started still gets default moves, and can rank
     well; this line makes sure nobody misses it)."""
-    faults: dict[str, list[dict[str, Any]]] = {}
+    faults: dict[str, list[FaultJSON]] = {}
     for rec in sorted(records, key=lambda r: r["game_index"]):
         for f in rec["faults"]:
             faults.setdefault(f["entrant"], []).append(f)

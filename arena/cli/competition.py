@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.cli.main import EXIT_ENVIRONMENT, EXIT_USAGE, CliError, _positive_int
+from arena.protocol.records import GameRecordJSON
 from arena.seats.entrants import Entrant
 from arena.seats.launcher import Launcher
 from arena.tournament.executors import (
@@ -176,7 +177,7 @@ def play_run(
     names: Sequence[str],
     settings: TournamentSettings,
     todo: Games,
-    records: Sequence[dict[str, Any]],
+    records: Sequence[GameRecordJSON],
     on_record: RecordSink,
 ) -> int | None:
     """Play the run's games (``todo``; a ladder's are chosen as it goes,

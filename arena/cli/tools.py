@@ -25,6 +25,7 @@ from arena.cli.main import (
     add_isolation_flags,
     output_file,
 )
+from arena.protocol.records import GameRecordJSON
 
 if TYPE_CHECKING:
     from arena.report.verdict import Verdict
@@ -363,7 +364,7 @@ def prepare_run(args: argparse.Namespace, names: Sequence[str]) -> None:
 def run_verdict(
     args: argparse.Namespace,
     results: dict[str, Any],
-    records: Sequence[dict[str, Any]],
+    records: Sequence[GameRecordJSON],
 ) -> Verdict:
     """After a finished run: judge it (see :func:`arena.report.verdict.judge`) and
     write ``--junit``, before anything is printed (so that output to a closed

@@ -33,8 +33,9 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
+from arena.protocol.records import GameRecordJSON
 from arena.report.outputs import analyse
 from arena.report.outputs import number_text as _num
 from arena.report.outputs import signed_text as _signed
@@ -122,7 +123,7 @@ class Hub:
             "entrants": self.names,
             "seatings": self.seatings,
         }
-        self.records: dict[int, dict[str, Any]] = {}
+        self.records: dict[int, GameRecordJSON] = {}
         self.deal_done: collections.Counter[str] = collections.Counter()
         self.tables: dict[str, dict[str, Any]] = {}
         self._pending: collections.deque[tuple[float, str, Any]] = collections.deque()
@@ -148,7 +149,7 @@ class Hub:
         if len(self._pending) < DELAY_ROOM:
             self._pending.append((time.monotonic() if now is None else now, "table", state))
 
-    def add_record(self, record: dict[str, Any], now: float | None = None) -> None:
+    def add_record(self, record: GameRecordJSON, now: float | None = None) -> None:
         """A finished game's record; applied ``delay`` seconds from now."""
         self._pending.append((time.monotonic() if now is None else now, "record", record))
 
@@ -180,7 +181,7 @@ class Hub:
                 self.errors.append("a journal line is not JSON")
                 continue
             if isinstance(record, dict) and isinstance(record.get("game_index"), int):
-                self.add_record(record, now)
+                self.add_record(cast(GameRecordJSON, record), now)
                 count += 1
         return count
 
@@ -213,7 +214,7 @@ class Hub:
             self.texts["finished"] = json.dumps(self.finished(), separators=(",", ":"))
         return tables_changed or finished_changed
 
-    def _apply_record(self, record: dict[str, Any]) -> None:
+    def _apply_record(self, record: GameRecordJSON) -> None:
         index = record["game_index"]
         if index in self.records:
             return
@@ -268,9 +269,9 @@ class Hub:
 
     # -- standings ----------------------------------------------------------------
 
-    def prefix(self) -> list[dict[str, Any]]:
+    def prefix(self) -> list[GameRecordJSON]:
         """The finished prefix of the schedule: games ``0..k-1``, all finished."""
-        out: list[dict[str, Any]] = []
+        out: list[GameRecordJSON] = []
         while len(out) in self.records:
             out.append(self.records[len(out)])
         return out
@@ -280,7 +281,7 @@ class Hub:
         now = time.monotonic() if now is None else now
         return self._standings_dirty and now - self._standings_at >= STANDINGS_INTERVAL
 
-    def take_prefix(self, now: float | None = None) -> list[dict[str, Any]]:
+    def take_prefix(self, now: float | None = None) -> list[GameRecordJSON]:
         """The finished prefix, marking the standings computed now (call
         :meth:`standings_part` on it, maybe in a thread, then
         :meth:`publish_standings`)."""
@@ -288,7 +289,7 @@ class Hub:
         self._standings_dirty = False
         return self.prefix()
 
-    def standings_part(self, prefix: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    def standings_part(self, prefix: Sequence[GameRecordJSON]) -> dict[str, Any]:
         """The ``standings`` part of ``prefix``, rated as the report does:
         ``{"prefix", "played", "games_total", "rows" (:func:`standings_rows`),
         "verdict": {"text", "settled"}}``. Reads nothing else of the hub that

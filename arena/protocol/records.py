@@ -25,7 +25,7 @@ dropped (readers of old files rely on them); new ones are added at the end.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NotRequired, TypedDict, cast
 
@@ -403,3 +403,8 @@ def read_record(data: Any, names: Sequence[str] | None = None) -> GameRecordJSON
 def faults_of(record: GameRecordJSON, seat: int | None = None) -> list[Fault]:
     """The record's faults, typed (:meth:`Fault.from_json`), of one ``seat`` or all."""
     return [Fault.from_json(f) for f in record["faults"] if seat is None or f["seat"] == seat]
+
+
+#: Called with each finished game's record (the journal, the live view, a
+#: worker's result list hang here).
+RecordSink = Callable[[GameRecordJSON], None]

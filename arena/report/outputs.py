@@ -45,6 +45,7 @@ from markupsafe import Markup, escape
 from arena.core.resources import templates_dir
 from arena.protocol.codec import visible_text
 from arena.protocol.faults import FAULT_KINDS
+from arena.protocol.records import FaultJSON, GameRecordJSON, TrickJSON
 from arena.report import charts
 from arena.results import stats
 from arena.results.rating import Ladder, environment, environment_settings
@@ -174,7 +175,7 @@ DEFAULT_MARK: Final = Markup(
 
 
 def tricks_html(
-    tricks: Sequence[Mapping[str, Any]], defaults: frozenset[tuple[int, int]] = frozenset()
+    tricks: Sequence[TrickJSON], defaults: frozenset[tuple[int, int]] = frozenset()
 ) -> Markup:
     """The ``<tr>`` rows of a hand's trick table: number, leader, the card of
     each seat 0..3 (leader's cell ``lead``, winner's ``win``; a default move
@@ -211,7 +212,7 @@ def tricks_html(
 
 
 def default_moves(
-    rec: Mapping[str, Any],
+    rec: GameRecordJSON,
 ) -> tuple[dict[int, frozenset[tuple[int, int]]], set[tuple[int, int]]]:
     """The moves the referee made for a seat in a game (protocol: "Faults"):
     ``(plays, passes)``, ``plays`` by hand number the ``(trick, seat)`` pairs,
@@ -248,7 +249,7 @@ def default_moves(
     return {h: frozenset(v) for h, v in plays.items()}, passes
 
 
-def fault_moment(f: Mapping[str, Any], rec: Mapping[str, Any]) -> tuple[int, int, int] | None:
+def fault_moment(f: FaultJSON, rec: GameRecordJSON) -> tuple[int, int, int] | None:
     """Where a fault happened in the replay player: ``(hand number, trick,
     card)``, the player's position (``replay.js``): trick 0 card 0 is a hand's
     deal, trick 0 card 1 its pass (R3), trick 1..13 card 1..4 the card the
@@ -285,7 +286,7 @@ def moment_fragment(at: tuple[int, int, int], seat: int | None) -> str:
     return f"#h={h}&t={t}&c={c}&seat={'open' if seat is None else int(seat)}"
 
 
-def replay_data(rec: Mapping[str, Any]) -> dict[str, Any]:
+def replay_data(rec: GameRecordJSON) -> dict[str, Any]:
     """The game as the replay player (``replay.js``) reads it, JSON-ready:
     ``seats`` (entrant names, seats 0..3), ``hands`` (each ``n`` its number,
     ``dir`` its pass direction, ``dealt`` and ``passes`` four card lists each,
@@ -345,7 +346,7 @@ def json_script(data: object) -> Markup:
     return Markup(text.translate(_SCRIPT_UNSAFE))
 
 
-def stderr_last_line(rec: Mapping[str, Any], seat: int, limit: int = 200) -> str:
+def stderr_last_line(rec: GameRecordJSON, seat: int, limit: int = 200) -> str:
     """The last non-blank line a seat wrote on stderr in a game (cut to
     ``limit`` characters, invisible characters escaped), or ``""``."""
     text = (rec.get("stderr") or [""] * 4)[seat] or ""
@@ -356,7 +357,7 @@ def stderr_last_line(rec: Mapping[str, Any], seat: int, limit: int = 200) -> str
     return last if len(last) <= limit else last[: limit - 3] + "..."
 
 
-def _fault_view(f: Mapping[str, Any], rec: Mapping[str, Any]) -> dict[str, Any]:
+def _fault_view(f: FaultJSON, rec: GameRecordJSON) -> dict[str, Any]:
     """A fault for the pages: with ``stderr_last``, the last line of the
     seat's stderr for a crash (where the cause usually is), else ``""``."""
     last = stderr_last_line(rec, int(f["seat"])) if f["reason"] == "crashed" else ""
@@ -373,7 +374,7 @@ def entrant_page(index: int, name: str) -> str:
     return f"{index}-{slug(name) or 'entrant'}.html"
 
 
-def game_page(record: Mapping[str, Any]) -> str:
+def game_page(record: GameRecordJSON) -> str:
     """File name of a game's replay page."""
     return f"{int(record['game_index'])}-{slug(str(record['game_id'])) or 'game'}.html"
 
@@ -399,7 +400,7 @@ class Analysis:
 
     settings: dict[str, Any]
     names: list[str]
-    records: list[dict[str, Any]]
+    records: list[GameRecordJSON]
     standings: list[dict[str, Any]]
     ladder: Ladder
     statistics: dict[str, Any]
@@ -408,7 +409,7 @@ class Analysis:
 
 
 def analyse(
-    settings: dict[str, Any], names: Sequence[str], records: Sequence[dict[str, Any]]
+    settings: dict[str, Any], names: Sequence[str], records: Sequence[GameRecordJSON]
 ) -> Analysis:
     """Standings, ratings, intervals, head-to-head and verdict of ``records``."""
     ordered = sort_records(records)
@@ -436,7 +437,7 @@ def analyse(
 def build_results(
     settings: dict[str, Any],
     names: Sequence[str],
-    records: Sequence[dict[str, Any]],
+    records: Sequence[GameRecordJSON],
     games_total: int,
     analysis: Analysis | None = None,
     key: str | None = None,
@@ -543,7 +544,7 @@ def standings_csv(standings: Sequence[Mapping[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def fault_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def fault_rows(records: Sequence[GameRecordJSON]) -> list[dict[str, Any]]:
     """Every recorded fault with its game, in schedule order; ``href`` is the
     game's page at the fault's moment (``#fault-K``, K its place in the
     record's faults: the replay player opens there, as the fault's seat saw it)."""
@@ -578,7 +579,7 @@ class _Site:
         return f"{root}{GAMES_DIR}/{self.game_file[index]}"
 
 
-def _game_row(rec: Mapping[str, Any], site: _Site, root: str) -> dict[str, Any]:
+def _game_row(rec: GameRecordJSON, site: _Site, root: str) -> dict[str, Any]:
     return {
         "game_id": rec["game_id"],
         "href": site.game(rec["game_index"], root),
@@ -777,7 +778,7 @@ class ReplayHand(NamedTuple):
     scores: list[int]
 
 
-def replay_hands(rec: Mapping[str, Any]) -> list[ReplayHand]:
+def replay_hands(rec: GameRecordJSON) -> list[ReplayHand]:
     """The replay of every hand of a game, as template data (named tuples,
     which Jinja reads faster than dicts)."""
     out = []
@@ -878,7 +879,7 @@ def game_context(
 
 
 def render_index(
-    results: dict[str, Any], records: Sequence[dict[str, Any]], analysis: Analysis | None = None
+    results: dict[str, Any], records: Sequence[GameRecordJSON], analysis: Analysis | None = None
 ) -> str:
     """The HTML of ``index.html``."""
     a = analysis or analyse(
@@ -916,7 +917,7 @@ def write_outputs(
     out_dir: Path,
     settings: dict[str, Any],
     names: Sequence[str],
-    records: Sequence[dict[str, Any]],
+    records: Sequence[GameRecordJSON],
     games_total: int,
     key: str | None = None,
 ) -> dict[str, Any]:

@@ -11,17 +11,18 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from arena.protocol.faults import FAULT_KINDS
+from arena.protocol.records import GameRecordJSON
 from arena.results.rating import Ladder
 
 
-def sort_records(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def sort_records(records: Iterable[GameRecordJSON]) -> list[GameRecordJSON]:
     """Records in schedule order, one per ``game_index`` (a later duplicate wins)."""
     by_index = {r["game_index"]: r for r in records}
     return [by_index[i] for i in sorted(by_index)]
 
 
 def compute_standings(
-    names: Sequence[str], records: Iterable[dict[str, Any]]
+    names: Sequence[str], records: Iterable[GameRecordJSON]
 ) -> tuple[list[dict[str, Any]], Ladder]:
     """The standings table and the rating ladder after ``records``.
 

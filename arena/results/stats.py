@@ -43,7 +43,9 @@ from typing import Any, Final
 
 import numpy as np
 
+from arena.core.rules import deal_name
 from arena.game.referee import derive_seed
+from arena.protocol.records import GameRecordJSON, HandJSON
 
 #: Confidence level of every interval.
 CONFIDENCE: Final = 0.95
@@ -66,13 +68,13 @@ def seatings_per_table(settings: Mapping[str, Any] | None) -> int:
     return 24 if (settings or {}).get("seating") == "full" else 4
 
 
-def _deal_seed(rec: Mapping[str, Any], hand: Mapping[str, Any]) -> str:
+def _deal_seed(rec: GameRecordJSON, hand: HandJSON) -> str:
     seed = hand.get("deal_seed")
-    return str(seed) if seed is not None else f"{rec['deal_key']}:{hand['hand_number']}"
+    return str(seed) if seed is not None else deal_name(rec["deal_key"], hand["hand_number"])
 
 
 def duplicate_observations(
-    records: Sequence[Mapping[str, Any]], seatings: int
+    records: Sequence[GameRecordJSON], seatings: int
 ) -> list[tuple[str, str, float]]:
     """One ``(entrant, deal seed, duplicate score)`` per entrant and hand held
     on a complete board (see the module docstring).
@@ -85,7 +87,7 @@ def duplicate_observations(
         Duplicate scores in points per hand (negative: fewer points than the
         others with the same cards, which is better).
     """
-    tables: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
+    tables: dict[tuple[str, int], list[GameRecordJSON]] = defaultdict(list)
     for rec in records:
         tables[(str(rec["deal_key"]), int(rec["table"]))].append(rec)
     out: list[tuple[str, str, float]] = []
@@ -109,7 +111,7 @@ def duplicate_observations(
     return out
 
 
-def point_observations(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, float]]:
+def point_observations(records: Sequence[GameRecordJSON]) -> list[tuple[str, str, float]]:
     """One ``(entrant, deal seed, points)`` per entrant and hand played."""
     out: list[tuple[str, str, float]] = []
     for rec in records:
@@ -166,7 +168,7 @@ def _interval(samples: np.ndarray) -> tuple[float, float] | None:
 
 def compute_statistics(
     names: Sequence[str],
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[GameRecordJSON],
     settings: Mapping[str, Any] | None = None,
     replicates: int = REPLICATES,
 ) -> dict[str, Any]:
@@ -404,7 +406,7 @@ def verdict(
 
 
 def head_to_head(
-    names: Sequence[str], records: Sequence[Mapping[str, Any]]
+    names: Sequence[str], records: Sequence[GameRecordJSON]
 ) -> dict[str, dict[str, dict[str, int]]]:
     """For each ordered pair of entrants, their games at the same table.
 

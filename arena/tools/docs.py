@@ -19,13 +19,14 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import trio
 
 from arena.core.keys import MasterKey
 from arena.core.resources import protocol_dir
 from arena.game.referee import GameSpec, RefereeSettings
+from arena.protocol.records import GameRecordJSON
 from arena.seats.entrants import Entrant, sample_entrants
 from arena.seats.launcher import Launcher
 from arena.tournament.runner import TournamentRunner, TournamentSettings
@@ -44,7 +45,7 @@ def _entrants() -> list[Entrant]:
     return [samples[name] for name in EXAMPLE_SEATS]
 
 
-def example_record() -> dict[str, Any]:
+def example_record() -> GameRecordJSON:
     """Play the example game (one hand, transcripts on) and return its record."""
     key = MasterKey.from_seed(EXAMPLE_SEED)
     spec = GameSpec(
@@ -67,13 +68,13 @@ def example_record() -> dict[str, Any]:
         hands=1,
         referee=RefereeSettings(transcripts=True),
     )
-    records: list[dict[str, Any]] = []
+    records: list[GameRecordJSON] = []
     runner = TournamentRunner(_entrants(), settings, Launcher(), records.append)
     trio.run(runner.run, [spec])
     return records[0]
 
 
-def example_exchange(record: dict[str, Any] | None = None, seat: int = 0) -> str:
+def example_exchange(record: GameRecordJSON | None = None, seat: int = 0) -> str:
     """The markdown of the example: seat ``seat``'s transcript of the game."""
     record = record or example_record()
     lines = []

@@ -27,6 +27,7 @@ from arena.cli.main import EXIT_INTERRUPTED, EXIT_OK, CliError, draw_seed
 from arena.core.cards import SUITS
 from arena.core.keys import MasterKey
 from arena.game.referee import GameSpec, Referee, RefereeSettings, SeatSetup, start_bot
+from arena.protocol.records import GameRecordJSON
 from arena.seats.entrants import Entrant, EntrantError, parse_entrants, sample_entrants
 from arena.seats.stand_ins import InProcessSeat, Message
 
@@ -292,7 +293,7 @@ async def play_game(
     out: IO[str],
     delay: float = 0.0,
     ask: Callable[[str], str] | None = None,
-) -> dict[str, Any]:
+) -> GameRecordJSON:
     """Play one game and return its record (``games.jsonl`` form).
 
     Args:
@@ -367,7 +368,7 @@ def play_command(args: argparse.Namespace) -> int:
         target = 100
     settings = RefereeSettings(time_limit=args.time_limit, startup_time=args.startup_time)
     quit_ = False
-    record: dict[str, Any] = {}
+    record: GameRecordJSON | None = None
     try:
         record = trio.run(
             lambda: play_game(
@@ -386,7 +387,7 @@ def play_command(args: argparse.Namespace) -> int:
         quit_ = True
     finally:
         launcher.close()  # the entrants' copies of their folders
-    if quit_:
+    if quit_ or record is None:
         print("\nstopped", flush=True)
         return EXIT_INTERRUPTED
     faults = record["faults"]

@@ -29,7 +29,8 @@ from typing import Any, Final
 
 from arena.core.cards import mask_of_names, names_of, parse_card
 from arena.core.keys import BadKeyError, MasterKey
-from arena.core.rules import Hand, IllegalMoveError, deal_hands, pass_mask
+from arena.core.rules import Hand, IllegalMoveError, pass_mask, table_deal
+from arena.protocol.records import HandJSON
 from arena.tournament.runner import ScheduleStream, TournamentSettings, read_journal
 
 #: Problems listed before the rest are only counted.
@@ -102,9 +103,7 @@ def settings_of(record: dict[str, Any], key: MasterKey) -> TournamentSettings:
     )
 
 
-def check_hand(
-    hand: dict[str, Any], dealt: Sequence[int], scores_before: Sequence[int]
-) -> str | None:
+def check_hand(hand: HandJSON, dealt: Sequence[int], scores_before: Sequence[int]) -> str | None:
     """Replay one recorded hand from its dealt cards under the rules; the first
     difference from the record, or ``None`` when it all holds."""
     number = int(hand["hand_number"])
@@ -112,9 +111,10 @@ def check_hand(
         return "dealt cards are not the key's deal (R2)"
     state = Hand.new(number, dealt)
     try:
-        if hand.get("passes") is not None:
+        recorded = hand.get("passes")
+        if recorded is not None:
             passes = [
-                pass_mask(seat, [parse_card(c) for c in p]) for seat, p in enumerate(hand["passes"])
+                pass_mask(seat, [parse_card(c) for c in p]) for seat, p in enumerate(recorded)
             ]
             for seat, cards in enumerate(passes):
                 state.check_pass(seat, cards)
@@ -196,7 +196,7 @@ def verify_folder(folder: Path) -> tuple[int, list[str]]:
         scores = [0, 0, 0, 0]
         for hand in rec["hands"]:
             number = int(hand["hand_number"])
-            problem = check_hand(hand, deal_hands(str(number), table_key), scores)
+            problem = check_hand(hand, table_deal(table_key, number), scores)
             if problem is not None:
                 problems.append(f"game {gid} hand {number}: {problem}")
                 break
@@ -209,4 +209,4 @@ def verify_folder(folder: Path) -> tuple[int, list[str]]:
 def describe_deal(key: MasterKey, deal_key: str, hand_number: int) -> list[list[str]]:
     """The four hands (card names, seat order) of hand ``hand_number`` under
     ``deal_key``: what anyone holding the revealed key can re-derive."""
-    return [names_of(m) for m in deal_hands(str(hand_number), key.table_key(deal_key))]
+    return [names_of(m) for m in table_deal(key.table_key(deal_key), hand_number)]

@@ -52,6 +52,7 @@ from distributed import Client, Future, LocalCluster, Security, as_completed
 from distributed.client import FutureCancelledError
 
 from arena.game.referee import GameSpec
+from arena.protocol.records import GameRecordJSON
 from arena.seats.entrants import Entrant
 from arena.seats.isolation import IsolationError
 from arena.seats.launcher import Launcher, LaunchOptions, _program_file
@@ -92,7 +93,7 @@ def _local_entrants(job: TableJob) -> list[Entrant]:
     return out
 
 
-def play_unit(job: TableJob, games: Sequence[GameSpec]) -> list[dict[str, Any]]:
+def play_unit(job: TableJob, games: Sequence[GameSpec]) -> list[GameRecordJSON]:
     """Play one work unit on this worker (runs inside a Dask task).
 
     Returns:
@@ -100,7 +101,7 @@ def play_unit(job: TableJob, games: Sequence[GameSpec]) -> list[dict[str, Any]]:
     """
     entrants = _local_entrants(job)
     settings = replace(job.settings, jobs=1)
-    records: list[dict[str, Any]] = []
+    records: list[GameRecordJSON] = []
     runner = TournamentRunner(entrants, settings, Launcher(job.options), records.append)
     trio.run(runner.run, list(games))
     return sorted(records, key=lambda r: int(r["game_index"]))

@@ -17,12 +17,13 @@ order, so the standings do not depend on the executor.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final, Protocol
 
 import trio
 
 from arena.game.referee import GameSpec
+from arena.protocol import records
 from arena.seats.entrants import Entrant
 from arena.seats.launcher import Launcher
 from arena.tournament.pool import ProcessPool, worker_count
@@ -35,7 +36,7 @@ POOL_MIN_GAMES: int = 8
 EXECUTORS: Final = ("local", "dask")
 
 #: Called with each finished game's JSON record.
-RecordSink = Callable[[dict[str, Any]], None]
+RecordSink = records.RecordSink
 
 
 class ExecutorUnavailable(RuntimeError):

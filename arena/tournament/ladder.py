@@ -42,9 +42,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
 from arena.game.referee import GameSpec
+from arena.protocol import records
+from arena.protocol.records import GameRecordJSON
 from arena.results.rating import Ladder
 from arena.tournament.runner import TournamentSettings
 
@@ -56,7 +58,7 @@ DEFAULT_BATCH_TABLES: Final = 16
 MIN_WINDOW: Final = 3
 
 #: Called with each finished game's JSON record.
-RecordSink = Callable[[dict[str, Any]], None]
+RecordSink = records.RecordSink
 #: Plays a list of games, handing each record to the sink; returns when all are done.
 PlayGames = Callable[[Sequence[GameSpec], RecordSink], None]
 
@@ -259,7 +261,7 @@ class LadderPlanner:
         self._pending = batch
         return batch
 
-    def apply(self, records: Mapping[int, Mapping[str, Any]]) -> None:
+    def apply(self, records: Mapping[int, GameRecordJSON]) -> None:
         """Rate the pending batch from its records (by ``game_index``; only
         ``seats`` and ``ranks`` are read), in schedule order.
 
@@ -285,7 +287,7 @@ def play_ladder(
     settings: TournamentSettings,
     play: PlayGames,
     on_record: RecordSink,
-    recorded: Iterable[Mapping[str, Any]] = (),
+    recorded: Iterable[GameRecordJSON] = (),
     window: int | None = None,
     on_batch: Callable[[LadderPlanner], None] | None = None,
 ) -> LadderPlanner:
@@ -315,10 +317,10 @@ def play_ladder(
         RuntimeError: ``play`` returned without a record for a game.
     """
     # Records by game_index: every record (the run keeps them for its report anyway).
-    results: dict[int, Mapping[str, Any]] = {int(r["game_index"]): r for r in recorded}
+    results: dict[int, GameRecordJSON] = {int(r["game_index"]): r for r in recorded}
     planner = LadderPlanner(names, settings, window)
 
-    def sink(record: dict[str, Any]) -> None:
+    def sink(record: GameRecordJSON) -> None:
         index = int(record["game_index"])
         if index in results:
             return

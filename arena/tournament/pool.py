@@ -25,16 +25,17 @@ import os
 import queue
 import signal
 import traceback
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import trio
 
+from arena.protocol import records
 from arena.seats.entrants import Entrant
 from arena.seats.launcher import Launcher, LaunchOptions
 from arena.tournament.runner import Games, TournamentRunner, TournamentSettings, iter_chains
 
-RecordSink = Callable[[dict[str, Any]], None]
+RecordSink = records.RecordSink
 _PR_SET_PDEATHSIG = 1
 
 
