@@ -48,7 +48,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from arena.core import rules
-from arena.core.rules import Hand, Phase
+from arena.core.rules import Hand, PassDirection, Phase, pass_direction
 
 
 def _nth_card(mask: int, k: int) -> int:  # for measuring older engines without it
@@ -70,9 +70,15 @@ Player = Callable[[Prepared, random.Random], object]
 _OS_SUIT = (0, 1, 3, 2)
 #: OpenSpiel's action id of each of our cards.
 OS_ID = tuple((card % 13) * 4 + _OS_SUIT[card // 13] for card in range(52))
-#: Our hand number % 4 -> OpenSpiel's pass-direction chance action (0 hold,
+#: Our pass direction (R3, :func:`arena.core.rules.pass_direction`) -> OpenSpiel's
+#: pass-direction chance action (0 hold,
 #: 1 left, 2 across, 3 right).
-OS_DIRECTION = {1: 1, 2: 3, 3: 2, 0: 0}
+OS_DIRECTION = {
+    PassDirection.LEFT: 1,
+    PassDirection.RIGHT: 3,
+    PassDirection.ACROSS: 2,
+    PassDirection.HOLD: 0,
+}
 
 
 def prepare(rng: random.Random, count: int) -> list[Prepared]:
@@ -83,7 +89,9 @@ def prepare(rng: random.Random, count: int) -> list[Prepared]:
         deck = list(range(52))
         rng.shuffle(deck)
         passes = (
-            [] if number % 4 == 0 else [rng.sample(deck[13 * s : 13 * s + 13], 3) for s in range(4)]
+            []
+            if pass_direction(number) is PassDirection.HOLD
+            else [rng.sample(deck[13 * s : 13 * s + 13], 3) for s in range(4)]
         )
         out.append((number, deck, passes))
     return out
@@ -146,7 +154,7 @@ def make_openspiel_hand() -> Player | None:
         number, deck, passes = prepared
         state = game.new_initial_state()
         apply = state.apply_action
-        apply(OS_DIRECTION[number % 4])
+        apply(OS_DIRECTION[pass_direction(number)])
         for k in range(52):  # card k of the deal order goes to seat k % 4
             apply(OS_ID[deck[13 * (k % 4) + k // 4]])
         for seat_cards in passes:  # seat 0 first, one card at a time

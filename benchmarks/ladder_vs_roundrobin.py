@@ -60,7 +60,7 @@ from scipy.stats import kendalltau  # pip install ".[bench]"
 
 from arena.core.cards import mask_of_names, names_of, parse_card
 from arena.core.resources import sample_bots_dir
-from arena.core.rules import GameScore, Hand, Phase, deal_hands, pass_target
+from arena.core.rules import Game, Phase, deal_hands, deal_name, pass_target
 from arena.game.referee import GameSpec, derive_seed
 from arena.results.standings import compute_standings
 from arena.tournament.ladder import play_ladder
@@ -93,12 +93,11 @@ def simulate(spec: GameSpec) -> dict[str, Any]:
     bot = _heuristic()
     rngs = [random.Random(seed) for seed in spec.bot_seeds]
     noise = [_NOISE[name] for name in spec.seats]
-    score = GameScore(spec.target_score, spec.hands)
+    game = Game(spec.target_score, spec.hands)  # the rules' whole game (R3 cycle, R13)
     hands = []
-    number = 0
-    while not score.is_over():
-        number += 1
-        hand = Hand.new(number, deal_hands(f"{spec.deal_key}:{number}"))
+    while not game.is_over():
+        number = game.hand_number + 1
+        hand = game.start_hand(deal_hands(deal_name(spec.deal_key, number)))
         if hand.phase is Phase.PASS:
             passes = []
             for s in range(4):
@@ -114,7 +113,7 @@ def simulate(spec: GameSpec) -> dict[str, Any]:
                     cards = bot.choose_pass(msg)
                 passes.append(mask_of_names(cards))
             hand.apply_passes(passes)
-        before = list(score.scores)
+        before = game.scores
         while not hand.is_over():
             s = hand.turn
             if rngs[s].random() < noise[s]:
@@ -124,13 +123,12 @@ def simulate(spec: GameSpec) -> dict[str, Any]:
                 msg.update(type="play", id=1, game_id=spec.game_id, scores=before, time_ms=TIME_MS)
                 card = bot.choose_play(msg)
             hand.play(parse_card(card))
-        points, _moon = hand.points()
-        score.add_hand(points)
+        points, _moon = game.end_hand()
         hands.append({"points": points})
     return {
         "game_index": spec.game_index,
         "seats": list(spec.seats),
-        "ranks": score.ranks(),
+        "ranks": game.ranks(),
         "hands": hands,
     }
 
