@@ -303,11 +303,15 @@ def test_r6_void_seat_may_play_any_card_after_trick_1() -> None:
     assert "KH" in names(hand.legal_mask())
 
 
-def test_r6_card_not_held_is_refused() -> None:
-    """A card the seat does not hold is refused."""
+def test_r2_card_not_held_is_refused_naming_r2_not_r6() -> None:
+    """R2: a seat plays from its own 13 cards; a card it does not hold is
+    refused as R2 (not R6, follow suit: seat 1 holds a club here)."""
     hand = make_hand(RULE_DEAL, plays="2C")
-    with pytest.raises(IllegalMoveError, match="does not hold"):
+    with pytest.raises(IllegalMoveError, match="does not hold AC") as exc:
         hand.play(parse_card("AC"))
+    assert rule_of(exc) == "R2"
+    assert exc.value.seat == 1
+    assert hand.turn == 1 and names(hand.legal_mask()) == ["KC"]
 
 
 # -- R7: first trick ----------------------------------------------------------------

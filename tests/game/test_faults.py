@@ -117,3 +117,12 @@ def test_illegal_moves_get_the_default_move(tmp_path: Path) -> None:
         assert sorted(hand["passes"][seat]) == sorted(expected)
         assert "R3" in faults[0]["detail"] and "does not hold" in faults[0]["detail"]
         assert "legal:" in faults[1]["detail"]
+        # The offending cards and the broken rule are data, not only text: the
+        # pass's third card (not in the hand, R3); the card played, and the
+        # rule its detail names (R2 when the card is another seat's).
+        foreign = faults[0]["answer"][2]
+        assert foreign not in dealt
+        assert (faults[0]["cards"], faults[0]["rule"]) == ([foreign], "R3")
+        assert faults[1]["cards"] == [faults[1]["answer"]]
+        assert f"({faults[1]['rule']})" in faults[1]["detail"]
+        assert faults[1]["rule"] in ("R2", "R5", "R6", "R7", "R9")

@@ -270,6 +270,7 @@ def test_a_repeated_malformed_line_is_same_as_recorded_like_an_illegal_card(
 
 
 def test_the_illegal_card_is_recorded_as_data_and_old_records_still_replay(faulty: Path) -> None:
+    from arena.protocol.faults import Fault
     from arena.tools.replay import recorded_illegal_move
 
     rec = records(faulty)[0]
@@ -278,12 +279,17 @@ def test_the_illegal_card_is_recorded_as_data_and_old_records_still_replay(fault
     passed = next(f for f in rec["faults"] if f["seat"] == seat and f["request"] == "pass")
     assert play["detail"].startswith(f"played {play['answer']}: ")
     assert isinstance(passed["answer"], list) and len(passed["answer"]) == 3
-    assert recorded_illegal_move(play, "play") == play["answer"]
-    old = {k: v for k, v in play.items() if k != "answer"}  # a record from before the field
-    assert recorded_illegal_move(old, "play") == play["answer"]
-    old_pass = {k: v for k, v in passed.items() if k != "answer"}
-    assert recorded_illegal_move(old_pass, "pass") == passed["answer"]
-    assert recorded_illegal_move({"reason": "malformed", "detail": "x"}, "play") is None
+    # The offending cards and the rule, as data: the card played; the pass's
+    # third card, which illegal.py takes from outside its hand (R3).
+    assert play["cards"] == [play["answer"]] and play["rule"] in play["detail"]
+    assert passed["cards"] == [passed["answer"][2]] and passed["rule"] == "R3"
+    assert recorded_illegal_move(Fault.from_json(play)) == play["answer"]
+    old = {k: v for k, v in play.items() if k not in ("answer", "cards", "rule")}  # older record
+    assert recorded_illegal_move(Fault.from_json(old)) == play["answer"]
+    old_pass = {k: v for k, v in passed.items() if k not in ("answer", "cards", "rule")}
+    assert recorded_illegal_move(Fault.from_json(old_pass)) == passed["answer"]
+    malformed = {"seat": 0, "entrant": "x", "reason": "malformed", "detail": "x"}
+    assert recorded_illegal_move(Fault.from_json(malformed)) is None
 
 
 def test_a_different_illegal_card_or_a_fault_now_is_different() -> None:
