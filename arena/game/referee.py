@@ -4,7 +4,11 @@ The loop has the shape of OpenSpiel's ``evaluate_bots``: deal, the pass (all
 four requests at once under one shared deadline, R3/R4), then the tricks. Every
 decision has a deadline; a fault makes the referee play the documented default
 move for the seat and the game goes on (protocol/README.md, "Faults"). The referee
-returns a plain :class:`GameRecord` and formats nothing.
+returns a plain :class:`~arena.protocol.records.GameRecord` and formats nothing.
+
+The game itself (hand after hand, the pass cycle R3, the end and tie-break
+R13) is the rules' :class:`arena.core.rules.Game`: the referee only asks the
+seats for moves and records them (:func:`arena.protocol.records.hand_json`).
 """
 
 from __future__ import annotations
