@@ -168,6 +168,18 @@ def deal_hands(label: str, key: bytes = b"") -> tuple[int, int, int, int]:
     return hands[0], hands[1], hands[2], hands[3]
 
 
+def round_robin_deal_key(round_: int, table: int) -> str:
+    """The deal key of ``table`` (0-based) in round ``round_`` (1-based) of a
+    round robin or gauntlet: ``"r1-t3"``. Every seating of the table in that
+    round plays its deals (duplicate play, R2)."""
+    return f"r{round_}-t{table}"
+
+
+def ladder_deal_key(table: int) -> str:
+    """The deal key of ladder table ``table`` (0-based): ``"L17"``."""
+    return f"L{table}"
+
+
 def deal_name(deal_key: str, hand_number: int) -> str:
     """The public name of hand ``hand_number``'s deal in the games named
     ``deal_key`` (R2): ``deal_name("r1-t3", 2) == "r1-t3:2"``. It is a game

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from arena.core.cards import mask_of_names, names_of, parse_card
 from arena.core.keys import BadKeyError, MasterKey
-from arena.core.rules import Hand, IllegalMoveError, pass_mask, table_deal
+from arena.core.rules import Hand, IllegalMoveError, ladder_deal_key, pass_mask, table_deal
 from arena.protocol.records import HandJSON
 from arena.tournament.runner import ScheduleStream, TournamentSettings, read_journal
 
@@ -188,7 +188,8 @@ def verify_folder(folder: Path) -> tuple[int, list[str]]:
         gid = rec["game_id"]
         if settings.format == "ladder":
             table = rec.get("table")
-            if rec["deal_key"] != f"L{table}" or not str(gid).startswith(f"l{table}-k"):
+            table_deals = ladder_deal_key(table) if isinstance(table, int) else None
+            if rec["deal_key"] != table_deals or not str(gid).startswith(f"l{table}-k"):
                 problems.append(f"game {gid}: deal key {rec['deal_key']!r} is not its table's")
         if list(rec.get("bot_seeds", [])) != list(key.bot_seeds(gid)):
             problems.append(f"game {gid}: bot seeds are not the key's")

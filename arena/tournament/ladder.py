@@ -44,6 +44,7 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
 
+from arena.core.rules import ladder_deal_key
 from arena.game.referee import GameSpec
 from arena.protocol import records
 from arena.protocol.records import GameRecordJSON
@@ -148,7 +149,7 @@ def table_games(
     (dealt under that name's table key, :mod:`arena.core.keys`)."""
     games = []
     key = settings.master_key
-    deal_key = f"L{table}"
+    deal_key = ladder_deal_key(table)
     table_key = key.table_key(deal_key)
     for k in range(GAMES_PER_TABLE):
         seats = ["", "", "", ""]

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 import trio
 
 from arena.core.keys import MasterKey
+from arena.core.rules import round_robin_deal_key
 from arena.game.referee import GameSpec, Referee, RefereeSettings, SeatSetup, start_bot
 from arena.protocol.records import GameRecordJSON, read_record
 from arena.seats.entrants import Entrant
@@ -330,7 +331,7 @@ class _Maker:
     def game(
         self, index: int, rnd: int, t: int, k: int, table: tuple[str, str, str, str]
     ) -> GameSpec:
-        deal_key = f"r{rnd}-t{t}"
+        deal_key = round_robin_deal_key(rnd, t)
         game_id = f"r{rnd}-t{t}-{self.tag}{k}"
         seats = ["", "", "", ""]
         for i, name in enumerate(table):

@@ -19,7 +19,9 @@ from arena.core.rules import (
     deal_with,
     default_pass,
     default_play,
+    ladder_deal_key,
     pass_mask,
+    round_robin_deal_key,
     shuffled_deck,
     table_deal,
 )
@@ -99,6 +101,8 @@ def test_r2_deal_name_is_the_deal_key_and_hand_number() -> None:
     """R2: the public name of a deal, a record's ``deal_seed``."""
     assert deal_name("r1-t3", 2) == "r1-t3:2"
     assert deal_name("L7", 12) == "L7:12"
+    assert deal_name(round_robin_deal_key(1, 3), 2) == "r1-t3:2"
+    assert deal_name(ladder_deal_key(7), 12) == "L7:12"
 
 
 def test_r2_table_deal_is_the_keyed_deal_of_the_hand_number() -> None:
