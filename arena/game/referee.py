@@ -36,20 +36,9 @@ from arena.core.rules import (
 )
 from arena.protocol import codec as protocol
 from arena.protocol.faults import Fault, FaultKind
-from arena.protocol.records import GameRecord, GameSpec, hand_json
-
-__all__ = [
-    "DEFAULT_STRIKES",
-    "EventSink",
-    "GameRecord",
-    "GameSpec",
-    "Referee",
-    "RefereeSettings",
-    "SeatSetup",
-    "derive_seed",
-    "handshake",
-    "start_bot",
-]
+from arena.protocol.records import GameRecord as GameRecord  # also imported from here
+from arena.protocol.records import GameSpec as GameSpec  # also imported from here
+from arena.protocol.records import hand_json
 from arena.seats.process import BotProcess, LaunchSpec, Reply
 
 #: A spectator's event sink (:mod:`arena.live`): called with one small dict
@@ -234,7 +223,7 @@ class Referee:
         one, ``cards`` its offending cards and ``rule`` the R-id it breaks."""
         hand = self.hand
         trick = hand.trick_number if hand is not None and hand.phase is Phase.PLAY else None
-        self._emit({"event": "fault", "seat": s.seat, "reason": reason})
+        self._emit({"event": "fault", "seat": s.seat, "reason": reason.value})
         self.record.faults.append(
             Fault(
                 s.seat,

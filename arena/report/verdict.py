@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from arena.protocol.faults import FAULT_KINDS
+from arena.protocol.records import GameRecordJSON
 from arena.report.junit import Case
 
 #: Metrics a condition may name, with what they mean.
@@ -243,7 +244,7 @@ class Verdict:
 def judge(
     conditions: Sequence[Condition],
     standings: Sequence[Mapping[str, Any]],
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[GameRecordJSON],
     *,
     candidate: str | None = None,
     junit: bool = False,
@@ -276,7 +277,7 @@ def _cases(
     standings: Sequence[Mapping[str, Any]],
     subjects: Sequence[str],
     failed: Sequence[tuple[Condition, list[tuple[str, str]]]],
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[GameRecordJSON],
     implicit: bool,
 ) -> list[Case]:
     """One JUnit case per subject, failed if and only if a condition in
