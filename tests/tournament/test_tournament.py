@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import Counter
 from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import bot, load_outputs, run_arena
 
 from arena.core.keys import MasterKey
-from arena.core.rules import deal_hands
+from arena.core.rules import deal_hands, round_robin_deal_key, table_deal
 from arena.tournament.runner import TournamentSettings, chains_of, schedule_round_robin
 
 
@@ -65,6 +68,46 @@ def test_deals_of_a_table_come_from_its_table_key() -> None:
         first != deal_hands("1", key.table_key("r2-t0")) != deal_hands("2", key.table_key("r1-t0"))
     )
     assert sorted(bin(h).count("1") for h in first) == [13, 13, 13, 13]
+    assert first == table_deal(key.table_key(round_robin_deal_key(1, 0)), 1)
+
+
+def _timeless(records: list[dict[str, Any]]) -> str:
+    """The records in schedule order without the fields that record times, as text."""
+    out = []
+    for rec in sorted(records, key=lambda r: r["game_index"]):
+        out.append(json.dumps({k: v for k, v in rec.items() if k not in _TIME_FIELDS}))
+    return "\n".join(out)
+
+
+_TIME_FIELDS = ("started_at", "duration_s", "timing", "transcripts")
+
+
+def test_golden_run_of_the_sample_bots_is_the_same_json(tmp_path: Path) -> None:
+    """Same seed and entrants, same ``games.jsonl`` and standings, apart from
+    times: the four default sample bots (none depends on time; a generous
+    time limit) under --seed 5, two hands a game. The digest was taken on the
+    main branch before records were typed (issue 15) and again after: any
+    change to a record's fields, their order or a card played changes it."""
+    out = tmp_path / "golden"
+    args = ["run", "--seed", "5", "--hands", "2", "--time-limit", "10", "--no-sandbox"]
+    assert run_arena([*args, "--out", str(out), "--quiet"]) == 0
+    results, records = load_outputs(out)
+    assert len(records) == 8
+    first = min(records, key=lambda r: r["game_index"])
+    assert (first["game_id"], first["seats"]) == (
+        "r1-t0-k0",
+        ["duck", "heuristic", "low", "random"],
+    )
+    assert first["scores"] == [6, 1, 5, 40] and first["deal_seeds"] == ["r1-t0:1", "r1-t0:2"]
+    rows = [(s["name"], s["games"], s["wins"], s["points_per_hand"]) for s in results["standings"]]
+    assert rows == [
+        ("duck", 8, 4, 3.5),
+        ("heuristic", 8, 4, 2.875),
+        ("low", 8, 0, 9.125),
+        ("random", 8, 1, 13.75),
+    ]
+    digest = hashlib.sha256(_timeless(records).encode()).hexdigest()
+    assert digest == "a1e12ab5b176f7f0b294f3ad1acf59393e7f1486a31aca93e1bec5c336f178f2"
 
 
 def test_schedule_refuses_fewer_than_four_and_duplicates() -> None:
