@@ -10,11 +10,14 @@ What it checks (each failed check is one line naming the game and hand):
   its table (the tables a ladder chose depend on its ratings, which are not
   re-derived here);
 * every game's bot seeds and every hand's dealt cards are those the key
-  gives (:mod:`arena.core.keys`, :func:`arena.core.rules.deal_hands`);
+  gives (:mod:`arena.core.keys`, :func:`arena.core.rules.table_deal`);
 * every hand replays under the rules engine: the recorded passes are legal
   and applied (R3), every card played is legal (R4-R8), trick winners and
   points (R9, R10) and the hand's points after the moon rule (R11, R12)
-  match the record, and the running scores add up.
+  match the record, and the running scores add up;
+* every game ends where R13 says (:func:`check_game_end`): after the hand
+  where a total reaches the target with a single lowest total (or the
+  tie-break cap), or after its fixed number of hands, with the totals' ranks.
 
 Pure apart from reading the folder: :func:`verify_folder` returns the
 problems found, an empty list when everything holds.
@@ -29,8 +32,16 @@ from typing import Any, Final
 
 from arena.core.cards import mask_of_names, names_of, parse_card
 from arena.core.keys import BadKeyError, MasterKey
-from arena.core.rules import Hand, IllegalMoveError, ladder_deal_key, pass_mask, table_deal
-from arena.protocol.records import HandJSON
+from arena.core.rules import (
+    MAX_TIEBREAK_HANDS,
+    GameScore,
+    Hand,
+    IllegalMoveError,
+    ladder_deal_key,
+    pass_mask,
+    table_deal,
+)
+from arena.protocol.records import GameRecordJSON, HandJSON
 from arena.tournament.runner import ScheduleStream, TournamentSettings, read_journal
 
 #: Problems listed before the rest are only counted.
@@ -195,6 +206,7 @@ def verify_folder(folder: Path) -> tuple[int, list[str]]:
             problems.append(f"game {gid}: bot seeds are not the key's")
         table_key = key.table_key(rec["deal_key"])
         scores = [0, 0, 0, 0]
+        problem = None
         for hand in rec["hands"]:
             number = int(hand["hand_number"])
             problem = check_hand(hand, table_deal(table_key, number), scores)
@@ -204,7 +216,32 @@ def verify_folder(folder: Path) -> tuple[int, list[str]]:
             scores = list(hand["scores"])
         if list(rec["scores"]) != scores:
             problems.append(f"game {gid}: final scores are not the hands' sum")
+        elif problem is None:
+            tiebreak = int(settings_record.get("max_tiebreak_hands", MAX_TIEBREAK_HANDS))
+            problem = check_game_end(rec, tiebreak)
+            if problem is not None:
+                problems.append(f"game {gid}: {problem}")
     return len(records), problems
+
+
+def check_game_end(rec: GameRecordJSON, max_tiebreak_hands: int) -> str | None:
+    """Whether the game ends where R13 says, given its hands' points: after
+    the hand where a total reaches the target with a single lowest total (or
+    the tie-break cap), or after ``hands_limit`` hands; and its ranks are the
+    totals' competition ranks. The first difference, or ``None``."""
+    try:
+        score = GameScore(rec["target_score"], rec["hands_limit"], max_tiebreak_hands)
+    except ValueError as exc:
+        return f"no game length: {exc}"
+    for hand in rec["hands"]:
+        if score.is_over():
+            return f"hand {hand['hand_number']} is played after the game ended (R13)"
+        score.add_hand(hand["points"])
+    if not score.is_over():
+        return "the game stops before its end (R13)"
+    if score.ranks() != list(rec["ranks"]):
+        return "ranks are not the totals' (R13)"
+    return None
 
 
 def describe_deal(key: MasterKey, deal_key: str, hand_number: int) -> list[list[str]]:

@@ -217,3 +217,29 @@ def test_scheduled_games_counts_what_schedule_makes() -> None:
         settings = TournamentSettings(seed=1, rounds=2, **kw)
         assert scheduled_games(7, settings) == len(schedule(names, settings))
     assert scheduled_games(7, TournamentSettings(seed=1, rounds=2)) == 35 * 4 * 2
+
+
+def test_verify_checks_that_a_game_ends_where_r13_says() -> None:
+    """R13 in ``verify``: a game to 30 (synthetic, the rules' Game) ends after
+    the hand where a total reaches 30 with a single lowest total; a record cut
+    short, one with a hand after the end, or wrong ranks is caught."""
+    from arena.tools.verify import check_game_end
+    from arena.tournament.synthetic import synthesize
+
+    settings = TournamentSettings(seed=4, rounds=1, target_score=30)
+    rec = synthesize(["a", "b", "c", "d"], settings)[0]
+    totals = [[8, 5, 0, 13], [8, 25, 2, 17], [14, 28, 2, 34]]
+    assert [h["scores"] for h in rec["hands"]] == totals  # 34 >= 30 after hand 3
+    assert rec["scores"] == [14, 28, 2, 34] and rec["ranks"] == [2, 3, 1, 4]
+    assert check_game_end(rec, 50) is None
+    short = {**rec, "hands": rec["hands"][:-1]}
+    assert check_game_end(short, 50) == "the game stops before its end (R13)"
+    extra = {**rec, "hands": [*rec["hands"], {**rec["hands"][0], "hand_number": 99}]}
+    assert check_game_end(extra, 50) == "hand 99 is played after the game ended (R13)"
+    wrong = {**rec, "ranks": [1, 3, 2, 4]}
+    assert check_game_end(wrong, 50) == "ranks are not the totals' (R13)"
+    fixed = {**rec, "target_score": None, "hands_limit": len(rec["hands"])}
+    assert check_game_end(fixed, 50) is None
+    assert check_game_end({**fixed, "hands_limit": len(rec["hands"]) + 1}, 50) == (
+        "the game stops before its end (R13)"
+    )
