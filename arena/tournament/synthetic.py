@@ -3,7 +3,7 @@ in-process, no bot processes. For benchmarks of the report and for tests.
 
 The schedule is the real one (:class:`arena.tournament.runner.ScheduleStream`, the
 games of :func:`arena.tournament.runner.schedule_round_robin` made one at a time)
-and every record goes through :meth:`arena.game.referee.GameRecord.to_json`, so
+and every record goes through :meth:`arena.protocol.records.GameRecord.to_json`, so
 the lines have the same fields as a real run's. Each entrant gets a *policy*:
 
 * ``"low"`` plays the lowest legal card and passes the default three highest
