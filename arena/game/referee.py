@@ -39,12 +39,27 @@ from arena.protocol.faults import Fault, FaultKind
 from arena.protocol.records import GameRecord as GameRecord  # also imported from here
 from arena.protocol.records import GameSpec as GameSpec  # also imported from here
 from arena.protocol.records import hand_json
-from arena.seats.process import BotProcess, LaunchSpec, Reply
+from arena.seats.process import BotProcess, LaunchSpec
+from arena.seats.seat import Reply, Seat
 
 #: A spectator's event sink (:mod:`arena.live`): called with one small dict
 #: per event (``{"event": kind, ...}``, see :meth:`Referee.__init__`). It must
 #: return at once and never block: the referee never waits for a view.
 EventSink = Callable[[dict[str, Any]], None]
+
+#: Where the referee takes a game's deals: ``hand_number`` (1-based) ->
+#: ``(deal_seed, dealt)``, the deal's public name and the four dealt card
+#: masks (seats 0..3). The default is the table's deals (R2,
+#: :meth:`Referee.deal`); the conformance checker gives constructed
+#: deals and ``replay`` recorded ones.
+DealSource = Callable[[int], tuple[str, tuple[int, int, int, int]]]
+
+#: Asked after the pass and after every card: ``(hand_number, trick_number)``,
+#: ``trick_number`` being ``None`` just after the pass, else the trick the
+#: card was played in (1..13); returning ``True`` ends the game there, cleanly
+#: (no more requests, no ``hand_end`` or ``game_end`` sent; the record holds
+#: the hands finished so far and :attr:`Referee.stopped` is set).
+StopHook = Callable[[int, int | None], bool]
 
 #: Consecutive timeouts after which a seat is played by the default moves for
 #: the rest of the game (0 turns strikes off).
@@ -91,7 +106,7 @@ class SeatSetup:
     when it could not be started or failed the handshake) and that fault."""
 
     entrant: str
-    bot: BotProcess | None
+    bot: Seat | None
     startup_fault: Fault | None = None
     startup_stderr: str = ""  # what a bot that failed to start wrote on stderr
 
@@ -100,7 +115,7 @@ class SeatSetup:
 class _Seat:
     seat: int
     entrant: str
-    bot: BotProcess | None
+    bot: Seat | None
     auto: bool = False  # played by default moves to the end of the game
     crashed: bool = False
     strikes: int = 0
@@ -112,7 +127,7 @@ class _Seat:
     oom_before: int = 0
 
 
-async def handshake(bot: BotProcess, seat: int, startup_time: float) -> Fault | None:
+async def handshake(bot: Seat, seat: int, startup_time: float) -> Fault | None:
     """Run the ``hello`` handshake; returns the fault, or ``None`` if it passed.
 
     Sets ``bot.self_name`` to the cleaned self-reported name.
@@ -122,7 +137,7 @@ async def handshake(bot: BotProcess, seat: int, startup_time: float) -> Fault | 
         assert reply.fault is not None
         return Fault(
             seat,
-            bot.spec.label,
+            bot.label,
             reply.fault,
             f"handshake: {reply.detail}",
             None,
@@ -163,6 +178,9 @@ class Referee:
     ``points``), ``fault`` (``seat``, ``reason``: never the detail, which may
     name cards of the hand), ``hand_end`` and ``game_end``. A sink that
     raises is dropped for the rest of the game.
+
+    ``deals`` (a :data:`DealSource`) replaces the table's deals; ``stop``
+    (a :data:`StopHook`) can end the game early and cleanly.
     """
 
     def __init__(
@@ -171,6 +189,9 @@ class Referee:
         seats: Sequence[SeatSetup],
         settings: RefereeSettings,
         events: EventSink | None = None,
+        *,
+        deals: DealSource | None = None,
+        stop: StopHook | None = None,
     ) -> None:
         if len(seats) != 4:
             raise ValueError("a game has four seats (R1)")
@@ -190,6 +211,10 @@ class Referee:
         self._trick_views: list[dict[str, Any]] = []  # this hand's completed tricks
         self._tricks_text = "[]"  # ... as JSON text
         self._events = events
+        self._deals: DealSource = deals if deals is not None else self.deal
+        self._stop = stop
+        #: the stop hook ended the game before its end
+        self.stopped = False
 
     def _emit(self, event: dict[str, Any]) -> None:
         """Tell the event sink, if any; it never blocks, and one that fails is dropped."""
@@ -314,6 +339,10 @@ class Referee:
         game = self.game
         while not game.is_over():
             await self._play_hand(game.hand_number + 1)
+            if self.stopped:
+                self.record.scores = game.scores
+                self._finish(t0)
+                return self.record
         self.record.scores = game.scores
         self.record.ranks = game.ranks()
         ranks = self.record.ranks
@@ -366,17 +395,17 @@ class Referee:
             rec.transcripts = transcripts
 
     def deal(self, hand_number: int) -> tuple[str, tuple[int, int, int, int]]:
-        """The deal's public name (:func:`arena.core.rules.deal_name`) and the
-        four dealt card masks of hand ``hand_number`` (R2):
-        :func:`arena.core.rules.table_deal` of the game's table key. The
-        conformance checker (:mod:`arena.tools.check`) and ``replay`` override
-        it to play constructed or recorded deals through this same referee."""
+        """The default :data:`DealSource`: the deal's public name
+        (:func:`arena.core.rules.deal_name`) and the four dealt card masks of
+        hand ``hand_number`` (R2): :func:`arena.core.rules.table_deal` of the
+        game's table key. The conformance checker (:mod:`arena.tools.check`)
+        and ``replay`` give their own deals (``deals``) instead."""
         return deal_name(self.spec.deal_key, hand_number), table_deal(
             self.spec.table_key, hand_number
         )
 
     async def _play_hand(self, hand_number: int) -> None:
-        deal_seed, dealt = self.deal(hand_number)
+        deal_seed, dealt = self._deals(hand_number)
         scores_before = self.game.scores
         hand = self.hand = self.game.start_hand(dealt)
         direction = hand.direction.value
@@ -392,11 +421,15 @@ class Referee:
         )
         if hand.phase is Phase.PASS:
             await self._pass(hand)
+            if self._stop is not None and self._stop(hand_number, None):
+                self.stopped = True
+                return
         self._trick_views = []
         self._tricks_text = "[]"
         while not hand.is_over():
             s = self.seats[hand.turn]
             card = await self._decide_play(s, hand, scores_before)
+            trick_number = hand.trick_number
             trick = hand.play_unchecked(card)  # legal: checked by _decide_play
             self._emit({"event": "card", "seat": s.seat, "card": CARD_NAMES[card]})
             if trick is not None:
@@ -417,6 +450,9 @@ class Referee:
                 for other in self.seats:
                     if other.bot is not None and not other.auto:
                         other.bot.notify(msg, data)
+            if self._stop is not None and self._stop(hand_number, trick_number):
+                self.stopped = True
+                return
         points, moon = self.game.end_hand()
         scores_after = self.game.scores
         self._emit({"event": "hand_end", "points": points, "moon": moon, "scores": scores_after})

@@ -1,19 +1,22 @@
-"""One running bot program, behind a request/reply interface that never raises
-for anything the bot does.
+"""One running bot program: a :class:`~arena.seats.wire.WireSeat` over the
+pipes of a child process (:class:`PipeTransport`), that never raises for
+anything the bot does.
 
 A :class:`BotProcess` owns the child process. Messages are written at once
 with non-blocking writes (a background task finishes a write the pipe could
 not take, so a bot that stops reading cannot block the referee); its stdout is
 read by the request waiting for a reply, which frames lines, enforces the
-64 KiB cap and decodes JSON (no task switch on the per-move path); its stderr
-is drained all the time into a :class:`~arena.seats.capped.CappedBuffer`, so a
-chatty bot never blocks on a full pipe. Whatever the bot does,
-:meth:`BotProcess.request` returns a :class:`Reply` that carries either the
-valid message or a fault (timeout, malformed, crashed); the referee judges
-legality.
+64 KiB cap and decodes JSON (no task switch on the per-move path; the
+protocol side is :mod:`arena.seats.wire`'s); its stderr is drained all the
+time into a :class:`~arena.seats.capped.CappedBuffer`, so a chatty bot never
+blocks on a full pipe. Whatever the bot does, :meth:`BotProcess.request`
+returns a :class:`Reply` that carries either the valid message or a fault
+(timeout, malformed, crashed); the referee judges legality. Off move, the
+bot's control group is frozen and its core token given back; its CPU time per
+request is read from the group (:mod:`arena.seats.cgroups`, :mod:`arena.seats.cores`).
 
 Logging: every line sent is logged at DEBUG as ``<<`` and every line received
-as ``>>``, prefixed with the entrant and pid (logger ``arena.seats.process``).
+as ``>>``, prefixed with the entrant and pid (logger ``arena.seats.wire``).
 """
 
 from __future__ import annotations
@@ -21,59 +24,34 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import functools
-import json
-import logging
 import os
 import shutil
 import signal
 import subprocess
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import trio
 
-from arena.protocol import codec as protocol
 from arena.protocol.codec import clean_text
-from arena.protocol.faults import FaultKind
-from arena.seats.capped import CappedBuffer
 from arena.seats.cgroups import BotGroup
 from arena.seats.cores import CoreGate
 from arena.seats.isolation import Limits, UidLease, kill_all, process_tree, renew_cpu_limit
+from arena.seats.seat import Reply
+from arena.seats.wire import MAX_OUTGOING_BYTES, MAX_PRE_REQUEST_READ, WireSeat
 
-log = logging.getLogger(__name__)
-
-#: Unread bytes queued for a bot that stopped reading before it counts as crashed.
-MAX_OUTGOING_BYTES: Final = 4 * 1024 * 1024
-#: Bytes read from a bot's stdout at most before a request is sent (lines the
-#: bot wrote while no request was pending); the rest is read during the request.
-MAX_PRE_REQUEST_READ: Final = 1024 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """The outcome of one request.
-
-    Attributes:
-        message: the bot's valid reply (schema-checked), or ``None`` on a fault.
-        fault: ``None``, or the fault (timeout, malformed or crashed).
-        detail: for a fault, what happened.
-        elapsed: seconds from sending the request to the reply or the fault
-            (the clock starts when the bot holds a core and is thawed).
-        request_id: the id of the request.
-        cpu: CPU seconds the whole bot (its control group) used meanwhile,
-            or ``None`` where that is not measured.
-    """
-
-    message: dict[str, Any] | None
-    fault: FaultKind | None
-    detail: str
-    elapsed: float
-    request_id: int
-    cpu: float | None = None
-
+__all__ = [
+    "MAX_OUTGOING_BYTES",
+    "MAX_PRE_REQUEST_READ",
+    "BotProcess",
+    "Child",
+    "LaunchSpec",
+    "PipeTransport",
+    "Reply",
+]
 
 @dataclass(frozen=True, slots=True)
 class LaunchSpec:
@@ -132,21 +110,70 @@ class LaunchSpec:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
 
 
-@dataclass(slots=True)
-class _Line:
-    obj: dict[str, Any] | None = None
-    bad: str | None = None  # malformed line detail
+class PipeTransport:
+    """The :class:`~arena.seats.seat.Transport` of a bot process: the
+    arena's non-blocking ends of its stdin and stdout pipes.
+
+    Writes go straight to the stdin descriptor (``os.write``; a full pipe
+    takes 0 bytes, a closed one raises ``OSError``); reads before a request
+    use ``os.read`` on the stdout descriptor, reads during a request Trio's
+    stream (no task switch when data is there)."""
+
+    def __init__(self, stdin: trio.lowlevel.FdStream, stdout: trio.lowlevel.FdStream) -> None:
+        self._stdin = stdin
+        self.stdin_fd: int = stdin.fileno()  # non-blocking (Trio set it so); -1 once closed
+        self._stdout = stdout
+        self._stdout_fd: int = stdout.fileno()
+
+    def write_some(self, data: bytes | bytearray) -> int:
+        """Write what the pipe takes now (0 when full).
+
+        Raises:
+            OSError: EPIPE, the bot closed its input or exited.
+        """
+        try:
+            return os.write(self.stdin_fd, data)
+        except BlockingIOError:
+            return 0
+
+    async def wait_writable(self) -> None:
+        """Wait until the stdin pipe has room.
+
+        Raises:
+            OSError or trio.ClosedResourceError: the pipe was closed.
+        """
+        fd = self.stdin_fd
+        if fd < 0:
+            raise trio.ClosedResourceError("stdin closed")
+        await trio.lowlevel.wait_writable(fd)
+
+    def read_now(self, max_bytes: int) -> bytes | None:
+        """Read stdout without waiting: ``None`` if empty now, ``b""`` at its end."""
+        try:
+            return os.read(self._stdout_fd, max_bytes)
+        except BlockingIOError:
+            return None
+        except OSError:
+            return b""
+
+    async def receive(self, max_bytes: int) -> bytes:
+        """Wait for stdout; ``b""`` at its end or when broken or closed."""
+        try:
+            return await self._stdout.receive_some(max_bytes)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return b""
+
+    async def close_input(self) -> None:
+        """Close the stdin pipe (the bot reads end of input). Idempotent."""
+        if self.stdin_fd >= 0:
+            self.stdin_fd = -1
+            with contextlib.suppress(OSError, trio.ClosedResourceError):
+                await self._stdin.aclose()
 
 
-@dataclass
-class _Stats:
-    requests: int = 0
-    slowest: float = 0.0
-    transcript: list[dict[str, Any]] | None = field(default=None)
-
-
-class BotProcess:
-    """A started bot program. Create with :meth:`start`; end with :meth:`close`.
+class BotProcess(WireSeat):
+    """A started bot program, a :class:`~arena.seats.seat.Seat`. Create with
+    :meth:`start`; end with :meth:`close`.
 
     The process runs in its own session and process group (``setsid``), so
     :meth:`close` can signal every process the bot started that stayed in the
@@ -154,41 +181,33 @@ class BotProcess:
     """
 
     def __init__(self, spec: LaunchSpec, process: Child, pidfd: int) -> None:
+        super().__init__()
         self.spec = spec
         self.process = process
         self.pid: int = process.pid
         self._pidfd = pidfd
-        self._next_id = 0
         stdin = process.stdin
         assert stdin is not None
-        self._stdin_fd: int = stdin.fileno()  # non-blocking (Trio set it so)
-        self._out = bytearray()  # encoded messages not yet written
-        self._backlog = trio.Event()  # set when the pipe was full
-        self._input_closed = False
-        self._absorbing: int | None = None  # id whose unsolicited burst is being skipped
         stdout = process.stdout
         assert stdout is not None
-        self._stdout = stdout
-        self._stdout_fd: int = stdout.fileno()
-        self._inbuf = bytearray()  # the start of a line not yet complete
-        self._discarding = False  # inside an over-long line, dropping until its newline
-        self._lines: list[_Line] = []  # lines read but not yet judged
-        self._eof = False  # stdout reached its end
-        self._waiting: trio.CancelScope | None = None  # the pending request's scope
-        self.stderr = CappedBuffer()
-        self.dead: str | None = None  # why the bot can no longer be used
+        self._pipes = PipeTransport(stdin, stdout)
+        self._attach(self._pipes)
         self.exited = trio.Event()
-        self.games_played: set[str] = set()  # deal keys of games played (never two from one deal)
-        self.self_name: str | None = None
-        self.stats = _Stats()
         self._cancel = trio.CancelScope()
-        self._io_nursery: trio.Nursery | None = None
         self._stderr_done = trio.Event()
         self._token: int | None = None  # the core token held (see arena.seats.cores)
         self._last_token: int | None = None  # ... and the last one (its core, if free)
-        self.cpu_seconds = 0.0  # CPU seconds charged to requests so far
-        self.oom_kills = 0  # processes the kernel killed for the group's memory bound
-        self.oom_reported = 0  # ... of which the game records already counted
+
+    @property
+    def label(self) -> str:
+        """The entrant's name (the launch spec's label)."""
+        return self.spec.label
+
+    def _log_prefix(self) -> str:
+        return f"{self.spec.label} pid {self.pid}"
+
+    def _can_write(self) -> bool:
+        return self._pipes.stdin_fd >= 0
 
     def __repr__(self) -> str:
         return f"<BotProcess {self.spec.label!r} pid={self.pid}>"
@@ -303,117 +322,15 @@ class BotProcess:
             return f"; out of memory: its limit is {limits.memory_mb} MiB of address space"
         return ""
 
-    def _gone(self, reason: str) -> None:
-        """The bot can no longer answer: remember why and wake a pending request."""
-        if self.dead is None:
-            self.dead = reason
-            if self._waiting is not None:
-                self._waiting.cancel()
-
-    async def _write_loop(self) -> None:
-        """Write what :meth:`flush` could not write at once, when the pipe has room."""
-        fd = self._stdin_fd
-        while self.dead is None:
-            await self._backlog.wait()
-            self._backlog = trio.Event()
-            while self._out and self.dead is None:
-                try:
-                    await trio.lowlevel.wait_writable(fd)
-                except (trio.ClosedResourceError, OSError):
-                    return
-                self._write_now()
-
-    def _write_now(self) -> None:
-        try:
-            n = os.write(self._stdin_fd, self._out)
-        except BlockingIOError:
-            n = 0
-        except OSError:  # EPIPE: the bot closed its input or exited
-            self._out.clear()
-            if self._io_nursery is not None and not self._input_closed:
-                self._input_closed = True
-                self._io_nursery.start_soon(self._note_input_closed)
-            return
-        del self._out[:n]
-
-    async def _note_input_closed(self) -> None:
-        with trio.move_on_after(0.2):
-            await self.exited.wait()
-        if self.exited.is_set():
-            self._gone(f"exited ({self.exit_status()})")
-        else:
-            self._gone("closed its input while still running")
-
-    def flush(self) -> None:
-        """Write queued messages now, as far as the pipe takes them; the rest
-        is written in the background as the bot reads. Never blocks."""
-        if self._out and self._stdin_fd >= 0:
-            self._write_now()
-            if self._out:
-                self._backlog.set()
-
-    def _frame(self, chunk: bytes) -> None:
-        """Split bytes read from stdout into lines (judged later), enforcing
-        the 64 KiB line cap without keeping more than that in memory."""
-        buf = self._inbuf
-        cap = protocol.MAX_LINE_BYTES
-        start = 0
-        while True:
-            nl = chunk.find(b"\n", start)
-            if nl < 0:
-                if not self._discarding:
-                    buf += chunk[start:]
-                    if len(buf) > cap:
-                        buf.clear()
-                        self._discarding = True
-                        self._lines.append(_Line(bad=f"line longer than {cap} bytes"))
-                return
-            if self._discarding:
-                self._discarding = False
-            else:
-                if buf:
-                    buf += chunk[start:nl]
-                    line = bytes(buf)
-                    buf.clear()
-                else:
-                    line = chunk[start:nl]
-                if len(line) > cap:
-                    self._lines.append(_Line(bad=f"line longer than {cap} bytes"))
-                elif line.strip():
-                    self._lines.append(self._decode(line))
-            start = nl + 1
-
-    def _decode(self, line: bytes) -> _Line:
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("%s pid %d >> %s", self.spec.label, self.pid, line[:500])
-        try:
-            return _Line(obj=protocol.decode_line(line))
-        except protocol.ProtocolError as exc:
-            return _Line(bad=exc.detail)
-
-    def _read_ready(self) -> None:
-        """Read what stdout holds now without waiting (bounded)."""
-        total = 0
-        while not self._eof and total < MAX_PRE_REQUEST_READ:
-            try:
-                chunk = os.read(self._stdout_fd, 65536)
-            except BlockingIOError:
-                return
-            except OSError:
-                chunk = b""
-            if not chunk:
-                self._eof = True
-                return
-            total += len(chunk)
-            self._frame(chunk)
-
-    async def _output_ended(self) -> str:
-        """Why stdout ended: the process exited, or it closed its output."""
+    async def _why_ended(self, what: str) -> str:
+        """Why stdout (``what`` = ``"output"``) or stdin (``"input"``) ended:
+        the process exited (waited for up to 0.2 s), or it closed the pipe
+        while still running."""
         with trio.move_on_after(0.2):
             await self.exited.wait()
         if self.exited.is_set():
             return f"exited ({self.exit_status()})"
-        return "closed its output while still running"
+        return f"closed its {what} while still running"
 
     async def _stderr_loop(self) -> None:
         stderr = self.process.stderr
@@ -426,118 +343,7 @@ class BotProcess:
             self._stderr_done.set()
 
     # -- talking ----------------------------------------------------------
-
-    def _send(self, message: dict[str, Any], data: bytes | None = None) -> None:
-        if data is None:
-            data = protocol.encode(message)
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("%s pid %d << %s", self.spec.label, self.pid, data[:500])
-        if len(self._out) + len(data) > MAX_OUTGOING_BYTES:
-            self._gone(f"stopped reading its input ({len(self._out)} bytes unread)")
-            return
-        self._out += data
-
-    def notify(self, message: dict[str, Any], data: bytes | None = None) -> None:
-        """Queue a notification (no ``id``, no answer). Never blocks.
-
-        Notifications are written together with the bot's next request (one
-        write instead of several), or at the latest at the next :meth:`flush`.
-        ``data`` is the message already encoded (:func:`protocol.encode`), when
-        the same notification goes to several bots.
-        """
-        if self.dead is None:
-            self._send(message, data)
-        if self.stats.transcript is not None:
-            self.stats.transcript.append({"t": trio.current_time(), "sent": message})
-
-    async def request(
-        self,
-        kind: str,
-        fields: dict[str, Any],
-        time_limit: float,
-        *,
-        deadline: float | None = None,
-        encoded: tuple[str, Any, str] | None = None,
-    ) -> Reply:
-        """Send a request and wait for its reply or a fault.
-
-        Args:
-            kind: ``"hello"``, ``"pass"`` or ``"play"``.
-            fields: the message fields beside ``type``, ``id`` and ``time_ms``.
-            time_limit: seconds the bot has, from now (sent as ``time_ms``).
-            deadline: the absolute Trio time the reply is due, when several
-                requests share one deadline (the pass); default now + ``time_limit``.
-            encoded: ``(key, value, json_text)``: one more field whose JSON
-                text is already known (the referee keeps a hand's completed
-                tricks encoded instead of encoding them for every request).
-
-        Returns:
-            A :class:`Reply`; a reply that fails the schema, a malformed line,
-            or too many unsolicited lines give ``malformed``; no valid reply in
-            time gives ``timeout``; a dead process gives ``crashed``. Never
-            raises for the bot's behaviour.
-        """
-        self._next_id += 1
-        rid = self._next_id
-        start = trio.current_time()
-        if self.dead is not None:
-            return Reply(None, FaultKind.CRASHED, self.dead, 0.0, rid)
-        # Lines that arrived while no request was pending: stale objects are
-        # dropped; a malformed line is charged to this request (protocol/README.md).
-        charged: str | None = None
-        self._read_ready()
-        if rid > 1:
-            for event in self._lines:
-                if event.bad is not None:
-                    if charged is None:
-                        charged = event.bad
-                elif event.obj is not None and protocol.request_id_of(event.obj) == self._absorbing:
-                    self._absorbing = None
-            self._lines.clear()
-        # else: the first request (the handshake) holds the bot's core from its
-        # start: what it wrote while starting is judged as written during it.
-        if self._eof and not self._lines:
-            self._gone(await self._output_ended())
-            return Reply(None, FaultKind.CRASHED, self.dead or "gone", 0.0, rid)
-        # The clock starts once the bot holds a core and is thawed (arena.seats.cores).
-        await self._take_core()
-        cpu_before = self._cpu_ns()
-        try:
-            start = trio.current_time()
-            message = {"type": kind, "id": rid, **fields, "time_ms": int(time_limit * 1000)}
-            if encoded is None:
-                self._send(message)
-            else:
-                key, value, text = encoded
-                data = protocol.encode(message)
-                spliced = b"%s,%s:%s}\n" % (data[:-2], json.dumps(key).encode(), text.encode())
-                self._send(message, spliced)
-                message[key] = value
-            self.flush()
-            transcript = self.stats.transcript
-            if transcript is not None:
-                transcript.append({"t": start, "sent": message})
-            due = start + time_limit if deadline is None else deadline
-            reply = await self._await_reply(kind, rid, start, due, time_limit, charged)
-        finally:
-            cpu = self._release_core(cpu_before)
-        if cpu is not None:
-            reply = replace(reply, cpu=cpu)
-            self.cpu_seconds += cpu
-        self.stats.requests += 1
-        if reply.message is not None and reply.elapsed > self.stats.slowest:
-            self.stats.slowest = reply.elapsed
-        if transcript is not None:
-            entry: dict[str, Any] = {"t": trio.current_time(), "id": rid}
-            if cpu is not None:
-                entry["cpu_ms"] = round(cpu * 1000, 1)
-            if reply.message is not None:
-                entry["received"] = protocol.transcript_reply(reply.message)
-            else:
-                entry["fault"] = reply.fault.value if reply.fault else None
-                entry["detail"] = reply.detail
-            transcript.append(entry)
-        return reply
+    # -- off move: the core token, the freezer, the CPU clock ---------------
 
     async def _take_core(self) -> None:
         """Wait for a core token (unless held) and thaw the bot's group."""
@@ -587,71 +393,6 @@ class BotProcess:
         ``"thawed"``), or ``None`` without a group or freezer."""
         group = self.spec.cgroup
         return group.freezer_state() if group is not None else None
-
-    async def _await_reply(
-        self, kind: str, rid: int, start: float, deadline: float, limit: float, charged: str | None
-    ) -> Reply:
-        if self.dead is not None:
-            return Reply(None, FaultKind.CRASHED, self.dead, 0.0, rid)
-        if charged is not None:
-            return Reply(None, FaultKind.MALFORMED, f"before the request: {charged}", 0.0, rid)
-        unsolicited = 0
-        with trio.CancelScope(deadline=deadline) as scope:
-            self._waiting = scope
-            try:
-                while True:
-                    while self._lines:
-                        event = self._lines.pop(0)
-                        if event.bad is not None:
-                            now = trio.current_time()
-                            return Reply(None, FaultKind.MALFORMED, event.bad, now - start, rid)
-                        assert event.obj is not None
-                        if protocol.carries_id(event.obj, rid):
-                            elapsed = trio.current_time() - start
-                            try:
-                                protocol.check_reply(kind, event.obj)
-                            except protocol.ProtocolError as exc:
-                                return Reply(None, FaultKind.MALFORMED, exc.detail, elapsed, rid)
-                            return Reply(event.obj, None, "", elapsed, rid)
-                        if self._absorbing is not None:
-                            # The rest of a burst that already cost an earlier
-                            # request its reply: not counted again, up to that
-                            # request's own (late) reply.
-                            if protocol.request_id_of(event.obj) == self._absorbing:
-                                self._absorbing = None
-                            continue
-                        unsolicited += 1
-                        if unsolicited > protocol.MAX_UNSOLICITED:
-                            self._absorbing = rid
-                            detail = f"more than {protocol.MAX_UNSOLICITED} unsolicited lines"
-                            now = trio.current_time()
-                            return Reply(None, FaultKind.MALFORMED, detail, now - start, rid)
-                    if self._eof:
-                        break
-                    try:
-                        chunk = await self._stdout.receive_some(65536)
-                    except (trio.BrokenResourceError, trio.ClosedResourceError):
-                        chunk = b""
-                    if chunk:
-                        self._frame(chunk)
-                    else:
-                        self._eof = True
-            finally:
-                self._waiting = None
-        now = trio.current_time()
-        if self._eof:
-            with trio.move_on_at(max(deadline, now + 0.2)):
-                self._gone(await self._output_ended())
-        if self.dead is not None:
-            return Reply(None, FaultKind.CRASHED, self.dead, now - start, rid)
-        if not scope.cancelled_caught:  # pragma: no cover - the loop only ends by EOF or cancel
-            return Reply(None, FaultKind.CRASHED, "gone", now - start, rid)
-        limit_ms = round(limit * 1000)
-        return Reply(
-            None, FaultKind.TIMEOUT, f"no reply within {limit_ms} ms", deadline - start, rid
-        )
-
-    # -- the end ----------------------------------------------------------
 
     async def close(self, grace: float = 0.5) -> None:
         """End the process: ``bye``, up to ``grace`` seconds to exit, SIGTERM to
@@ -721,12 +462,7 @@ class BotProcess:
             self.spec.cgroup.kill(timeout=0)
 
     async def _close_stdin(self) -> None:
-        if self._stdin_fd >= 0:
-            self._stdin_fd = -1
-            stdin = self.process.stdin
-            assert stdin is not None
-            with contextlib.suppress(OSError, trio.ClosedResourceError):
-                await stdin.aclose()
+        await self._pipes.close_input()
 
     def renew_cpu_limit(self) -> None:
         """Give the process and its children a fresh CPU allowance for a new game."""

@@ -4,38 +4,41 @@ opponents, the other three seats of a replay), a terminal player (``play
 --human``), and a proxy that records what a real bot process was asked and
 answered.
 
-The referee talks to a seat through the small surface of
-:class:`~arena.seats.process.BotProcess` that it uses: ``request``, ``notify``,
-``flush``, ``abandon``, ``renew_cpu_limit``, ``stats.transcript``, ``stderr``,
-``self_name`` and ``dead``. :class:`InProcessSeat` implements that surface;
-subclasses only decide the moves. Because the same referee code builds every
-message, a bot sees exactly what it would see in a tournament.
+The referee talks to a seat through the :class:`~arena.seats.seat.Seat`
+interface. :class:`InProcessSeat` implements it for seats played in the
+arena's process (subclasses only decide the moves); :class:`SeatProxy`
+forwards every member of it to another seat, for wrappers that watch or
+steer a seat (:class:`RecordingSeat`). Because the same referee code builds
+every message, a bot sees exactly what it would see in a tournament.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from arena.core.cards import mask_of_names, names_of
 from arena.core.rules import default_pass
 from arena.seats.capped import CappedBuffer
-from arena.seats.process import BotProcess, Reply
+from arena.seats.seat import Message, Reply, Seat, SeatStats
 
-Message = dict[str, Any]
-
-
-@dataclass
-class _SeatStats:
-    requests: int = 0
-    slowest: float = 0.0
-    transcript: list[dict[str, Any]] | None = None
+__all__ = [
+    "Exchange",
+    "InProcessSeat",
+    "Message",
+    "RecordingSeat",
+    "ScriptedSeat",
+    "SeatProxy",
+    "preference_play",
+    "request_message",
+]
 
 
 class InProcessSeat:
-    """A seat played inside the arena's process. Answers are never faults.
+    """A :class:`~arena.seats.seat.Seat` played inside the arena's process.
+    Answers are never faults; it has no CPU clock and is never frozen.
 
     Subclasses override :meth:`answer` (and :meth:`on_message` to watch the
     notifications). Requests get ids 1, 2, ... like a bot process.
@@ -46,10 +49,13 @@ class InProcessSeat:
 
     def __init__(self, name: str) -> None:
         self.self_name: str | None = name
+        self.label = name
         self.dead: str | None = None
-        self.stats = _SeatStats()
+        self.stats = SeatStats()
         self.stderr = CappedBuffer()
         self.games_played: set[str] = set()
+        self.oom_reported = 0
+        self.cpu_seconds = 0.0
         self._next_id = 0
 
     async def answer(self, request: Message) -> Message:
@@ -61,12 +67,20 @@ class InProcessSeat:
     def on_message(self, message: Message) -> None:
         """Called with every message the referee sends this seat (requests too)."""
 
-    async def request(self, kind: str, fields: Message, time_limit: float, **extra: Any) -> Reply:
-        """The :meth:`BotProcess.request` surface: ask :meth:`answer`. Of the
-        keyword arguments only ``encoded`` (one more field) matters here."""
+    async def request(
+        self,
+        kind: str,
+        fields: Message,
+        time_limit: float,
+        *,
+        deadline: float | None = None,
+        encoded: tuple[str, Any, str] | None = None,
+    ) -> Reply:
+        """:meth:`Seat.request <arena.seats.seat.Seat.request>`: ask
+        :meth:`answer` (``deadline`` does not apply in process)."""
         self._next_id += 1
         rid = self._next_id
-        message = request_message(kind, rid, fields, time_limit, extra.get("encoded"))
+        message = request_message(kind, rid, fields, time_limit, encoded)
         self.on_message(message)
         start = time.perf_counter()
         answer = await self.answer(message)
@@ -74,8 +88,8 @@ class InProcessSeat:
         self.stats.requests += 1
         return Reply({"type": kind, "id": rid, **answer}, None, "", elapsed, rid)
 
-    def notify(self, message: Message, *_args: Any, **_kwargs: Any) -> None:
-        """The :meth:`BotProcess.notify` surface."""
+    def notify(self, message: Message, data: bytes | None = None) -> None:
+        """Pass the notification to :meth:`on_message` (``data`` is unused)."""
         self.on_message(message)
 
     def flush(self) -> None:
@@ -88,12 +102,28 @@ class InProcessSeat:
     def renew_cpu_limit(self) -> None:
         """No limits apply in process."""
 
+    def thaw(self) -> None:
+        """Never frozen."""
+
+    def freezer_state(self) -> str | None:
+        """``None``: never frozen."""
+        return None
+
+    async def close(self, grace: float = 0.5) -> None:
+        """Mark the seat closed (nothing to end)."""
+        if self.dead is None:
+            self.dead = "closed by the referee"
+
 
 def request_message(
-    kind: str, rid: int, fields: Message, time_limit: float, encoded: Any = None
+    kind: str,
+    rid: int,
+    fields: Message,
+    time_limit: float,
+    encoded: tuple[str, Any, str] | None = None,
 ) -> Message:
     """The whole request message a bot process is sent for
-    ``BotProcess.request(kind, fields, time_limit, encoded=...)``."""
+    ``Seat.request(kind, fields, time_limit, encoded=...)``."""
     message = {"type": kind, "id": rid, **fields, "time_ms": int(time_limit * 1000)}
     if encoded is not None:
         key, value, _text = encoded
@@ -195,37 +225,145 @@ class Exchange:
         return " ".join(parts)
 
 
-@dataclass
-class RecordingSeat:
-    """A proxy around a :class:`BotProcess` that records every request
-    (:class:`Exchange`) and, optionally, overrides the answer the referee sees.
+class SeatProxy:
+    """A :class:`~arena.seats.seat.Seat` that forwards every member to the
+    seat ``inner``; subclasses override what they watch or steer.
 
-    Every attribute not defined here is the bot process's own.
-
-    Attributes:
-        bot: the bot process.
-        game: the number of the game being played (set by the caller).
-        exchanges: what was asked and answered, in order.
-        override: ``(exchange) -> Reply or None``: called after the bot
-            answered; a reply returned is what the referee gets instead
-            (``replay`` steers a game along its record this way).
+    Args:
+        inner: the wrapped seat (a bot process, or any seat).
     """
 
-    bot: BotProcess
-    game: int = 0
-    exchanges: list[Exchange] = field(default_factory=list)
-    override: Callable[[Exchange, Reply], Reply | None] | None = None
-    self_name: str | None = None
+    def __init__(self, inner: Seat) -> None:
+        self.inner = inner
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "bot":  # not set yet (copying): no recursion
-            raise AttributeError(name)
-        return getattr(self.bot, name)
+    @property
+    def label(self) -> str:
+        """The wrapped seat's label."""
+        return self.inner.label
 
-    async def request(self, kind: str, fields: Message, time_limit: float, **extra: Any) -> Reply:
-        """Forward to the bot (keyword arguments too) and record the exchange."""
-        reply = await self.bot.request(kind, fields, time_limit, **extra)
-        message = request_message(kind, reply.request_id, fields, time_limit, extra.get("encoded"))
+    @property
+    def self_name(self) -> str | None:
+        """The wrapped seat's self-reported name (set by the handshake)."""
+        return self.inner.self_name
+
+    @self_name.setter
+    def self_name(self, value: str | None) -> None:
+        self.inner.self_name = value
+
+    @property
+    def oom_reported(self) -> int:
+        """The wrapped seat's memory kills already counted."""
+        return self.inner.oom_reported
+
+    @oom_reported.setter
+    def oom_reported(self, value: int) -> None:
+        self.inner.oom_reported = value
+
+    @property
+    def dead(self) -> str | None:
+        """Why the wrapped seat can no longer answer, or ``None``."""
+        return self.inner.dead
+
+    @property
+    def stats(self) -> SeatStats:
+        """The wrapped seat's counters and transcript."""
+        return self.inner.stats
+
+    @property
+    def stderr(self) -> CappedBuffer:
+        """The wrapped seat's stderr."""
+        return self.inner.stderr
+
+    @property
+    def games_played(self) -> set[str]:
+        """The wrapped seat's deal keys played."""
+        return self.inner.games_played
+
+    @property
+    def cpu_seconds(self) -> float:
+        """The wrapped seat's CPU clock (seconds)."""
+        return self.inner.cpu_seconds
+
+    def notify(self, message: Message, data: bytes | None = None) -> None:
+        """Forward."""
+        self.inner.notify(message, data)
+
+    def flush(self) -> None:
+        """Forward."""
+        self.inner.flush()
+
+    async def request(
+        self,
+        kind: str,
+        fields: Message,
+        time_limit: float,
+        *,
+        deadline: float | None = None,
+        encoded: tuple[str, Any, str] | None = None,
+    ) -> Reply:
+        """Forward."""
+        return await self.inner.request(
+            kind, fields, time_limit, deadline=deadline, encoded=encoded
+        )
+
+    def abandon(self, reason: str) -> None:
+        """Forward."""
+        self.inner.abandon(reason)
+
+    def renew_cpu_limit(self) -> None:
+        """Forward."""
+        self.inner.renew_cpu_limit()
+
+    def thaw(self) -> None:
+        """Forward."""
+        self.inner.thaw()
+
+    def freezer_state(self) -> str | None:
+        """Forward."""
+        return self.inner.freezer_state()
+
+    async def close(self, grace: float = 0.5) -> None:
+        """Forward."""
+        await self.inner.close(grace)
+
+
+class RecordingSeat(SeatProxy):
+    """A proxy around a seat (a bot process) that records every request
+    (:class:`Exchange`) and, optionally, overrides the answer the referee sees.
+
+    Args:
+        bot: the wrapped seat (:attr:`SeatProxy.inner`).
+        override: ``(exchange, reply) -> Reply or None``: called after the
+            bot answered; a reply returned is what the referee gets instead
+            (``replay`` steers a game along its record this way).
+
+    Attributes:
+        game: the number of the game being played (set by the caller).
+        exchanges: what was asked and answered, in order.
+    """
+
+    def __init__(
+        self, bot: Seat, override: Callable[[Exchange, Reply], Reply | None] | None = None
+    ) -> None:
+        super().__init__(bot)
+        self.game = 0
+        self.exchanges: list[Exchange] = []
+        self.override = override
+
+    async def request(
+        self,
+        kind: str,
+        fields: Message,
+        time_limit: float,
+        *,
+        deadline: float | None = None,
+        encoded: tuple[str, Any, str] | None = None,
+    ) -> Reply:
+        """Forward to the bot and record the exchange."""
+        reply = await self.inner.request(
+            kind, fields, time_limit, deadline=deadline, encoded=encoded
+        )
+        message = request_message(kind, reply.request_id, fields, time_limit, encoded)
         exchange = Exchange(
             self.game,
             kind,

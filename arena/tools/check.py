@@ -18,6 +18,7 @@ Typical use::
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -492,23 +493,6 @@ class CheckReport:
         return all(r.passed for r in self.results if not r.skipped)
 
 
-class _ScenarioReferee(Referee):
-    def __init__(
-        self,
-        spec: GameSpec,
-        seats: Sequence[SeatSetup],
-        settings: RefereeSettings,
-        scenario: Scenario,
-        game: int,
-    ) -> None:
-        super().__init__(spec, seats, settings)
-        self._scenario = scenario
-        self._game = game
-
-    def deal(self, hand_number: int) -> tuple[str, tuple[int, int, int, int]]:
-        return self._scenario.deal(self._game, hand_number)
-
-
 def _opponent(scenario: Scenario, seat: int) -> ScriptedSeat:
     passes = {h: cards[seat] for h, cards in scenario.passes.items() if seat in cards}
 
@@ -558,11 +542,12 @@ async def play_scenario(
             recorder.game = game
         spec = game_spec(scenario, game, seat.entrant)
         setups = [
-            SeatSetup(f"checker-{s}", _opponent(scenario, s))  # type: ignore[arg-type]
-            for s in range(4)
+            SeatSetup(f"checker-{s}", _opponent(scenario, s)) for s in range(4)
         ]
         setups[scenario.seat] = seat
-        referee = _ScenarioReferee(spec, setups, settings.referee(), scenario, game)
+        referee = Referee(
+            spec, setups, settings.referee(), deals=functools.partial(scenario.deal, game)
+        )
         record = await referee.play()
         if on_game is not None:
             on_game(record)
@@ -573,7 +558,7 @@ async def play_scenario(
                 )
         if isinstance(recorder, RecordingSeat):
             _apply_faults(recorder.exchanges, game, record.faults)
-            recorder.bot.games_played.add(spec.deal_key)
+            recorder.games_played.add(spec.deal_key)
         run.stderr.append(record.stderr[scenario.seat])
         crash = next((f for f in record.faults if f.reason == "crashed"), None)
         if crash is not None:
@@ -623,7 +608,7 @@ async def _run_one(
     recorder = RecordingSeat(bot)
     run = ScenarioRun(scenario)
     try:
-        fault = await handshake(recorder, scenario.seat, settings.startup_time)  # type: ignore[arg-type]
+        fault = await handshake(recorder, scenario.seat, settings.startup_time)
         if fault is not None:
             run.exchanges = recorder.exchanges
             run.stopped = f"the handshake failed: {fault.reason}: {fault.detail}"
@@ -631,7 +616,7 @@ async def _run_one(
             run.hello_failed = True
             run.stderr.append(bot.stderr.take())
             return run
-        setup = SeatSetup(entrant.name, recorder)  # type: ignore[arg-type]
+        setup = SeatSetup(entrant.name, recorder)
         played = await play_scenario(scenario, setup, settings)
         run.stopped, run.stderr = played.stopped, played.stderr
         run.exchanges = recorder.exchanges

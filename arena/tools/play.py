@@ -29,7 +29,8 @@ from arena.core.keys import MasterKey
 from arena.game.referee import GameSpec, Referee, RefereeSettings, SeatSetup, start_bot
 from arena.protocol.records import GameRecordJSON
 from arena.seats.entrants import Entrant, EntrantError, parse_entrants, sample_entrants
-from arena.seats.stand_ins import InProcessSeat, Message
+from arena.seats.seat import Reply, Seat
+from arena.seats.stand_ins import InProcessSeat, Message, SeatProxy
 
 HUMAN = "you"
 
@@ -139,33 +140,34 @@ class Narrator:
             await trio.sleep(self.delay)
 
 
-class WatchedSeat:
+class WatchedSeat(SeatProxy):
     """A proxy that shows a seat's messages to the :class:`Narrator`; all
     else is the wrapped seat's (a bot process)."""
 
-    def __init__(self, inner: Any, seat: int, narrator: Narrator) -> None:
-        self._inner = inner
+    def __init__(self, inner: Seat, seat: int, narrator: Narrator) -> None:
+        super().__init__(inner)
         self._seat = seat
         self._narrator = narrator
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name.startswith("_"):
-            object.__setattr__(self, name, value)
-        else:
-            setattr(self._inner, name, value)
-
-    def notify(self, message: Message, *args: Any, **kwargs: Any) -> None:
+    def notify(self, message: Message, data: bytes | None = None) -> None:
         """Show, then forward."""
         self._narrator.message(self._seat, message)
-        self._inner.notify(message, *args, **kwargs)
+        self.inner.notify(message, data)
 
-    async def request(self, kind: str, fields: Message, time_limit: float, **extra: Any) -> Any:
+    async def request(
+        self,
+        kind: str,
+        fields: Message,
+        time_limit: float,
+        *,
+        deadline: float | None = None,
+        encoded: tuple[str, Any, str] | None = None,
+    ) -> Reply:
         """Pause after a trick if asked, then forward."""
         await self._narrator.pause()
-        return await self._inner.request(kind, fields, time_limit, **extra)
+        return await self.inner.request(
+            kind, fields, time_limit, deadline=deadline, encoded=encoded
+        )
 
 
 class HumanSeat(InProcessSeat):
@@ -330,7 +332,7 @@ async def play_game(
             for seat in range(4):
                 if seat == human:
                     seat_obj = HumanSeat(seat, narrator, ask)
-                    setups.append(SeatSetup(HUMAN, seat_obj))  # type: ignore[arg-type]
+                    setups.append(SeatSetup(HUMAN, seat_obj))
                     continue
                 entrant = queue.pop(0)
                 bot, fault = await start_bot(
@@ -342,8 +344,9 @@ async def play_game(
                     narrator.say(f"{narrator.who(seat)} could not start: {fault.detail}")
                     setups.append(SeatSetup(entrant.name, None, fault))
                     continue
+                assert bot is not None  # no fault: started
                 watched = WatchedSeat(bot, seat, narrator)
-                setups.append(SeatSetup(entrant.name, watched))  # type: ignore[arg-type]
+                setups.append(SeatSetup(entrant.name, watched))
             record = await Referee(spec, setups, settings).play()
         finally:
             with trio.CancelScope(shield=True):

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,14 @@ import trio
 
 from arena.cli.main import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
 from arena.core.cards import mask_of_names
-from arena.game.referee import GameSpec, Referee, RefereeSettings, SeatSetup, handshake
+from arena.game.referee import (
+    DealSource,
+    GameSpec,
+    Referee,
+    RefereeSettings,
+    SeatSetup,
+    handshake,
+)
 from arena.protocol.faults import Fault, FaultKind
 from arena.protocol.records import GameRecordJSON, faults_of
 from arena.seats.entrants import Entrant, EntrantError, entrant_from_record
@@ -268,28 +274,23 @@ def _fault_place(fault: Fault) -> str:
 
 def game_spec(record: GameRecordJSON) -> GameSpec:
     """The :class:`GameSpec` a record was played from (without its table
-    key: the deals come from the record, :class:`_RecordReferee`)."""
+    key: the deals come from the record, :func:`recorded_deals`)."""
     return GameSpec.from_json(record)
 
 
 # -- steering the game along the record -------------------------------------------
 
 
-class _Reached(Exception):
-    """Raised by the replayed seat at the decision: the game stops there."""
+def recorded_deals(record: GameRecordJSON) -> DealSource:
+    """The referee's :data:`~arena.game.referee.DealSource` for ``record``:
+    each hand's recorded deal seed and dealt cards."""
 
-
-class _RecordReferee(Referee):
-    def __init__(
-        self, record: GameRecordJSON, seats: Sequence[SeatSetup], settings: RefereeSettings
-    ):
-        super().__init__(game_spec(record), seats, settings)
-        self._record = record
-
-    def deal(self, hand_number: int) -> tuple[str, tuple[int, int, int, int]]:
-        hand = self._record["hands"][hand_number - 1]
+    def deal(hand_number: int) -> tuple[str, tuple[int, int, int, int]]:
+        hand = record["hands"][hand_number - 1]
         m = [mask_of_names(cards) for cards in hand["dealt"]]
         return hand["deal_seed"], (m[0], m[1], m[2], m[3])
+
+    return deal
 
 
 def recorded_card(record: GameRecordJSON, seat: int, hand: int, trick: int) -> str:
@@ -339,7 +340,7 @@ async def replay_decision(
             raise ReplayError(f"could not start {spec.argv[0]!r}: {exc.strerror or exc}") from None
         try:
             recorder = RecordingSeat(bot)
-            fault = await handshake(recorder, seat, settings.startup_time)  # type: ignore[arg-type]
+            fault = await handshake(recorder, seat, settings.startup_time)
             if fault is not None:
                 raise ReplayError(f"the bot failed its handshake: {fault.reason}: {fault.detail}")
             bot.stats.transcript = []  # the referee keeps it from game_start on
@@ -369,7 +370,7 @@ async def replay_decision(
                             transcript=list(bot.stats.transcript or []),
                         )
                     )
-                    raise _Reached
+                    return None  # the referee judges it; the stop hook ends the game then
                 if rf is not None:
                     return _faulted_reply(ex, rf, reply.request_id)
                 fields = {"cards": recorded} if ex.kind == "pass" else {"card": recorded}
@@ -380,14 +381,18 @@ async def replay_decision(
             seats: list[SeatSetup] = []
             for s in range(4):
                 if s == seat:
-                    seats.append(SeatSetup(record["seats"][s], recorder))  # type: ignore[arg-type]
+                    seats.append(SeatSetup(record["seats"][s], recorder))
                     continue
                 other = _other_seat(record, s)
-                seats.append(SeatSetup(record["seats"][s], other))  # type: ignore[arg-type]
-            try:
-                await _RecordReferee(record, seats, settings).play()
-            except* _Reached:
-                pass
+                seats.append(SeatSetup(record["seats"][s], other))
+            referee = Referee(
+                game_spec(record),
+                seats,
+                settings,
+                deals=recorded_deals(record),
+                stop=lambda _hand, _trick: bool(result),
+            )
+            await referee.play()
         finally:
             await bot.close(settings.grace)
             nursery.cancel_scope.cancel()

@@ -1,0 +1,411 @@
+"""A seat that speaks the JSON-lines protocol (PROTOCOL.md) over a
+:class:`~arena.seats.seat.Transport`: the one place where a bot's output is
+framed into lines, held to the 64 KiB line cap, decoded, matched to its
+request by ``id`` and judged (malformed, unsolicited floods, timeouts, a
+closed output); and where the arena's messages are queued, written without
+ever blocking, and capped (a bot that stops reading counts as crashed).
+
+:class:`WireSeat` is shared by the bot process (pipes,
+:class:`arena.seats.process.BotProcess`) and the in-memory bot
+(:class:`arena.seats.memory.MemorySeat`): a fault produced through memory
+under Trio's mock clock is the fault a process gets. Subclasses supply the
+transport and the off-move hooks: taking and giving back a core (thaw,
+freeze), the per-seat CPU clock, and why the bot's output or input ended.
+
+Logging: every line sent is logged at DEBUG as ``<<`` and every line received
+as ``>>``, prefixed with the seat's label (logger ``arena.seats.wire``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+import trio
+
+from arena.protocol import codec as protocol
+from arena.protocol.faults import FaultKind
+from arena.seats.capped import CappedBuffer
+from arena.seats.seat import Message, Reply, SeatStats, Transport
+
+log = logging.getLogger(__name__)
+
+#: Unread bytes queued for a bot that stopped reading before it counts as crashed.
+MAX_OUTGOING_BYTES: Final = 4 * 1024 * 1024
+#: Bytes read from a bot's output at most before a request is sent (lines the
+#: bot wrote while no request was pending); the rest is read during the request.
+MAX_PRE_REQUEST_READ: Final = 1024 * 1024
+#: Bytes asked of the transport per read.
+READ_CHUNK: Final = 65536
+
+
+@dataclass(slots=True)
+class _Line:
+    obj: dict[str, Any] | None = None
+    bad: str | None = None  # malformed line detail
+
+
+class WireSeat:
+    """The protocol side of a seat whose bot speaks JSON lines.
+
+    Subclasses call :meth:`_attach` with the transport, start
+    :meth:`_write_loop` in a nursery of theirs (it finishes writes the
+    transport could not take at once), and implement :meth:`_take_core`,
+    :meth:`_release_core`, :meth:`_cpu_ns`, :meth:`_why_ended`,
+    :meth:`thaw`, :meth:`freezer_state`, :meth:`abandon`,
+    :meth:`renew_cpu_limit`, :meth:`close` and :attr:`label`.
+
+    Attributes:
+        outgoing_cap: bytes queued for the bot, unread, beyond which it counts
+            as crashed ("stopped reading its input"); default
+            :data:`MAX_OUTGOING_BYTES`.
+    """
+
+    outgoing_cap: int = MAX_OUTGOING_BYTES
+
+    def __init__(self) -> None:
+        self._transport: Transport | None = None
+        self._next_id = 0
+        self._out = bytearray()  # encoded messages not yet written
+        self._backlog = trio.Event()  # set when the transport was full
+        self._input_closed = False
+        self._absorbing: int | None = None  # id whose unsolicited burst is being skipped
+        self._inbuf = bytearray()  # the start of a line not yet complete
+        self._discarding = False  # inside an over-long line, dropping until its newline
+        self._lines: list[_Line] = []  # lines read but not yet judged
+        self._eof = False  # the output reached its end
+        self._waiting: trio.CancelScope | None = None  # the pending request's scope
+        self._io_nursery: trio.Nursery | None = None
+        self.stderr = CappedBuffer()
+        self.dead: str | None = None  # why the bot can no longer be used
+        self.games_played: set[str] = set()  # deal keys of games played (never two from one deal)
+        self.self_name: str | None = None
+        self.stats = SeatStats()
+        self.cpu_seconds = 0.0  # CPU seconds charged to requests so far
+        self.oom_kills = 0  # processes the kernel killed for the group's memory bound
+        self.oom_reported = 0  # ... of which the game records already counted
+
+    def _attach(self, transport: Transport) -> None:
+        self._transport = transport
+
+    @property
+    def transport(self) -> Transport:
+        """The transport (set before the first message)."""
+        assert self._transport is not None
+        return self._transport
+
+    @property
+    def label(self) -> str:  # pragma: no cover - overridden
+        """The entrant's name, as faults and log lines name the seat."""
+        raise NotImplementedError
+
+    # -- hooks of the subclasses ------------------------------------------
+
+    async def _take_core(self) -> None:
+        """Before a request's clock starts: wait for a core, thaw the bot."""
+        raise NotImplementedError
+
+    def _release_core(self, cpu_before: int | None) -> float | None:
+        """After a request: freeze the bot (or lower it to idle priority),
+        give the core back; return the CPU seconds it used since
+        ``cpu_before`` (nanoseconds of :meth:`_cpu_ns`), if known."""
+        raise NotImplementedError
+
+    def _cpu_ns(self) -> int | None:
+        """The bot's CPU clock in nanoseconds, or ``None`` where not measured."""
+        raise NotImplementedError
+
+    async def _why_ended(self, what: str) -> str:
+        """Why the bot's ``what`` (``"output"`` or ``"input"``) ended: it
+        exited (and how), or it closed that stream while still running."""
+        raise NotImplementedError
+
+    def _log_prefix(self) -> str:
+        return self.label
+
+    # -- dead ---------------------------------------------------------------
+
+    def _gone(self, reason: str) -> None:
+        """The bot can no longer answer: remember why and wake a pending request."""
+        if self.dead is None:
+            self.dead = reason
+            if self._waiting is not None:
+                self._waiting.cancel()
+
+    # -- writing ------------------------------------------------------------
+
+    async def _write_loop(self) -> None:
+        """Write what :meth:`flush` could not write at once, when the transport has room."""
+        transport = self.transport
+        while self.dead is None:
+            await self._backlog.wait()
+            self._backlog = trio.Event()
+            while self._out and self.dead is None:
+                try:
+                    await transport.wait_writable()
+                except (trio.ClosedResourceError, OSError):
+                    return
+                self._write_now()
+
+    def _write_now(self) -> None:
+        try:
+            n = self.transport.write_some(self._out)
+        except OSError:  # EPIPE: the bot closed its input or exited
+            self._out.clear()
+            if self._io_nursery is not None and not self._input_closed:
+                self._input_closed = True
+                self._io_nursery.start_soon(self._note_input_closed)
+            return
+        del self._out[:n]
+
+    async def _note_input_closed(self) -> None:
+        self._gone(await self._why_ended("input"))
+
+    def _can_write(self) -> bool:
+        """Whether the bot's input is still open to the arena."""
+        return True
+
+    def flush(self) -> None:
+        """Write queued messages now, as far as the transport takes them; the
+        rest is written in the background as the bot reads. Never blocks."""
+        if self._out and self._can_write():
+            self._write_now()
+            if self._out:
+                self._backlog.set()
+
+    def _send(self, message: dict[str, Any], data: bytes | None = None) -> None:
+        if data is None:
+            data = protocol.encode(message)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s << %s", self._log_prefix(), data[:500])
+        if len(self._out) + len(data) > self.outgoing_cap:
+            self._gone(f"stopped reading its input ({len(self._out)} bytes unread)")
+            return
+        self._out += data
+
+    def notify(self, message: Message, data: bytes | None = None) -> None:
+        """Queue a notification (no ``id``, no answer). Never blocks.
+
+        Notifications are written together with the bot's next request (one
+        write instead of several), or at the latest at the next :meth:`flush`.
+        ``data`` is the message already encoded (:func:`protocol.encode`), when
+        the same notification goes to several bots.
+        """
+        if self.dead is None:
+            self._send(message, data)
+        if self.stats.transcript is not None:
+            self.stats.transcript.append({"t": trio.current_time(), "sent": message})
+
+    # -- reading ------------------------------------------------------------
+
+    def _frame(self, chunk: bytes) -> None:
+        """Split bytes of the bot's output into lines (judged later), enforcing
+        the 64 KiB line cap without keeping more than that in memory."""
+        buf = self._inbuf
+        cap = protocol.MAX_LINE_BYTES
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                if not self._discarding:
+                    buf += chunk[start:]
+                    if len(buf) > cap:
+                        buf.clear()
+                        self._discarding = True
+                        self._lines.append(_Line(bad=f"line longer than {cap} bytes"))
+                return
+            if self._discarding:
+                self._discarding = False
+            else:
+                if buf:
+                    buf += chunk[start:nl]
+                    line = bytes(buf)
+                    buf.clear()
+                else:
+                    line = chunk[start:nl]
+                if len(line) > cap:
+                    self._lines.append(_Line(bad=f"line longer than {cap} bytes"))
+                elif line.strip():
+                    self._lines.append(self._decode(line))
+            start = nl + 1
+
+    def _decode(self, line: bytes) -> _Line:
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s >> %s", self._log_prefix(), line[:500])
+        try:
+            return _Line(obj=protocol.decode_line(line))
+        except protocol.ProtocolError as exc:
+            return _Line(bad=exc.detail)
+
+    def _read_ready(self) -> None:
+        """Read what the output holds now without waiting (bounded)."""
+        total = 0
+        transport = self.transport
+        while not self._eof and total < MAX_PRE_REQUEST_READ:
+            chunk = transport.read_now(READ_CHUNK)
+            if chunk is None:
+                return
+            if not chunk:
+                self._eof = True
+                return
+            total += len(chunk)
+            self._frame(chunk)
+
+    async def _output_ended(self) -> str:
+        """Why the output ended: the bot exited, or it closed its output."""
+        return await self._why_ended("output")
+
+    # -- talking ------------------------------------------------------------
+
+    async def request(
+        self,
+        kind: str,
+        fields: dict[str, Any],
+        time_limit: float,
+        *,
+        deadline: float | None = None,
+        encoded: tuple[str, Any, str] | None = None,
+    ) -> Reply:
+        """Send a request and wait for its reply or a fault.
+
+        Args:
+            kind: ``"hello"``, ``"pass"`` or ``"play"``.
+            fields: the message fields beside ``type``, ``id`` and ``time_ms``.
+            time_limit: seconds the bot has, from now (sent as ``time_ms``,
+                milliseconds).
+            deadline: the absolute Trio time the reply is due, when several
+                requests share one deadline (the pass); default now + ``time_limit``.
+            encoded: ``(key, value, json_text)``: one more field whose JSON
+                text is already known (the referee keeps a hand's completed
+                tricks encoded instead of encoding them for every request).
+
+        Returns:
+            A :class:`Reply`; a reply that fails the schema, a malformed line,
+            or too many unsolicited lines give ``malformed``; no valid reply in
+            time gives ``timeout``; a dead bot gives ``crashed``. Never
+            raises for the bot's behaviour.
+        """
+        self._next_id += 1
+        rid = self._next_id
+        start = trio.current_time()
+        if self.dead is not None:
+            return Reply(None, FaultKind.CRASHED, self.dead, 0.0, rid)
+        # Lines that arrived while no request was pending: stale objects are
+        # dropped; a malformed line is charged to this request (protocol/README.md).
+        charged: str | None = None
+        self._read_ready()
+        if rid > 1:
+            for event in self._lines:
+                if event.bad is not None:
+                    if charged is None:
+                        charged = event.bad
+                elif event.obj is not None and protocol.request_id_of(event.obj) == self._absorbing:
+                    self._absorbing = None
+            self._lines.clear()
+        # else: the first request (the handshake) holds the bot's core from its
+        # start: what it wrote while starting is judged as written during it.
+        if self._eof and not self._lines:
+            self._gone(await self._output_ended())
+            return Reply(None, FaultKind.CRASHED, self.dead or "gone", 0.0, rid)
+        # The clock starts once the bot holds a core and is thawed (arena.seats.cores).
+        await self._take_core()
+        cpu_before = self._cpu_ns()
+        try:
+            start = trio.current_time()
+            message = {"type": kind, "id": rid, **fields, "time_ms": int(time_limit * 1000)}
+            if encoded is None:
+                self._send(message)
+            else:
+                key, value, text = encoded
+                data = protocol.encode(message)
+                spliced = b"%s,%s:%s}\n" % (data[:-2], json.dumps(key).encode(), text.encode())
+                self._send(message, spliced)
+                message[key] = value
+            self.flush()
+            transcript = self.stats.transcript
+            if transcript is not None:
+                transcript.append({"t": start, "sent": message})
+            due = start + time_limit if deadline is None else deadline
+            reply = await self._await_reply(kind, rid, start, due, time_limit, charged)
+        finally:
+            cpu = self._release_core(cpu_before)
+        if cpu is not None:
+            reply = replace(reply, cpu=cpu)
+            self.cpu_seconds += cpu
+        self.stats.requests += 1
+        if reply.message is not None and reply.elapsed > self.stats.slowest:
+            self.stats.slowest = reply.elapsed
+        if transcript is not None:
+            entry: dict[str, Any] = {"t": trio.current_time(), "id": rid}
+            if cpu is not None:
+                entry["cpu_ms"] = round(cpu * 1000, 1)
+            if reply.message is not None:
+                entry["received"] = protocol.transcript_reply(reply.message)
+            else:
+                entry["fault"] = reply.fault.value if reply.fault else None
+                entry["detail"] = reply.detail
+            transcript.append(entry)
+        return reply
+
+    async def _await_reply(
+        self, kind: str, rid: int, start: float, deadline: float, limit: float, charged: str | None
+    ) -> Reply:
+        if self.dead is not None:
+            return Reply(None, FaultKind.CRASHED, self.dead, 0.0, rid)
+        if charged is not None:
+            return Reply(None, FaultKind.MALFORMED, f"before the request: {charged}", 0.0, rid)
+        unsolicited = 0
+        transport = self.transport
+        with trio.CancelScope(deadline=deadline) as scope:
+            self._waiting = scope
+            try:
+                while True:
+                    while self._lines:
+                        event = self._lines.pop(0)
+                        if event.bad is not None:
+                            now = trio.current_time()
+                            return Reply(None, FaultKind.MALFORMED, event.bad, now - start, rid)
+                        assert event.obj is not None
+                        if protocol.carries_id(event.obj, rid):
+                            elapsed = trio.current_time() - start
+                            try:
+                                protocol.check_reply(kind, event.obj)
+                            except protocol.ProtocolError as exc:
+                                return Reply(None, FaultKind.MALFORMED, exc.detail, elapsed, rid)
+                            return Reply(event.obj, None, "", elapsed, rid)
+                        if self._absorbing is not None:
+                            # The rest of a burst that already cost an earlier
+                            # request its reply: not counted again, up to that
+                            # request's own (late) reply.
+                            if protocol.request_id_of(event.obj) == self._absorbing:
+                                self._absorbing = None
+                            continue
+                        unsolicited += 1
+                        if unsolicited > protocol.MAX_UNSOLICITED:
+                            self._absorbing = rid
+                            detail = f"more than {protocol.MAX_UNSOLICITED} unsolicited lines"
+                            now = trio.current_time()
+                            return Reply(None, FaultKind.MALFORMED, detail, now - start, rid)
+                    if self._eof:
+                        break
+                    chunk = await transport.receive(READ_CHUNK)
+                    if chunk:
+                        self._frame(chunk)
+                    else:
+                        self._eof = True
+            finally:
+                self._waiting = None
+        now = trio.current_time()
+        if self._eof:
+            with trio.move_on_at(max(deadline, now + 0.2)):
+                self._gone(await self._output_ended())
+        if self.dead is not None:
+            return Reply(None, FaultKind.CRASHED, self.dead, now - start, rid)
+        if not scope.cancelled_caught:  # pragma: no cover - the loop only ends by EOF or cancel
+            return Reply(None, FaultKind.CRASHED, "gone", now - start, rid)
+        limit_ms = round(limit * 1000)
+        return Reply(
+            None, FaultKind.TIMEOUT, f"no reply within {limit_ms} ms", deadline - start, rid
+        )
