@@ -38,6 +38,8 @@ from typing import Any, Final
 
 import trio
 
+from arena.core.cards import CARD_NAMES, mask_of_names, names_of
+from arena.core.rules import default_pass, default_play
 from arena.seats.seat import Message
 from arena.seats.wire import WireSeat
 
@@ -205,13 +207,18 @@ class BotEnd:
         self._t.to_bot.clear()
         self._t._wake()
 
-    async def think(self, seconds: float) -> None:
-        """Use ``seconds`` of CPU: wait while frozen, then advance the seat's
-        CPU clock and Trio's clock by ``seconds``."""
-        while self.seat.frozen:
-            await self._t._lot.park()
-        self.seat.cpu.advance(seconds)
-        await trio.sleep(seconds)
+    async def think(self, seconds: float, quantum: float = 0.001) -> None:
+        """Use ``seconds`` of CPU, in slices of ``quantum`` seconds as a
+        time-shared CPU gives them: before each slice wait while frozen,
+        then advance the seat's CPU clock and Trio's clock by the slice."""
+        left = seconds
+        while left > 1e-12:
+            while self.seat.frozen:
+                await self._t._lot.park()
+            step = min(quantum, left)
+            self.seat.cpu.advance(step)
+            left -= step
+            await trio.sleep(step)
 
 
 def function_bot(decide: Callable[[Message], Answer], name: str = "memory-bot") -> MemoryBot:
@@ -240,12 +247,9 @@ def first_legal(request: Message) -> Answer:
     """The referee's default moves as a bot's answers: the three highest
     cards for a pass (:func:`arena.core.rules.default_pass`), the first
     legal card for a play (:func:`arena.core.rules.default_play`)."""
-    from arena.core.cards import mask_of_names, names_of
-    from arena.core.rules import default_pass, default_play
-
     if request["type"] == "pass":
         return {"cards": names_of(default_pass(mask_of_names(request["hand"])))}
-    return {"card": names_of(default_play(mask_of_names(request["legal"])))[0]}
+    return {"card": CARD_NAMES[default_play(mask_of_names(request["legal"]))]}
 
 
 class MemorySeat(WireSeat):

@@ -53,6 +53,7 @@ __all__ = [
     "Reply",
 ]
 
+
 @dataclass(frozen=True, slots=True)
 class LaunchSpec:
     """How to start one bot process.

@@ -541,9 +541,7 @@ async def play_scenario(
         if isinstance(recorder, RecordingSeat):
             recorder.game = game
         spec = game_spec(scenario, game, seat.entrant)
-        setups = [
-            SeatSetup(f"checker-{s}", _opponent(scenario, s)) for s in range(4)
-        ]
+        setups = [SeatSetup(f"checker-{s}", _opponent(scenario, s)) for s in range(4)]
         setups[scenario.seat] = seat
         referee = Referee(
             spec, setups, settings.referee(), deals=functools.partial(scenario.deal, game)
