@@ -323,6 +323,7 @@ PARTS: list[tuple[str, Any]] = [
                 n
                 in {
                     "_write_now",
+                    "write_some",
                     "flush",
                     "_send",
                     "notify",
@@ -338,7 +339,8 @@ PARTS: list[tuple[str, Any]] = [
     (
         "reads (pipes)",
         lambda f, n: (
-            n in {"receive_some", "_read_ready", "<built-in method posix.read>"}
+            n in {"receive_some", "_read_ready", "read_now", "<built-in method posix.read>"}
+            or (n == "receive" and f.endswith("process.py"))
             or ("_unix_pipes" in f and n != "send_all")
         ),
     ),
