@@ -283,14 +283,13 @@ class MemorySeat(WireSeat):
         capacity: int = INPUT_CAPACITY,
         outgoing_cap: int | None = None,
     ) -> None:
-        super().__init__()
+        self.memory = MemoryTransport(capacity)
+        super().__init__(self.memory)
         self._label = label
         self._bot = bot
         self.ponder = ponder
         if outgoing_cap is not None:
             self.outgoing_cap = outgoing_cap
-        self.memory = MemoryTransport(capacity)
-        self._attach(self.memory)
         self.end = BotEnd(self, self.memory)
         self.cpu = FakeCpuClock()
         self.frozen = False
@@ -404,6 +403,7 @@ class MemorySeat(WireSeat):
                 self.notify({"type": "bye"})
                 self.flush()
             if not self._out:
+                self._input_open = False
                 await self.memory.close_input()
             with trio.move_on_after(grace):
                 await self.exited.wait()

@@ -24,6 +24,7 @@ Times are in seconds unless a name says ``_ms`` (milliseconds) or ``_ns``
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -187,9 +188,10 @@ class Transport(Protocol):
 
     def write_some(self, data: bytes | bytearray) -> int:
         """Write a prefix of ``data`` without waiting; return how many bytes
-        were taken (0 when the bot's input is full).
+        were taken.
 
         Raises:
+            BlockingIOError: the bot's input is full (or return 0).
             OSError: the bot's input is closed (it closed it or exited).
         """
         ...
@@ -207,9 +209,13 @@ class Transport(Protocol):
         when nothing is there now, ``b""`` at the end of the output."""
         ...
 
-    async def receive(self, max_bytes: int) -> bytes:
-        """Wait for up to ``max_bytes`` of the bot's output; ``b""`` at its end
-        (also when the output is broken or closed)."""
+    def receive(self, max_bytes: int, /) -> Awaitable[bytes]:
+        """(Awaited) wait for up to ``max_bytes`` of the bot's output; ``b""`` at its end.
+
+        Raises:
+            trio.BrokenResourceError or trio.ClosedResourceError: the output
+                is broken or closed (the seat takes either as its end).
+        """
         ...
 
     async def close_input(self) -> None:

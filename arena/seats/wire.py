@@ -50,7 +50,7 @@ class _Line:
 class WireSeat:
     """The protocol side of a seat whose bot speaks JSON lines.
 
-    Subclasses call :meth:`_attach` with the transport, start
+    Subclasses give the transport to ``__init__``, start
     :meth:`_write_loop` in a nursery of theirs (it finishes writes the
     transport could not take at once), and implement :meth:`_take_core`,
     :meth:`_release_core`, :meth:`_cpu_ns`, :meth:`_why_ended`,
@@ -65,8 +65,9 @@ class WireSeat:
 
     outgoing_cap: int = MAX_OUTGOING_BYTES
 
-    def __init__(self) -> None:
-        self._transport: Transport | None = None
+    def __init__(self, transport: Transport) -> None:
+        self._transport = transport
+        self._input_open = True  # False once the arena closed the bot's input
         self._next_id = 0
         self._out = bytearray()  # encoded messages not yet written
         self._backlog = trio.Event()  # set when the transport was full
@@ -87,13 +88,9 @@ class WireSeat:
         self.oom_kills = 0  # processes the kernel killed for the group's memory bound
         self.oom_reported = 0  # ... of which the game records already counted
 
-    def _attach(self, transport: Transport) -> None:
-        self._transport = transport
-
     @property
     def transport(self) -> Transport:
-        """The transport (set before the first message)."""
-        assert self._transport is not None
+        """The transport to the bot."""
         return self._transport
 
     @property
@@ -138,7 +135,7 @@ class WireSeat:
 
     async def _write_loop(self) -> None:
         """Write what :meth:`flush` could not write at once, when the transport has room."""
-        transport = self.transport
+        transport = self._transport
         while self.dead is None:
             await self._backlog.wait()
             self._backlog = trio.Event()
@@ -151,7 +148,9 @@ class WireSeat:
 
     def _write_now(self) -> None:
         try:
-            n = self.transport.write_some(self._out)
+            n = self._transport.write_some(self._out)
+        except BlockingIOError:
+            n = 0
         except OSError:  # EPIPE: the bot closed its input or exited
             self._out.clear()
             if self._io_nursery is not None and not self._input_closed:
@@ -163,14 +162,10 @@ class WireSeat:
     async def _note_input_closed(self) -> None:
         self._gone(await self._why_ended("input"))
 
-    def _can_write(self) -> bool:
-        """Whether the bot's input is still open to the arena."""
-        return True
-
     def flush(self) -> None:
         """Write queued messages now, as far as the transport takes them; the
         rest is written in the background as the bot reads. Never blocks."""
-        if self._out and self._can_write():
+        if self._out and self._input_open:
             self._write_now()
             if self._out:
                 self._backlog.set()
@@ -242,7 +237,7 @@ class WireSeat:
     def _read_ready(self) -> None:
         """Read what the output holds now without waiting (bounded)."""
         total = 0
-        transport = self.transport
+        transport = self._transport
         while not self._eof and total < MAX_PRE_REQUEST_READ:
             chunk = transport.read_now(READ_CHUNK)
             if chunk is None:
@@ -357,7 +352,7 @@ class WireSeat:
         if charged is not None:
             return Reply(None, FaultKind.MALFORMED, f"before the request: {charged}", 0.0, rid)
         unsolicited = 0
-        transport = self.transport
+        transport = self._transport
         with trio.CancelScope(deadline=deadline) as scope:
             self._waiting = scope
             try:
@@ -390,7 +385,10 @@ class WireSeat:
                             return Reply(None, FaultKind.MALFORMED, detail, now - start, rid)
                     if self._eof:
                         break
-                    chunk = await transport.receive(READ_CHUNK)
+                    try:
+                        chunk = await transport.receive(READ_CHUNK)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        chunk = b""
                     if chunk:
                         self._frame(chunk)
                     else:
