@@ -205,7 +205,6 @@ class BotProcess(WireSeat):
     def _log_prefix(self) -> str:
         return f"{self.spec.label} pid {self.pid}"
 
-
     def __repr__(self) -> str:
         return f"<BotProcess {self.spec.label!r} pid={self.pid}>"
 
