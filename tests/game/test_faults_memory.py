@@ -214,8 +214,10 @@ def assert_pass_fault(played: Played, kind: FaultKind, detail: str) -> dict[str,
     assert (fault["seat"], fault["reason"], fault["request"]) == (SEAT, kind.value, "pass")
     assert (fault["hand_number"], fault["trick_number"]) == (1, None)
     assert fault["detail"] == detail
-    default = base().hands[0]["passes"][SEAT]
-    assert played.record.hands[0]["passes"][SEAT] == default
+    expected, passes = base().hands[0]["passes"], played.record.hands[0]["passes"]
+    assert expected is not None and passes is not None  # hand 1 passes left
+    default = expected[SEAT]
+    assert passes[SEAT] == default
     # The default pass: the three highest cards by rank, ties by suit H, S, D, C.
     dealt = played.record.hands[0]["dealt"][SEAT]
     order = {s: i for i, s in enumerate("CDSH")}
@@ -522,6 +524,9 @@ def test_an_illegal_card_gets_the_default_card() -> None:
     assert fault["answer"] in request["hand"] and fault["answer"] not in request["legal"]
     assert fault["detail"].startswith(f"played {fault['answer']}: ")
     assert fault["detail"].endswith(f"; legal: {' '.join(request['legal'])}")
+    # Held but not legal: it does not follow suit (R6), as data too.
+    assert (fault["cards"], fault["rule"]) == ([fault["answer"]], "R6")
+    assert f"may not play {fault['answer']} (R6)" in fault["detail"]
 
 
 def test_a_card_not_held_is_illegal() -> None:
@@ -532,6 +537,9 @@ def test_a_card_not_held_is_illegal() -> None:
     played = play({SEAT: faulty(at_play(9), act)})
     fault = assert_play_fault(played, FaultKind.ILLEGAL, 9, "played ", exact=False)
     assert fault["detail"].startswith(f"played {fault['answer']}: ")
+    # Another seat's card breaks R2 (the deal), not R6.
+    assert (fault["cards"], fault["rule"]) == ([fault["answer"]], "R2")
+    assert f"does not hold {fault['answer']} (R2)" in fault["detail"]
 
 
 @pytest.mark.parametrize(
@@ -557,6 +565,7 @@ def test_a_wrong_pass_gets_the_default_pass(
         assert_pass_fault(played, FaultKind.MALFORMED, fault["detail"])
         return
     assert why in fault["detail"] and fault["detail"].startswith("pass ")
+    assert fault["rule"] == "R3"
     assert_pass_fault(played, FaultKind.ILLEGAL, fault["detail"])
     (request,) = [m for m in played.seats[SEAT].end.received if m["type"] == "pass"]
     assert fault["answer"] == cards(request["hand"])
@@ -570,6 +579,10 @@ def test_passing_a_card_not_held_is_illegal() -> None:
     played = play({SEAT: faulty(at_pass(), act)})
     fault = played.faults[0]
     assert "R3" in fault["detail"] and "does not hold" in fault["detail"]
+    # The offending card is data: the third, not in the hand.
+    foreign = fault["answer"][2]
+    assert foreign not in played.record.hands[0]["dealt"][SEAT]
+    assert (fault["cards"], fault["rule"]) == ([foreign], "R3")
     assert_pass_fault(played, FaultKind.ILLEGAL, fault["detail"])
 
 
