@@ -79,6 +79,14 @@ class SeatStats:
 class Seat(Protocol):
     """What the referee (:mod:`arena.game.referee`) needs of a seat.
 
+    Off move a seat keeps its bot frozen (a bot process's control group, an
+    in-memory bot's flag), unless pondering is allowed: each request waits
+    for a core, thaws the bot, starts the clock, and freezes it again once
+    answered; :meth:`thaw` lets a frozen bot read a last message. The
+    per-seat CPU clock charges each request the CPU its bot used meanwhile
+    (:attr:`Reply.cpu`, summed in :attr:`cpu_seconds`); the fair-clock
+    rules (README, "fair clocks") are the seat's, not the referee's.
+
     Attributes:
         label: the entrant's name, as faults name the seat.
         self_name: the cleaned name the bot gave in ``hello``, or ``None``.
