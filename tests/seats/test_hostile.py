@@ -44,48 +44,10 @@ CASES = {
         "handshake: exited (exit code 7)",
         stderr="cannot start, missing a model file",
     ),
-    "prints a banner before hello": Case(
-        # "handshake: [before the request: ]line...": the banner may come before the
-        # hello is sent (sealed bots start one after another) or after.
-        hostile("banner"),
-        {"malformed": GAMES},
-        "line is not JSON: Expecting value at column 1: '*** Welcome to BannerBot 3000 ***'",
-    ),
-    "not JSON": Case(bot("garbage", "notjson"), {"malformed": GAMES}, "line is not JSON"),
-    "JSON that is not an object": Case(
-        hostile("bad_lines", "not-object"), {"malformed": GAMES}, "not an object"
-    ),
-    "bytes that are not UTF-8": Case(
-        hostile("bad_lines", "not-utf8"), {"malformed": GAMES}, "not UTF-8"
-    ),
-    "wrong type": Case(
-        hostile("bad_lines", "wrong-type"), {"malformed": GAMES}, "fails the schema at type"
-    ),
-    "bad card text": Case(
-        hostile("bad_lines", "bad-card"), {"malformed": GAMES}, "fails the schema at card"
-    ),
-    "JSON nested 20,000 deep": Case(
-        hostile("bad_lines", "deep"), {"malformed": GAMES}, "nested too deeply"
-    ),
-    "a 5,000-digit number": Case(
-        hostile("bad_lines", "big-number"), {"malformed": GAMES}, "integer string conversion"
-    ),
-    "NaN in a reply": Case(hostile("bad_lines", "nan"), {"malformed": GAMES}, "NaN is not"),
-    # The right id in another type is judged, not ignored (which would cost a timeout):
-    # 3.0 is an integer for JSON Schema, so it answers; "3" fails the schema.
-    "id as a float": Case(hostile("bad_lines", "float-id"), {}),
-    "id as a string": Case(
-        hostile("bad_lines", "string-id"), {"malformed": GAMES}, "fails the schema at id"
-    ),
-    "wrong id": Case(hostile("bad_lines", "wrong-id"), {"timeout": GAMES}, LATE),
-    "missing id": Case(hostile("bad_lines", "missing-id"), {"timeout": GAMES}, LATE),
-    "unsolicited lines": Case(
-        hostile("unsolicited"), {"malformed": GAMES}, "more than 16 unsolicited lines"
-    ),
-    "illegal card and card not held": Case(bot("illegal", "illegal"), {"illegal": 2 * GAMES}),
-    "pass of duplicates": Case(
-        hostile("duplicate_pass"), {"illegal": GAMES}, "three distinct cards"
-    ),
+    # Faults of the protocol alone (lines that are not JSON, not objects, not
+    # UTF-8, fail the schema or carry no id; floods; illegal moves; a banner
+    # before hello) are tested without processes, under a mock clock, in
+    # tests/game/test_faults_memory.py: the same protocol code as a pipe's.
     # The time limit covers the 200 MB the bot writes (its next request must not time out).
     "a 200 MB line": Case(
         hostile("huge_line"),
