@@ -79,6 +79,8 @@ class CoreGate:
         self._pid = 0
         self._mine: set[int] = set()  # tokens held by this process
         self._next = 0
+        self._cpus: list[int] | None = None  # machine_cpus() in process _cpus_pid
+        self._cpus_pid = 0
 
     @property
     def held(self) -> int:
@@ -93,8 +95,11 @@ class CoreGate:
 
     def cpu_of(self, token: int) -> int | None:
         """The CPU token ``token`` stands for, or ``None`` when there are more
-        tokens than CPUs (then bots are not pinned)."""
-        cpus = machine_cpus()
+        tokens than CPUs (then bots are not pinned). The CPUs are read once per
+        process (asked at every decision; the arena never changes its affinity)."""
+        if self._cpus is None or self._cpus_pid != os.getpid():
+            self._cpus, self._cpus_pid = machine_cpus(), os.getpid()
+        cpus = self._cpus
         return cpus[token] if self.cores <= len(cpus) else None
 
     def _files(self) -> list[int]:
