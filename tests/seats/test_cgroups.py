@@ -186,17 +186,13 @@ def test_a_group_writes_its_weight_only_on_change_and_closes_its_files_when_remo
         group.set_priority(True)
         group.set_priority(False)
         assert cgroups._read(weight_file).strip() == off
+        freeze_file = group._freeze_file
+        assert freeze_file is not None
         for _ in range(3):  # the same open files, written again and again
             group.freeze()
-            assert group.frozen and cgroups._read(group._freeze_file.path).strip() in (
-                "1",
-                "FROZEN",
-            )  # type: ignore[union-attr]
+            assert group.frozen and cgroups._read(freeze_file.path).strip() in ("1", "FROZEN")
             group.thaw()
-            assert not group.frozen and cgroups._read(group._freeze_file.path).strip() in (
-                "0",
-                "THAWED",
-            )  # type: ignore[union-attr]
+            assert not group.frozen and cgroups._read(freeze_file.path).strip() in ("0", "THAWED")
         if PLAN.cpu:
             assert isinstance(group.cpu_ns(), int)
         if PLAN.cpuset:
