@@ -27,8 +27,12 @@ the four measurements alternated so that load affects all alike:
 3. Where the rest goes, both modes side by side: four games under
    ``cProfile``, the arena's CPU time per decision by part (isolation,
    encode, validate, rules, writes, reads, event loop, bookkeeping), time
-   spent waiting for the bots left out. Profiling slows Python code more
-   than C code, so read the shares, not the sums.
+   spent waiting for the bots left out; the Trio thread's CPU is profiled,
+   and the CPU of the arena's other threads (which start and close the bots:
+   fork, group kill, uid purge; a new process per seat and game, since a
+   process never plays two games of one deal) is a part of its own.
+   Profiling slows Python code more than C code, so read the shares, not
+   the sums.
 
 With ``--all`` (unpinned, default mode): 4. games per second for
 ``--hands 1`` games with processes reused vs restarted; 5. ``--jobs 1`` vs
@@ -363,6 +367,10 @@ PARTS: list[tuple[str, Any]] = [
 ]
 
 
+#: The part of the CPU time spent in this process's other threads (see :func:`profile`).
+THREADS = "process start and end, other threads"
+
+
 def part_of(file: str, name: str) -> str:
     """The part (see :data:`PARTS`) of a function, or ``"other"``."""
     return next((part for part, test in PARTS if test(file, name)), "other")
@@ -435,16 +443,23 @@ def profile(frozen: bool) -> tuple[dict[str, float], dict[str, list[tuple[float,
         launcher.check(entrants)  # resolves the seal, copies the bot's folder
         runner = TournamentRunner(entrants, settings, launcher, records.append)
         games = ScheduleStream([e.name for e in entrants], settings)
-        # CPU time of this process only: not the bots' (a write on one core
-        # may hand the core to the woken bot at once), not other users'.
-        prof = cProfile.Profile(time.process_time)
+        # CPU time of this thread only: not the bots' (a write on one core
+        # may hand the core to the woken bot at once), not other users', and
+        # not this process's other threads (they fork the bots, kill their
+        # groups, purge their uids): under process_time their CPU landed on
+        # whatever the Trio thread was doing then, mostly waiting in epoll.
+        prof = cProfile.Profile(time.thread_time)
+        cpu0, own0 = time.process_time(), time.thread_time()
         prof.enable()
         trio.run(runner.run, games)
         prof.disable()
+        threads = (time.process_time() - cpu0) - (time.thread_time() - own0)
     finally:
         launcher.close()
     decisions = sum(t["requests"] for r in records for t in r["timing"])
     parts, top = classify_stats(pstats.Stats(prof).stats)  # type: ignore[attr-defined]
+    parts[THREADS] = threads
+    top[THREADS] = [(threads, "bot start and close in threads: fork, group kill, uid purge")]
     return parts, top, decisions
 
 
@@ -466,7 +481,8 @@ def breakdown(rests: list[float]) -> None:
         )
         + f"): the referee's CPU time per decision by part under cProfile ({results[0][2]} and "
         f"{results[1][2]} decisions, 4 games each, no start-up or report; this process's CPU "
-        "only; profiling inflates Python code: read the shares)"
+        "only: its Trio thread profiled, its other threads one part; profiling inflates Python "
+        "code: read the shares)"
     )
     head = "".join(f" | {short:>18s}" for short in ("a: unsealed, ponder", "b: sealed, frozen"))
     print(f"   {'part':32s}{head}")

@@ -24,11 +24,24 @@ from typing import Any, Final
 
 import trio
 
-_LOCKS: trio.lowlevel.RunVar[dict[int, trio.Lock]] = trio.lowlevel.RunVar("core_gate_locks")
+_WAITERS: trio.lowlevel.RunVar[dict[int, _Waiters]] = trio.lowlevel.RunVar("core_gate_waiters")
 #: Longest pause between two tries for a token held by another process, in seconds.
 MAX_POLL: float = 0.002
 #: Folder of the tokens' lock files.
 TOKEN_DIR: Final = Path("/tmp/hearts-arena-cores")
+
+
+class _Waiters:
+    """The tasks of one Trio run waiting for one gate's tokens: ``lock`` queues
+    them in order (FIFO); the first one polls the lock files, and ``lot`` wakes
+    it at once when a task of this process gives a token back (no wait for
+    its next poll: the pass's four requests share one core token in turn)."""
+
+    __slots__ = ("lock", "lot")
+
+    def __init__(self) -> None:
+        self.lock = trio.Lock()
+        self.lot = trio.lowlevel.ParkingLot()
 
 
 def machine_cpus() -> list[int]:
@@ -66,6 +79,8 @@ class CoreGate:
         self._pid = 0
         self._mine: set[int] = set()  # tokens held by this process
         self._next = 0
+        self._cpus: list[int] | None = None  # machine_cpus() in process _cpus_pid
+        self._cpus_pid = 0
 
     @property
     def held(self) -> int:
@@ -80,8 +95,11 @@ class CoreGate:
 
     def cpu_of(self, token: int) -> int | None:
         """The CPU token ``token`` stands for, or ``None`` when there are more
-        tokens than CPUs (then bots are not pinned)."""
-        cpus = machine_cpus()
+        tokens than CPUs (then bots are not pinned). The CPUs are read once per
+        process (asked at every decision; the arena never changes its affinity)."""
+        if self._cpus is None or self._cpus_pid != os.getpid():
+            self._cpus, self._cpus_pid = machine_cpus(), os.getpid()
+        cpus = self._cpus
         return cpus[token] if self.cores <= len(cpus) else None
 
     def _files(self) -> list[int]:
@@ -95,16 +113,16 @@ class CoreGate:
             self._fds, self._pid = fds, os.getpid()
         return self._fds
 
-    def _lock(self) -> trio.Lock:
+    def _waiters(self) -> _Waiters:
         try:
-            locks = _LOCKS.get()
+            table = _WAITERS.get()
         except LookupError:
-            locks = {}
-            _LOCKS.set(locks)
-        lock = locks.get(id(self))
-        if lock is None:
-            lock = locks[id(self)] = trio.Lock()
-        return lock
+            table = {}
+            _WAITERS.set(table)
+        waiters = table.get(id(self))
+        if waiters is None:
+            waiters = table[id(self)] = _Waiters()
+        return waiters
 
     def _try(self, prefer: int | None = None) -> int | None:
         fds = self._files()
@@ -131,19 +149,27 @@ class CoreGate:
         Raises:
             OSError: the lock files cannot be made (``token_dir`` unwritable).
         """
-        lock = self._lock()
-        if not lock.locked():
+        waiters = self._waiters()
+        if not waiters.lock.locked():
             token = self._try(prefer)
             if token is not None:
                 return token
-        async with lock:
+        async with waiters.lock:
             delay = 0.0001
             while (token := self._try(prefer)) is None:
-                await trio.sleep(delay)
+                # Woken by a release in this process, else polls (other processes').
+                with trio.move_on_after(delay):
+                    await waiters.lot.park()
                 delay = min(delay * 2, MAX_POLL)
             return token
 
     def release(self, token: int) -> None:
-        """Give token ``token`` back."""
+        """Give token ``token`` back, waking this process's first waiter, if any."""
         self._mine.discard(token)
         fcntl.flock(self._files()[token], fcntl.LOCK_UN)
+        try:
+            waiters = _WAITERS.get().get(id(self))
+        except (LookupError, RuntimeError):  # no waiter yet, or not in a Trio run
+            return
+        if waiters is not None and waiters.lot:
+            waiters.lot.unpark_all()

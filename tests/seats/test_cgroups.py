@@ -136,6 +136,86 @@ async def _first_token(gate: CoreGate) -> None:
     gate.release(await gate.acquire())
 
 
+def test_a_token_given_back_goes_to_a_waiter_of_this_process_without_waiting_for_its_poll(
+    tmp_path: Path,
+) -> None:
+    """The clock never moves here (a mock clock): a waiter that could only
+    poll would still be asleep; the release itself must wake it."""
+    from trio.testing import MockClock, wait_all_tasks_blocked
+
+    gate = CoreGate(1, token_dir=tmp_path)
+    got: list[int] = []
+
+    async def main() -> None:
+        held = await gate.acquire()
+        async with trio.open_nursery() as nursery:
+
+            async def wait() -> None:
+                got.append(await gate.acquire())
+
+            nursery.start_soon(wait)
+            await wait_all_tasks_blocked()
+            assert got == [] and gate.held == 1  # asleep until its next poll
+            gate.release(held)
+            await wait_all_tasks_blocked()
+            assert got == [held] and gate.held == 1
+        gate.release(got[0])
+
+    trio.run(main, clock=MockClock())
+    # Given back outside any Trio run (nobody to wake): no error, and free again.
+    token = trio.run(gate.acquire)
+    gate.release(token)
+    assert trio.run(gate.acquire) == token
+
+
+@needs_groups
+@pytest.mark.skipif(not (PLAN.share and PLAN.freeze), reason="no cpu controller or freezer")
+def test_a_group_writes_its_weight_only_on_change_and_closes_its_files_when_removed() -> None:
+    group = cgroups.RunGroups(PLAN, "test" + os.urandom(4).hex()).create()
+    v2 = PLAN.share == cgroups.UNIFIED
+    weight_file = group.dirs[PLAN.share] / ("cpu.weight" if v2 else "cpu.shares")
+    on, off = (t["v2" if v2 else "v1"] for t in (cgroups.WEIGHT_ON_MOVE, cgroups.WEIGHT_OFF_MOVE))
+    try:
+        assert cgroups._read(weight_file).strip() == on  # set up on move
+        group.set_priority(False)
+        assert cgroups._read(weight_file).strip() == off
+        # Written behind its back: the group writes only what changes from what it wrote last.
+        cgroups._write(weight_file, on)
+        group.set_priority(False)
+        assert cgroups._read(weight_file).strip() == on
+        group.set_priority(True)
+        group.set_priority(False)
+        assert cgroups._read(weight_file).strip() == off
+        freeze_file = group._freeze_file
+        assert freeze_file is not None
+        for _ in range(3):  # the same open files, written again and again
+            group.freeze()
+            assert group.frozen and cgroups._read(freeze_file.path).strip() in ("1", "FROZEN")
+            group.thaw()
+            assert not group.frozen and cgroups._read(freeze_file.path).strip() in ("0", "THAWED")
+        if PLAN.cpu:
+            assert isinstance(group.cpu_ns(), int)
+        if PLAN.cpuset:
+            from arena.seats.cores import machine_cpus
+
+            group.pin(machine_cpus()[0])
+            assert cgroups._read(group.dirs[PLAN.cpuset] / "cpuset.cpus").strip() == str(
+                machine_cpus()[0]
+            )
+        kept = group._kept_files()
+        assert [f.fd >= 0 for f in kept] == [True] * len(kept)
+    finally:
+        group.kill()
+        group.remove()
+    assert not any(d.exists() for d in group.dirs.values())
+    assert [f.fd for f in group._kept_files()] == [-1] * len(group._kept_files())
+    # A group that is gone: nothing raises, nothing is measured.
+    group.freeze()
+    group.thaw()
+    group.set_priority(True)
+    assert group.cpu_ns() is None and not group.frozen
+
+
 def test_remove_run_dirs_ignores_paths_that_are_not_ours(tmp_path: Path) -> None:
     victim = tmp_path / "hearts-arena" / "abc"
     victim.mkdir(parents=True)
