@@ -19,6 +19,12 @@ The page gets four parts, each with a version that grows when it changes:
   report does (:func:`arena.report.outputs.analyse`), recomputed at most once a second;
 * ``end``: ``{}``, once, when the run is over and the server stops.
 
+Each part is encoded once when it changes: its JSON text (:attr:`Hub.texts`)
+and its server-sent event (:attr:`Hub.frames`, bytes); :meth:`Hub.message`
+gives an event stream what it has not sent yet, one ``bytes`` shared by
+every stream at the same versions (100 viewers: one join per change, not
+100 encodings).
+
 Hidden hands: a finished game's dealt hands are given (:meth:`Hub.game_hands`)
 only once every game of its deal key is finished -- the four rotations (or
 24 seatings) of a table in a round share their deals (R2), so until the last
@@ -47,6 +53,16 @@ FINISHED_SHOWN: Final = 12
 DELAY_ROOM: Final = 200_000
 #: Seconds between two standings computations, at least.
 STANDINGS_INTERVAL: Final = 1.0
+#: Share of a core the standings may take: the next computation waits at
+#: least the last one's CPU time divided by this (rating a long prefix takes
+#: about a millisecond per game, so a run of thousands of games is rated
+#: every few seconds rather than every second).
+STANDINGS_SHARE: Final = 0.1
+#: The parts, in the order a stream sends them.
+PARTS: Final = ("info", "standings", "finished", "tables", "end")
+#: Joined messages kept for streams at different versions (a stream that
+#: just connected, or one that lags); more clears them.
+JOINED_ROOM: Final = 32
 
 
 def _interval(low: float | None, high: float | None) -> str:
@@ -130,17 +146,43 @@ class Hub:
         self._offset = 0
         self._partial = b""
         self._finished_ids: set[str] = set()
-        self.versions = {"info": 1, "tables": 0, "finished": 0, "standings": 0, "end": 0}
-        self.texts = {
-            "info": json.dumps(self.info),
-            "tables": '{"now":0,"tables":[]}',
-            "finished": "{}",
-            "standings": "{}",
-            "end": "{}",
-        }
+        self.versions = dict.fromkeys(PARTS, 0)
+        self.texts = dict.fromkeys(PARTS, "{}")
+        self.frames = {name: b"" for name in PARTS}
+        self._joined: dict[tuple[int, ...], bytes] = {}
+        self._publish("info", json.dumps(self.info))
+        self.texts["tables"] = '{"now":0,"tables":[]}'
         self._standings_dirty = True
         self._standings_at = -1e9
+        self._standings_cost = 0.0  # CPU seconds of the last computation
+        # The last prefix rated: (its length, standings rows, verdict).
+        self._analysed: tuple[int, list[dict[str, Any]], dict[str, Any]] | None = None
         self.errors: list[str] = []
+
+    def _publish(self, name: str, text: str) -> None:
+        """Make ``text`` (JSON) part ``name``'s new version."""
+        self.versions[name] += 1
+        self.texts[name] = text
+        self.frames[name] = f"event: {name}\ndata: {text}\n\n".encode()
+        self._joined.clear()
+
+    def message(self, sent: dict[str, int]) -> bytes:
+        """The server-sent events a stream that has sent the part versions
+        ``sent`` (name -> version; updated here) must write now: every part
+        published since, in :data:`PARTS` order; ``b""`` when none. Streams
+        at the same versions get the same ``bytes`` object, joined once."""
+        key = tuple(sent.get(name, 0) for name in PARTS)
+        joined = self._joined.get(key)
+        if joined is None:
+            if len(self._joined) >= JOINED_ROOM:
+                self._joined.clear()
+            joined = self._joined[key] = b"".join(
+                self.frames[name]
+                for name, version in zip(PARTS, key, strict=True)
+                if self.versions[name] != version
+            )
+        sent.update(self.versions)
+        return joined
 
     # -- input ----------------------------------------------------------------
 
@@ -187,7 +229,7 @@ class Hub:
 
     def end(self) -> None:
         """Publish the ``end`` part: the run is over and the server stops."""
-        self.versions["end"] += 1
+        self._publish("end", "{}")
 
     # -- applying ---------------------------------------------------------------
 
@@ -205,13 +247,11 @@ class Hub:
                 self._apply_record(item)
                 tables_changed = finished_changed = True
         if tables_changed:
-            self.versions["tables"] += 1
             ordered = sorted(self.tables.values(), key=lambda t: t["game_index"])
             part = {"now": time.time(), "tables": ordered}
-            self.texts["tables"] = json.dumps(part, separators=(",", ":"))
+            self._publish("tables", json.dumps(part, separators=(",", ":")))
         if finished_changed:
-            self.versions["finished"] += 1
-            self.texts["finished"] = json.dumps(self.finished(), separators=(",", ":"))
+            self._publish("finished", json.dumps(self.finished(), separators=(",", ":")))
         return tables_changed or finished_changed
 
     def _apply_record(self, record: GameRecordJSON) -> None:
@@ -277,9 +317,12 @@ class Hub:
         return out
 
     def standings_due(self, now: float | None = None) -> bool:
-        """Whether the standings changed and were last computed a second ago or more."""
+        """Whether the standings changed and were last computed long enough
+        ago: :data:`STANDINGS_INTERVAL` seconds, or the last computation's CPU
+        seconds divided by :data:`STANDINGS_SHARE` when that is longer."""
         now = time.monotonic() if now is None else now
-        return self._standings_dirty and now - self._standings_at >= STANDINGS_INTERVAL
+        wait = max(STANDINGS_INTERVAL, self._standings_cost / STANDINGS_SHARE)
+        return self._standings_dirty and now - self._standings_at >= wait
 
     def take_prefix(self, now: float | None = None) -> list[GameRecordJSON]:
         """The finished prefix, marking the standings computed now (call
@@ -292,8 +335,10 @@ class Hub:
     def standings_part(self, prefix: Sequence[GameRecordJSON]) -> dict[str, Any]:
         """The ``standings`` part of ``prefix``, rated as the report does:
         ``{"prefix", "played", "games_total", "rows" (:func:`standings_rows`),
-        "verdict": {"text", "settled"}}``. Reads nothing else of the hub that
-        changes, so it may run in a thread."""
+        "verdict": {"text", "settled"}}``. The prefix is rated again only when
+        it is longer than the last one rated (its CPU seconds are kept for
+        :meth:`standings_due`). Reads nothing else of the hub that changes and
+        writes only that cache, so it may run in a thread (one at a time)."""
         part: dict[str, Any] = {
             "prefix": len(prefix),
             "played": len(self.records),
@@ -304,16 +349,22 @@ class Hub:
                 "settled": False,
             },
         }
-        if prefix:
+        if not prefix:
+            return part
+        if self._analysed is None or self._analysed[0] != len(prefix):
+            # Rated again only when the prefix grew (a game finished out of
+            # schedule order changes ``played`` alone).
+            started = time.thread_time()
             a = analyse(self.settings, self.names, prefix)
-            part["rows"] = standings_rows(a.standings)
-            part["verdict"] = {"text": a.verdict["text"], "settled": bool(a.verdict["settled"])}
+            verdict = {"text": a.verdict["text"], "settled": bool(a.verdict["settled"])}
+            self._analysed = (len(prefix), standings_rows(a.standings), verdict)
+            self._standings_cost = time.thread_time() - started
+        part["rows"], part["verdict"] = self._analysed[1], self._analysed[2]
         return part
 
     def publish_standings(self, part: dict[str, Any]) -> None:
         """Make ``part`` the page's standings."""
-        self.versions["standings"] += 1
-        self.texts["standings"] = json.dumps(part, separators=(",", ":"))
+        self._publish("standings", json.dumps(part, separators=(",", ":")))
 
     def compute_standings(self, now: float | None = None) -> None:
         """:meth:`take_prefix`, :meth:`standings_part` and :meth:`publish_standings` at once."""

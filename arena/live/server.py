@@ -243,25 +243,22 @@ def make_app(hub: Hub, token: str | None, pusher: Pusher, loopback: bool = False
         if not allowed(request):
             return forbidden()
 
-        async def stream() -> AsyncIterator[str]:
+        async def stream() -> AsyncIterator[bytes]:
             sent: dict[str, int] = {}
             pusher.streams += 1
             try:
                 while True:
-                    chunks = []  # one write per wake-up, however many parts changed
-                    for name in ("info", "standings", "finished", "tables", "end"):
-                        version = hub.versions[name]
-                        if sent.get(name) != version and version > 0:
-                            sent[name] = version
-                            chunks.append(f"event: {name}\ndata: {hub.texts[name]}\n\n")
-                    if chunks:
-                        yield "".join(chunks)
+                    # One write per wake-up, however many parts changed; the
+                    # bytes are encoded once and shared by the streams.
+                    message = hub.message(sent)
+                    if message:
+                        yield message
                     if hub.versions["end"]:
                         return
                     with trio.move_on_after(KEEPALIVE) as scope:
                         await pusher.changed()
                     if scope.cancelled_caught:
-                        yield ": keep-alive\n\n"
+                        yield b": keep-alive\n\n"
             finally:
                 pusher.streams -= 1
 

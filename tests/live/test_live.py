@@ -206,6 +206,71 @@ def test_hub_standings_are_the_reports_for_the_finished_prefix(tmp_path: Path) -
     assert all(r["duplicate_interval"].startswith("[") for r in rows)
 
 
+def test_streams_at_the_same_versions_share_one_encoded_message(tmp_path: Path) -> None:
+    settings = _settings()
+    hub = _hub(tmp_path, settings)
+    games = schedule_round_robin(NAMES, settings)
+    hub.add_table(TableState(games[0]).to_json(), now=0.0)
+    hub.tick(now=0.0)
+    one: dict[str, int] = {}
+    two: dict[str, int] = {}
+    first = hub.message(one)
+    assert hub.message(two) is first  # joined once, for both streams
+    assert first.decode().count("event: ") == 2  # info, then tables
+    assert first.startswith(b"event: info\ndata: ") and b"\nevent: tables\ndata: " in first
+    info = json.loads(first.decode().split("\n")[1][len("data: ") :])
+    assert info["entrants"] == NAMES and info["mode"] == "live"
+    assert hub.message(one) == b""  # up to date: nothing to write
+    hub.add_table(TableState(games[1]).to_json(), now=1.0)
+    hub.tick(now=1.0)
+    late: dict[str, int] = {}  # a stream that connects now gets every part
+    assert hub.message(late).decode().count("event: ") == 2
+    update = hub.message(one)
+    assert hub.message(two) is update
+    assert update.decode().startswith("event: tables\n") and update.count(b"event: ") == 1
+    tables = json.loads(update.decode().split("\n")[1][len("data: ") :])
+    assert [t["game_id"] for t in tables["tables"]] == [games[0].game_id, games[1].game_id]
+    hub.end()
+    assert hub.message(one) == b"event: end\ndata: {}\n\n" == hub.message(late)
+
+
+def test_standings_rate_a_prefix_once_and_less_often_when_it_is_slow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import arena.live.hub as hub_module
+
+    settings = _settings()
+    records = synthesize(NAMES, settings)
+    rated: list[int] = []
+
+    def counting(settings: Any, names: Any, prefix: Any) -> Any:
+        rated.append(len(prefix))
+        return analyse(settings, names, prefix)
+
+    monkeypatch.setattr(hub_module, "analyse", counting)
+    hub = _hub(tmp_path, settings)
+    for r in records[:2]:
+        hub.add_record(r, now=0.0)
+    hub.tick(now=0.0)
+    hub.compute_standings(now=0.0)
+    before = json.loads(hub.texts["standings"])
+    hub.add_record(records[3], now=1.0)  # out of order: the prefix is still 2 games
+    hub.tick(now=1.0)
+    assert hub.standings_due(now=1.0)
+    hub.compute_standings(now=1.0)
+    after = json.loads(hub.texts["standings"])
+    assert rated == [2]  # not rated again
+    assert (after["prefix"], after["played"]) == (2, 3)
+    assert after["rows"] == before["rows"] and after["verdict"] == before["verdict"]
+    hub.add_record(records[2], now=2.0)
+    hub.tick(now=2.0)
+    hub._standings_cost = 0.5  # as if rating took half a CPU second
+    assert not hub.standings_due(now=5.9)  # 0.5 s / STANDINGS_SHARE = 5 s
+    assert hub.standings_due(now=6.0)
+    hub.compute_standings(now=6.0)
+    assert rated == [2, 4] and json.loads(hub.texts["standings"])["prefix"] == 4
+
+
 def test_checks_catch_a_leaked_card() -> None:
     settings = _settings()
     rec = synthesize(NAMES, settings)[0]
