@@ -21,8 +21,14 @@ the run ends and the server closes their streams.
 
 Two measures per phase, both of the whole tournament of the phase:
 
-* **games per second** (wall time): games / (last game's end - first game's
-  start), from ``games.jsonl``; the arena's start and end are left out;
+* **games per second** (wall time) while every one of the ``--jobs`` game
+  slots is playing: the games that end from the moment the last slot starts
+  its first game to the moment the first slot has no game left, divided by
+  that time (from ``games.jsonl``). The arena's start, its worker processes'
+  start one after the other (which moves the whole run's games per second
+  by 10-20% from one run to the next, viewers or not) and the last games
+  played by fewer slots are left out; the whole run's figure (games / first
+  start to last end) is printed for each phase too;
 * **CPU seconds per game** of the arena's whole process tree (the arena, its
   worker processes, the page's server, every bot), from ``os.wait4`` of the
   arena (the rusage of every descendant it reaped): far less sensitive to the
@@ -34,6 +40,17 @@ gives each measure's median over the phases, the median of the pair ratios
 with a 95% bootstrap interval (``scipy.stats.bootstrap``, percentile,
 9999 resamples), and the loss: 1 - the median ratio of games per second
 (goal: under 5%), and the extra CPU per game.
+
+**Keeping the CPUs awake.** The games are bound by latency more than by
+CPU (a decision is a round trip between the referee and a bot: under a
+millisecond): on a virtual machine a CPU that goes idle wakes up slowly, so
+anything that keeps the CPUs busy makes the games faster. 100 viewers do
+(their server and their process wake often), and without care the phases
+with viewers play 10-30% *faster*; a busy loop at nice 19 on each CPU does
+the same. So in every phase, with and without viewers, one busy loop per
+CPU runs at the idle scheduling class (``SCHED_IDLE``: it gets a CPU only
+when nothing else wants it), and no CPU ever sleeps; ``--let-idle`` leaves
+them out.
 
 ``--pin``: the arena (``--jobs 1``) on the first CPU this script may use,
 the viewers' process on the second: the viewers' reading then takes no CPU
@@ -168,6 +185,8 @@ class Phase:
     viewers: int
     games: int
     span: float  # seconds from the first game's start to the last one's end
+    steady: float  # games per second while every slot plays (see the module docstring)
+    duration: float  # mean seconds a game took, from its own start to its end
     cpu: float  # CPU seconds of the arena's process tree
     server_cpu: float  # CPU seconds of the page's server (sampled)
     server_during: float  # cores the server used while the games were played
@@ -177,6 +196,10 @@ class Phase:
 
     @property
     def rate(self) -> float:
+        return self.steady
+
+    @property
+    def whole(self) -> float:
         return self.games / self.span
 
     @property
@@ -263,8 +286,15 @@ def play(args: argparse.Namespace, work: Path, viewers: Any | None, cpus: list[i
         lag_text, least_text, _ = viewers.stdout.readline().split()
         lag, least = float(lag_text), int(least_text)
     records = [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines()]
-    first = min(r["started_at"] for r in records)
-    last = max(r["started_at"] + r["duration_s"] for r in records)
+    starts = sorted(r["started_at"] for r in records)
+    ends = sorted(r["started_at"] + r["duration_s"] for r in records)
+    first, last = starts[0], ends[-1]
+    # Every slot plays from the start of the jobs-th game to the end of the
+    # jobs-th game from the end (then a slot has no game left).
+    busy_from, busy_to = starts[args.jobs - 1], ends[-args.jobs]
+    ended = sum(1 for t in ends if busy_from < t <= busy_to)
+    if busy_to - busy_from < 1 or ended < 10:
+        raise SystemExit("a phase too short to measure: give more --rounds")
     # The server's CPU while the games were played, from a second after the
     # first one started (the viewers have connected) to the end of the last.
     during = [(t, c) for t, c in samples if first + 1 <= t <= last]
@@ -274,6 +304,8 @@ def play(args: argparse.Namespace, work: Path, viewers: Any | None, cpus: list[i
         viewers=VIEWERS if viewers is not None else 0,
         games=len(records),
         span=last - first,
+        steady=ended / (busy_to - busy_from),
+        duration=statistics.mean(r["duration_s"] for r in records),
         cpu=usage.ru_utime + usage.ru_stime,
         server_cpu=samples[-1][1],
         server_during=(during[-1][1] - during[0][1]) / (during[-1][0] - during[0][0]),
@@ -281,6 +313,17 @@ def play(args: argparse.Namespace, work: Path, viewers: Any | None, cpus: list[i
         least_bytes=least,
         scores=[r["scores"] for r in sorted(records, key=lambda r: r["game_index"])],
     )
+
+
+def keep_awake(cpu: int) -> subprocess.Popen[bytes]:
+    """A busy loop on ``cpu`` at the idle scheduling class (see the module docstring)."""
+    code = (
+        "import os\n"
+        f"os.sched_setaffinity(0, [{cpu}])\n"
+        "os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\n"
+        "while True:\n    pass\n"
+    )
+    return subprocess.Popen([sys.executable, "-c", code])
 
 
 # -- the summary ---------------------------------------------------------------------
@@ -304,8 +347,9 @@ def interval(values: list[float]) -> tuple[float, float]:
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
-def summary(pairs: list[tuple[Phase, Phase]]) -> list[str]:
-    """The summary lines of ``pairs`` (0 viewers, 100 viewers)."""
+def summary(pairs: list[tuple[Phase, Phase]], cpus: int) -> list[str]:
+    """The summary lines of ``pairs`` (0 viewers, 100 viewers); the arena may
+    use ``cpus`` CPUs."""
     med = statistics.median
     off = [a for a, _ in pairs]
     on = [b for _, b in pairs]
@@ -330,12 +374,13 @@ def summary(pairs: list[tuple[Phase, Phase]]) -> list[str]:
     rlo, rhi = interval(rate)
     clo, chi = interval(cpu)
     slo, shi = interval(server)
+    dlo, dhi = interval(during)
     return [
         f"compared: the same tournament of {off[0].games} games played {len(pairs)} times with 0 "
         f"and {len(pairs)} times with {VIEWERS} viewers, in alternating pairs",
         f"  {'median of the phases':<32}{'0 viewers':>10}{'100 viewers':>12}    "
         "per pair, 100 vs 0 viewers: median [95% interval]",
-        row("games/s (wall)", 2, lambda ps: med(p.rate for p in ps), rate, True),
+        row("games/s, every slot playing", 2, lambda ps: med(p.rate for p in ps), rate, True),
         row(
             "CPU s/game, the arena's tree", 4, lambda ps: med(p.cpu_per_game for p in ps), cpu, True
         ),
@@ -360,7 +405,10 @@ def summary(pairs: list[tuple[Phase, Phase]]) -> list[str]:
         f"[{100 * (clo - 1):.1f}%, {100 * (chi - 1):.1f}%] more",
         f"  CPU per game, the server alone: {100 * med(server):5.1f}% "
         f"[{100 * slo:.1f}%, {100 * shi:.1f}%] of the arena's CPU per game, "
-        "its 100 connections and closes included",
+        f"its {VIEWERS} connections and closes included (once per phase of {off[0].games} games)",
+        f"  while the games ran, the server: {med(during):+.3f} cores [{dlo:+.3f}, {dhi:+.3f}] "
+        f"= {100 * med(during) / cpus:.1f}% of the {cpus} CPU{'s' if cpus > 1 else ''} "
+        "the arena may use",
     ]
 
 
@@ -377,6 +425,11 @@ def main() -> None:
         action="store_true",
         help="share the core tokens with other arenas on the machine (default: own ones, root only)",
     )
+    parser.add_argument(
+        "--let-idle",
+        action="store_true",
+        help="no busy loop at the idle class on each CPU (see the module docstring)",
+    )
     parser.add_argument("--viewer-process", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.viewer_process:
@@ -388,6 +441,8 @@ def main() -> None:
     if args.jobs is None:
         args.jobs = 1 if args.pin else 2
     pinned = f"arena on CPU {cpus[0]}, viewers on CPU {cpus[1]}" if args.pin else "nothing pinned"
+    pinned += "" if args.let_idle else "; CPUs kept awake (a SCHED_IDLE busy loop on each)"
+    pinned += "; the arena's own core tokens" if not args.shared_cores else ""
     print(
         f"live_cost: the same tournament (4 sample bots, {args.rounds} rounds = "
         f"{4 * args.rounds} games to 100, --seed 7, --jobs {args.jobs}, --live) played "
@@ -409,6 +464,7 @@ def main() -> None:
         text=True,
         preexec_fn=pin_viewers,
     )
+    awake = [] if args.let_idle else [keep_awake(cpu) for cpu in cpus]
     pairs: list[tuple[Phase, Phase]] = []
     try:
         with tempfile.TemporaryDirectory(prefix="live-cost-") as tmp:
@@ -427,8 +483,8 @@ def main() -> None:
                         else ""
                     )
                     print(
-                        f"  phase {2 * k + len(got)}: {p.viewers:3d} viewers  {p.rate:6.2f} games/s  "
-                        f"{p.cpu_per_game:.4f} CPU s/game (server {p.server_cpu / p.games:.4f}){lag}",
+                        f"  phase {2 * k + len(got)}: {p.viewers:3d} viewers  {p.rate:6.2f} games/s (whole run {p.whole:5.2f})  "
+                        f"{p.duration:.3f} s a game  {p.cpu_per_game:.4f} CPU s/game (server {p.server_cpu / p.games:.4f}){lag}",
                         flush=True,
                     )
                 pairs.append((got[0], got[VIEWERS]))
@@ -437,7 +493,10 @@ def main() -> None:
         with contextlib.suppress(OSError):
             viewers.stdin.close()
         viewers.wait(10)
-    for line in summary(pairs):
+        for spinner in awake:
+            spinner.kill()
+            spinner.wait()
+    for line in summary(pairs, 1 if args.pin else len(cpus)):
         print(line)
 
 
