@@ -70,6 +70,7 @@ import json
 import os
 import re
 import select
+import shutil
 import statistics
 import subprocess
 import sys
@@ -423,7 +424,7 @@ def main() -> None:
     parser.add_argument(
         "--shared-cores",
         action="store_true",
-        help="share the core tokens with other arenas on the machine (default: own ones, root only)",
+        help="share the core tokens with other arenas on the machine (default: own ones as root)",
     )
     parser.add_argument(
         "--let-idle",
@@ -438,6 +439,8 @@ def main() -> None:
     cpus = sorted(os.sched_getaffinity(0))
     if args.pin and len(cpus) < 2:
         raise SystemExit("--pin needs two CPUs")
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        args.shared_cores = True  # a mount namespace of its own needs root
     if args.jobs is None:
         args.jobs = 1 if args.pin else 2
     pinned = f"arena on CPU {cpus[0]}, viewers on CPU {cpus[1]}" if args.pin else "nothing pinned"
