@@ -19,7 +19,7 @@ from arena.game.feed import LiveFeed, TableState
 from arena.game.referee import Referee, RefereeSettings, SeatSetup
 from arena.live.hub import Hub, standings_rows
 from arena.live.server import Address, LiveError, host_name, needs_token, parse_address
-from arena.protocol.faults import Fault
+from arena.protocol.faults import Fault, FaultKind
 from arena.report.outputs import analyse
 from arena.tournament.runner import TournamentSettings, schedule_round_robin
 from arena.tournament.synthetic import synthesize
@@ -81,7 +81,7 @@ def test_fault_events_carry_no_detail() -> None:
     ref = Referee(game, [SeatSetup(n, None) for n in game.seats], RefereeSettings(), None)
     seen: list[dict[str, Any]] = []
     ref._events = seen.append
-    ref._fault(ref.seats[1], "illegal", "played QS: R7; legal: 2C 3C", "play", 4, "QS")
+    ref._fault(ref.seats[1], FaultKind.ILLEGAL, "played QS: R7; legal: 2C 3C", "play", 4, "QS")
     assert seen == [{"event": "fault", "seat": 1, "reason": "illegal"}]
     assert ref.record.faults[0].detail == "played QS: R7; legal: 2C 3C"
 
