@@ -75,7 +75,7 @@ def rating_history(
     schedule (``game_index``).
 
     Args:
-        history: rating points per entrant (``Ladder.history``).
+        history: rating points per entrant (``RatingTable.history``).
         order: the entrants to draw, in legend order (their colours follow it).
         initial: ``(mu, sigma)`` before any game (drawn at the left edge).
         games_total: games in the schedule (the x axis' extent).

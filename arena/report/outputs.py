@@ -48,7 +48,7 @@ from arena.protocol.faults import FAULT_KINDS
 from arena.protocol.records import FaultJSON, GameRecordJSON, TrickJSON
 from arena.report import charts
 from arena.results import stats
-from arena.results.rating import Ladder, environment, environment_settings
+from arena.results.rating import RatingTable, environment, environment_settings
 from arena.results.standings import compute_standings, disqualify, sort_records
 from arena.tournament.runner import FORMAT_VERSION
 
@@ -392,17 +392,17 @@ class Analysis:
         records: the game records in schedule order, one per ``game_index``.
         standings: ``compute_standings`` rows, merged with the intervals and
             duplicate scores of ``stats.compute_statistics``.
-        ladder: the TrueSkill ladder after every game (with its history).
+        ratings: the TrueSkill table after every game (with its history).
         statistics: ``stats.compute_statistics``'s result.
         head_to_head: ``stats.head_to_head``'s result.
-        verdict: ``stats.verdict``'s result.
+        verdict: ``stats.top_settled``'s result (whether the top of the table is settled).
     """
 
     settings: dict[str, Any]
     names: list[str]
     records: list[GameRecordJSON]
     standings: list[dict[str, Any]]
-    ladder: Ladder
+    ratings: RatingTable
     statistics: dict[str, Any]
     head_to_head: dict[str, dict[str, dict[str, int]]]
     verdict: dict[str, Any]
@@ -413,7 +413,7 @@ def analyse(
 ) -> Analysis:
     """Standings, ratings, intervals, head-to-head and verdict of ``records``."""
     ordered = sort_records(records)
-    standings, ladder = compute_standings(names, ordered)
+    standings, ratings = compute_standings(names, ordered)
     disqualify(standings, settings.get("disqualify_after"))
     statistics = stats.compute_statistics(names, ordered, settings)
     for row in standings:
@@ -427,10 +427,10 @@ def analyse(
         names=list(names),
         records=ordered,
         standings=standings,
-        ladder=ladder,
+        ratings=ratings,
         statistics=statistics,
         head_to_head=stats.head_to_head(names, ordered),
-        verdict=stats.verdict(standings, statistics, played, unit),
+        verdict=stats.top_settled(standings, statistics, played, unit),
     )
 
 
@@ -596,8 +596,8 @@ def _game_row(rec: GameRecordJSON, site: _Site, root: str) -> dict[str, Any]:
 
 
 def _rating_chart(a: Analysis, order: Sequence[str], games_total: int) -> dict[str, Any]:
-    env = a.ladder.env
-    return charts.rating_history(a.ladder.history, order, (env.mu, env.sigma), games_total)
+    env = a.ratings.env
+    return charts.rating_history(a.ratings.history, order, (env.mu, env.sigma), games_total)
 
 
 def index_context(a: Analysis, results: Mapping[str, Any]) -> dict[str, Any]:

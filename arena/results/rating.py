@@ -49,7 +49,7 @@ class RatingPoint:
     sigma: float
 
 
-class Ladder:
+class RatingTable:
     """Current TrueSkill ratings of a set of entrants, updated game by game."""
 
     def __init__(
@@ -96,19 +96,19 @@ class Ladder:
 
 
 class InOrderRatings:
-    """Applies game results to a :class:`Ladder` in schedule order as they
+    """Applies game results to a :class:`RatingTable` in schedule order as they
     arrive in any order: a result waits until every game before it (from
     ``first`` on) has been applied. Only the waiting results are kept, so
     memory is bounded by how far completions run ahead (``--jobs`` chains),
     not by the number of games.
 
     Args:
-        ladder: the ratings to update.
+        table: the ratings to update.
         first: the ``game_index`` of the first game to apply.
     """
 
-    def __init__(self, ladder: Ladder, first: int = 0) -> None:
-        self.ladder = ladder
+    def __init__(self, table: RatingTable, first: int = 0) -> None:
+        self.table = table
         self.next = first
         self._waiting: dict[int, tuple[tuple[str, ...], tuple[int, ...]]] = {}
 
@@ -118,7 +118,7 @@ class InOrderRatings:
 
         Raises:
             ValueError: the game was already applied or is waiting (a
-                duplicate), or see :meth:`Ladder.apply`.
+                duplicate), or see :meth:`RatingTable.apply`.
         """
         if game_index < self.next or game_index in self._waiting:
             raise ValueError(f"game {game_index} was given twice")
@@ -126,7 +126,7 @@ class InOrderRatings:
         applied = 0
         while self.next in self._waiting:
             seated, ranked = self._waiting.pop(self.next)
-            self.ladder.apply(self.next, seated, ranked)
+            self.table.apply(self.next, seated, ranked)
             self.next += 1
             applied += 1
         return applied

@@ -12,7 +12,7 @@ from typing import Any
 
 from arena.protocol.faults import FAULT_KINDS
 from arena.protocol.records import GameRecordJSON
-from arena.results.rating import Ladder
+from arena.results.rating import RatingTable
 
 
 def sort_records(records: Iterable[GameRecordJSON]) -> list[GameRecordJSON]:
@@ -23,15 +23,15 @@ def sort_records(records: Iterable[GameRecordJSON]) -> list[GameRecordJSON]:
 
 def compute_standings(
     names: Sequence[str], records: Iterable[GameRecordJSON]
-) -> tuple[list[dict[str, Any]], Ladder]:
-    """The standings table and the rating ladder after ``records``.
+) -> tuple[list[dict[str, Any]], RatingTable]:
+    """The standings table and the rating table after ``records``.
 
     Args:
         names: every entrant, including those without a game yet.
         records: game records (any order; applied by ``game_index``).
 
     Returns:
-        ``(standings, ladder)``: one dict per entrant, sorted by the
+        ``(standings, ratings)``: one dict per entrant, sorted by the
         conservative rating ``mu - 3 sigma`` (best first; ties by name), with
         ``rank``, ``name``, ``mu``, ``sigma``, ``conservative``, ``games``,
         ``wins`` (shared first places count for each), ``mean_rank``,
@@ -41,7 +41,7 @@ def compute_standings(
         ``self_names`` (names the bot gave itself) and ``faults`` (counts by
         reason, always with the four keys).
     """
-    ladder = Ladder(names)
+    ratings = RatingTable(names)
     stats: dict[str, dict[str, Any]] = {
         n: {
             "games": 0,
@@ -60,7 +60,7 @@ def compute_standings(
     for rec in sort_records(records):
         seats: list[str] = rec["seats"]
         ranks: list[int] = rec["ranks"]
-        ladder.apply(rec["game_index"], seats, ranks)
+        ratings.apply(rec["game_index"], seats, ranks)
         for seat, name in enumerate(seats):
             st = stats[name]
             st["games"] += 1
@@ -92,7 +92,7 @@ def compute_standings(
         table.append(
             {
                 "name": name,
-                **ladder.snapshot(name),
+                **ratings.snapshot(name),
                 "games": games,
                 "wins": st["wins"],
                 "mean_rank": st["rank_sum"] / games if games else None,
@@ -109,7 +109,7 @@ def compute_standings(
     table.sort(key=lambda row: (-row["conservative"], row["name"]))
     for i, row in enumerate(table, 1):
         row["rank"] = i
-    return table, ladder
+    return table, ratings
 
 
 def disqualify(standings: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:

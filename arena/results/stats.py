@@ -287,7 +287,7 @@ def _range(lo: float, hi: float) -> str:
     return f"{-lo:.2f} more to {hi:.2f} fewer"
 
 
-def verdict(
+def top_settled(
     standings: Sequence[Mapping[str, Any]],
     statistics: Mapping[str, Any],
     rounds_played: int,

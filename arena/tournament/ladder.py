@@ -48,7 +48,7 @@ from arena.core.rules import ladder_deal_key
 from arena.game.referee import GameSpec
 from arena.protocol import records
 from arena.protocol.records import GameRecordJSON
-from arena.results.rating import Ladder
+from arena.results.rating import RatingTable
 from arena.tournament.runner import TournamentSettings
 
 #: Games of one ladder table: its deal in the four seat rotations.
@@ -196,7 +196,7 @@ class LadderPlanner:
         self.names = sorted(names)
         self.settings = settings
         self.window = window
-        self.ladder = Ladder(self.names)
+        self.table = RatingTable(self.names)
         self.games: dict[str, int] = dict.fromkeys(self.names, 0)
         # Each table's seating and batch: the games are remade from them on
         # demand (:attr:`scheduled`), so a long ladder keeps ~100 bytes a table.
@@ -228,7 +228,7 @@ class LadderPlanner:
     def sigma_reached(self) -> bool:
         """Whether every entrant's ``sigma`` is below ``settings.sigma_target``."""
         target = self.settings.sigma_target
-        return target is not None and all(r.sigma < target for r in self.ladder.ratings.values())
+        return target is not None and all(r.sigma < target for r in self.table.ratings.values())
 
     def next_batch(self) -> list[GameSpec]:
         """The games of the next batch, in schedule order; ``[]`` when the
@@ -248,7 +248,7 @@ class LadderPlanner:
             return []
         count = min(self.settings.ladder_batch, left)
         rng = random.Random(self.settings.master_key.draw_seed("ladder", str(self.batches)))
-        snapshot = {n: (r.mu, r.sigma) for n, r in self.ladder.ratings.items()}
+        snapshot = {n: (r.mu, r.sigma) for n, r in self.table.ratings.items()}
         chosen = choose_tables(snapshot, self.games, count, rng, self.window)
         first = self.tables
         batch: list[GameSpec] = []
@@ -279,7 +279,7 @@ class LadderPlanner:
                     f"{list(rec['seats'])}, the ladder chose {list(g.seats)}"
                 )
         for g in self._pending:
-            self.ladder.apply(g.game_index, g.seats, records[g.game_index]["ranks"])
+            self.table.apply(g.game_index, g.seats, records[g.game_index]["ranks"])
         self._pending = []
 
 

@@ -23,7 +23,7 @@ from arena.core.cards import cards_of
 from arena.core.rules import Game, Phase, deal_hands, deal_name, default_pass, default_play
 from arena.protocol.faults import Fault, FaultKind
 from arena.protocol.records import GameRecord, GameRecordJSON, GameSpec, hand_json
-from arena.results.rating import InOrderRatings, Ladder
+from arena.results.rating import InOrderRatings, RatingTable
 from arena.tournament.runner import ScheduleStream, TournamentSettings
 
 POLICIES = ("low", "random")
@@ -123,7 +123,7 @@ def synthetic_run(
     settings: TournamentSettings,
     journal: Path,
     policies: Mapping[str, str] | None = None,
-) -> Ladder:
+) -> RatingTable:
     """A long run without bot processes, as the runner does it without the
     report: the schedule streamed, each game's record written as a
     ``games.jsonl`` line (not synced to disk) and its result applied to the
@@ -135,11 +135,11 @@ def synthetic_run(
         The ratings after every game (without history), equal to
         :func:`arena.results.standings.compute_standings`'s on the same records.
     """
-    ladder = Ladder(names, keep_history=False)
-    rater = InOrderRatings(ladder)
+    table = RatingTable(names, keep_history=False)
+    rater = InOrderRatings(table)
     out: IO[str]
     with journal.open("w", encoding="utf-8") as out:
         for record in iter_synthesize(names, settings, policies):
             out.write(json.dumps(record, separators=(",", ":")) + "\n")
             rater.add(record["game_index"], record["seats"], record["ranks"])
-    return ladder
+    return table

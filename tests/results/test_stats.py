@@ -130,40 +130,41 @@ def test_verdict_says_settled_or_how_many_more_rounds() -> None:
     recs = _noisy_tournament({"a": 0.0, "b": 6.0, "c": 6.0, "d": 6.0}, rounds=10, seed=1)
     result = stats.compute_statistics(NAMES, recs, {"seed": 1})
     standings = [{"name": n, "games": 40} for n in ("a", "b", "c", "d")]
-    v = stats.verdict(standings, result, rounds_played=10)
+    v = stats.top_settled(standings, result, rounds_played=10)
     assert v["settled"] and v["metric"] == "duplicate" and v["more_rounds"] == 0
     assert v["text"].startswith("Settled: a leads b")
     # A small lead over few rounds: not settled, with a rough number of rounds
     # (the interval's half-width over the lead, squared, times the rounds played).
     recs = _noisy_tournament({"a": 4.5, "b": 6.0, "c": 6.0, "d": 6.0}, rounds=2, seed=2, deals=6)
     result = stats.compute_statistics(NAMES, recs, {"seed": 2})
-    v = stats.verdict(standings, result, rounds_played=2)
+    v = stats.top_settled(standings, result, rounds_played=2)
     assert not v["settled"] and v["low"] < 0 < v["difference"] < v["high"]
     half = (v["high"] - v["low"]) / 2
     assert v["more_rounds"] == math.ceil(2 * (half / v["difference"]) ** 2) - 2
     assert f"about {v['more_rounds']} more rounds" in v["text"]
     # A ladder counts games, not rounds: the same arithmetic over its 8 games.
-    v = stats.verdict(standings, result, rounds_played=8, unit="game")
+    v = stats.top_settled(standings, result, rounds_played=8, unit="game")
     assert (
         v["unit"] == "game" and v["more_rounds"] == math.ceil(8 * (half / v["difference"]) ** 2) - 8
     )
     assert f"about {v['more_rounds']} more games (" in v["text"] and "round" not in v["text"]
     # Level entrants: no practical number of rounds.
     recs = _noisy_tournament({"a": 5.5, "b": 6.0, "c": 6.0, "d": 6.0}, rounds=3, seed=2)
-    v = stats.verdict(standings, stats.compute_statistics(NAMES, recs, {"seed": 2}), 3)
+    v = stats.top_settled(standings, stats.compute_statistics(NAMES, recs, {"seed": 2}), 3)
     assert v["more_rounds"] is None and "cannot be told apart" in v["text"]
     # Too few deals (2 rounds of 3 hands): never settled, however clear the lead looks.
     recs = _noisy_tournament({"a": 0.0, "b": 6.0, "c": 6.0, "d": 6.0}, rounds=2, seed=1, deals=3)
     result = stats.compute_statistics(NAMES, recs, {"seed": 1})
     assert not result["bootstrap"]["reliable"]
     assert not any(p["significant"] for p in result["pairs"][stats.DUPLICATE])
-    v = stats.verdict(standings, result, rounds_played=2)
+    v = stats.top_settled(standings, result, rounds_played=2)
     assert not v["settled"] and v["more_rounds"] == 2  # 4 rounds give 12 deals, at least 10
     assert v["text"].startswith("Not settled: only 6 deals")
     # Nothing played: no verdict beyond that.
     empty = stats.compute_statistics(NAMES, [], {"seed": 2})
     assert (
-        "Too few games" in stats.verdict([{"name": n, "games": 0} for n in NAMES], empty, 0)["text"]
+        "Too few games"
+        in stats.top_settled([{"name": n, "games": 0} for n in NAMES], empty, 0)["text"]
     )
 
 
@@ -242,7 +243,7 @@ def test_verdict_is_about_the_first_two_rows_and_says_when_duplicate_disagrees()
     # b is clearly better on the same cards, though the table puts a first.
     recs = _noisy_tournament({"a": 6.0, "b": 4.0, "c": 6.0, "d": 6.0}, rounds=10, seed=1)
     result = stats.compute_statistics(NAMES, recs, {"seed": 1})
-    v = stats.verdict(standings, result, rounds_played=10)
+    v = stats.top_settled(standings, result, rounds_played=10)
     assert (v["leader"], v["runner_up"], v["agrees"], v["settled"]) == ("a", "b", False, False)
     assert v["difference"] < 0 and v["high"] < 0
     gap = f"{-v['difference']:.2f} more points per hand than b, second, on duplicate score"
@@ -253,7 +254,7 @@ def test_verdict_is_about_the_first_two_rows_and_says_when_duplicate_disagrees()
     # Within the noise, the disagreement is still said in plain words.
     recs = _noisy_tournament({"a": 6.0, "b": 5.8, "c": 6.0, "d": 6.0}, rounds=2, seed=2, deals=6)
     result = stats.compute_statistics(NAMES, recs, {"seed": 2})
-    v = stats.verdict(standings, result, rounds_played=2)
+    v = stats.top_settled(standings, result, rounds_played=2)
     assert v["leader"] == "a" and v["difference"] < 0 < v["high"] and v["low"] < 0
     assert v["agrees"] is False
     assert (
@@ -261,6 +262,6 @@ def test_verdict_is_about_the_first_two_rows_and_says_when_duplicate_disagrees()
     )
     # When they agree, nothing is said about disagreement, and the gap reads "fewer".
     standings = [{"name": n, "games": 40} for n in ("b", "a", "c", "d")]
-    v = stats.verdict(standings, result, rounds_played=2)
+    v = stats.top_settled(standings, result, rounds_played=2)
     assert v["leader"] == "b" and v["agrees"] is True and "disagree" not in v["text"]
     assert f"b, first, takes {v['difference']:.2f} fewer points per hand than a" in v["text"]

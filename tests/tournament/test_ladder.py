@@ -101,7 +101,7 @@ def test_budget_rounds_down_to_whole_tables_and_sigma_target_stops_early() -> No
     )
     assert planner.stop_reason == "sigma"
     assert 0 < len(planner.scheduled) < 400 and len(sink) == len(planner.scheduled)
-    assert all(r.sigma < 7.0 for r in planner.ladder.ratings.values())
+    assert all(r.sigma < 7.0 for r in planner.table.ratings.values())
 
 
 def test_play_ladder_replays_recorded_games_and_plays_the_rest() -> None:

@@ -175,21 +175,21 @@ def test_a_resumed_run_plays_the_stream_of_what_is_left(tmp_path: Path) -> None:
 
 
 def test_in_order_ratings_equal_the_standings_for_any_arrival_order() -> None:
-    from arena.results.rating import InOrderRatings, Ladder
+    from arena.results.rating import InOrderRatings, RatingTable
     from arena.results.standings import compute_standings
     from arena.tournament.synthetic import synthesize
 
     names = ["a", "b", "c", "d", "e"]
     recs = synthesize(names, TournamentSettings(seed=9, rounds=2, hands=1, target_score=None))
     _, want = compute_standings(names, recs)
-    ladder = Ladder(names, keep_history=False)
-    rater = InOrderRatings(ladder)
+    table = RatingTable(names, keep_history=False)
+    rater = InOrderRatings(table)
     shuffled = recs[1::2] + recs[0::2]  # every odd game arrives before every even one
     applied = [rater.add(r["game_index"], r["seats"], r["ranks"]) for r in shuffled]
     assert applied[: len(recs[1::2])] == [0] * len(recs[1::2])  # all wait for game 0
     assert sum(applied) == len(recs) and rater.waiting == 0
-    assert ladder.ratings == want.ratings
-    assert ladder.history == {n: [] for n in names}
+    assert table.ratings == want.ratings
+    assert table.history == {n: [] for n in names}
     with pytest.raises(ValueError, match="twice"):
         rater.add(0, recs[0]["seats"], recs[0]["ranks"])
 
@@ -208,7 +208,7 @@ def test_synthetic_run_writes_the_records_and_rates_in_schedule_order(tmp_path: 
     assert [json.loads(ln) for ln in lines] == recs
     assert len(recs) == 40
     _, want = compute_standings(names, recs)
-    assert ladder.ratings == want.ratings
+    assert table.ratings == want.ratings
 
 
 def test_runner_takes_the_chains_of_a_stream_in_order_and_lazily(
