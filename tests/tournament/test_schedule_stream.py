@@ -202,7 +202,7 @@ def test_synthetic_run_writes_the_records_and_rates_in_schedule_order(tmp_path: 
 
     names = ["a", "b", "c", "d", "e"]
     settings = TournamentSettings(seed=2, rounds=2, hands=1, target_score=None)
-    ladder = synthetic_run(names, settings, tmp_path / "games.jsonl", {"a": "low"})
+    table = synthetic_run(names, settings, tmp_path / "games.jsonl", {"a": "low"})
     recs = synthesize(names, settings, {"a": "low"})
     lines = (tmp_path / "games.jsonl").read_text().splitlines()
     assert [json.loads(ln) for ln in lines] == recs
