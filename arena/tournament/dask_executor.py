@@ -56,8 +56,8 @@ from arena.protocol.records import GameRecordJSON
 from arena.seats.entrants import Entrant
 from arena.seats.isolation import IsolationError
 from arena.seats.launcher import Launcher, LaunchOptions, _program_file
-from arena.tournament.executors import ExecutorUnavailable, RecordSink, work_units
 from arena.tournament.runner import Games, TournamentRunner, TournamentSettings
+from arena.tournament.work import ExecutorUnavailable, RecordSink, work_units
 
 #: The custom Dask worker resource one work unit (one table) takes.
 TABLE_RESOURCE: Final = "table"

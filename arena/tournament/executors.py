@@ -16,51 +16,26 @@ order, so the standings do not depend on the executor.
 
 from __future__ import annotations
 
-import importlib.util
-from collections.abc import Iterable, Sequence
-from typing import Any, Final, Protocol
+from collections.abc import Sequence
+from typing import Any
 
 import trio
 
-from arena.game.referee import GameSpec
-from arena.protocol import records
 from arena.seats.entrants import Entrant
 from arena.seats.launcher import Launcher
 from arena.tournament.pool import ProcessPool, worker_count
 from arena.tournament.runner import Games, TournamentRunner, TournamentSettings
+from arena.tournament.work import (
+    EXECUTORS,
+    Executor,
+    ExecutorUnavailable,
+    RecordSink,
+    dask_available,
+    work_units,
+)
 
 #: Games per worker process below which a local run stays in one process.
 POOL_MIN_GAMES: int = 8
-
-#: Executor names of ``--executor``.
-EXECUTORS: Final = ("local", "dask")
-
-#: Called with each finished game's JSON record.
-RecordSink = records.RecordSink
-
-
-class ExecutorUnavailable(RuntimeError):
-    """The executor asked for cannot run here (Dask not installed, or the
-    cluster unreachable or unfit); the message is one line for the user."""
-
-
-class Executor(Protocol):
-    """Plays games; see the module docstring."""
-
-    def play(self, games: Games, on_record: RecordSink) -> None:
-        """Play ``games`` (a list, or a :class:`arena.tournament.runner.ScheduleStream`
-        walked lazily by the local executor), calling ``on_record`` once per finished game in
-        the calling thread. Returns when every game is recorded.
-
-        A ``KeyboardInterrupt`` stops the games in flight (their bot
-        processes are closed) and propagates; games finished before it were
-        already handed to ``on_record``.
-        """
-        ...
-
-    def close(self) -> None:
-        """Release what the executor holds (a cluster it started)."""
-        ...
 
 
 class LocalExecutor:
@@ -111,29 +86,6 @@ class LocalExecutor:
             self._pool = None
 
 
-def work_units(games: Iterable[GameSpec]) -> list[list[GameSpec]]:
-    """The games grouped into units a remote worker plays as one task, in
-    schedule order of their first games: all the games of one table (a
-    ladder table's four rotations of one deal; a round-robin or gauntlet
-    table's seatings over the rounds, played as chains that reuse processes).
-    Games that share a deal are always in one unit, whose games the worker
-    plays one at a time, so no two games of a deal are in play at once.
-    Builds every unit at once (a stream is walked whole): the Dask executor
-    is not streamed."""
-    tables: dict[int, list[GameSpec]] = {}
-    for g in sorted(games, key=lambda g: g.game_index):
-        tables.setdefault(g.table, []).append(g)
-    return sorted(tables.values(), key=lambda unit: unit[0].game_index)
-
-
-def dask_available() -> bool:
-    """Whether ``dask.distributed`` can be imported (without importing it)."""
-    try:
-        return importlib.util.find_spec("distributed") is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def make_executor(
     kind: str,
     entrants: Sequence[Entrant],
@@ -171,3 +123,16 @@ def make_executor(
     from arena.tournament.dask_executor import DaskExecutor
 
     return DaskExecutor(entrants, settings, launcher.options, scheduler)
+
+
+__all__ = [
+    "EXECUTORS",
+    "POOL_MIN_GAMES",
+    "Executor",
+    "ExecutorUnavailable",
+    "LocalExecutor",
+    "RecordSink",
+    "dask_available",
+    "make_executor",
+    "work_units",
+]

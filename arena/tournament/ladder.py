@@ -53,8 +53,9 @@ from arena.tournament.runner import TournamentSettings
 
 #: Games of one ladder table: its deal in the four seat rotations.
 GAMES_PER_TABLE: Final = 4
-#: Default tables per batch (``--ladder-batch``).
-DEFAULT_BATCH_TABLES: Final = 16
+#: Default tables per batch (``--ladder-batch``): the default of
+#: :attr:`TournamentSettings.ladder_batch`, its one home.
+DEFAULT_BATCH_TABLES: Final[int] = TournamentSettings().ladder_batch
 #: Smallest opponent window: the three nearest entrants in ``mu``.
 MIN_WINDOW: Final = 3
 

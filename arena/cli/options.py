@@ -1,0 +1,559 @@
+"""Every option of ``run``, declared once, in one table (:data:`RUN_OPTIONS`).
+
+The table is read twice: by the argument parser (:func:`add_run_options`)
+and by the ``--config`` TOML reader (:mod:`arena.cli.config`, through
+:func:`option_for`, :meth:`Option.convert` and :func:`exclusive_partners`), so
+a flag and its file key share one name, one type, one check and one default.
+The tools (``check``, ``replay``, ``play``) and ``watch`` take some of the
+same options from this table (:meth:`Option.add_to`, with their own help or
+default where their meaning differs).
+
+Defaults have one home each: the settings class that owns them
+(:class:`~arena.game.referee.RefereeSettings` for the time limits, strikes
+and transcript cap; :class:`~arena.tournament.runner.TournamentSettings` for
+rounds, seating, length and format; :class:`~arena.seats.isolation.Limits`
+and :class:`~arena.seats.launcher.LaunchOptions` for the bots' bounds), read
+here with :func:`field_default`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from arena.cli.errors import CliError
+from arena.game.referee import RefereeSettings
+from arena.report.verdict import Condition, ConditionError, parse_condition
+from arena.seats.isolation import Limits
+from arena.seats.launcher import LaunchOptions
+from arena.tournament.runner import FORMATS, TournamentSettings
+from arena.tournament.work import EXECUTORS
+
+
+def field_default(cls: type, name: str) -> Any:
+    """The default of field ``name`` of dataclass ``cls`` (its ``default``,
+    or what its ``default_factory`` makes), without making an instance.
+
+    Raises:
+        KeyError: ``cls`` has no such field, or it has no default.
+    """
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            if f.default is not dataclasses.MISSING:
+                return f.default
+            if f.default_factory is not dataclasses.MISSING:
+                return f.default_factory()
+            break
+    raise KeyError(f"{cls.__name__}.{name} has no default")
+
+
+# -- argparse types: each turns the flag's text into its value, or says why not ---------
+
+
+def positive_float(text: str) -> float:
+    """A positive finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer of 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    """An integer of 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def output_file(text: str) -> Path:
+    """A file the arena will write (``--junit``): refused at once when it is
+    empty, an existing folder, or under a file."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("give a file name")
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name")
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            raise argparse.ArgumentTypeError(f"{parent} is a file, not a folder")
+    return path
+
+
+def output_folder(text: str) -> Path:
+    """``--out``: any path but an empty one."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("give a folder name")
+    return Path(text)
+
+
+def sigma(text: str) -> float:
+    """A positive finite TrueSkill sigma (``--sigma-target``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def delay(text: str) -> float:
+    """0 to 3600 seconds (``--live-delay``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError("a delay is 0..3600 seconds")
+    return value
+
+
+def condition(text: str) -> Condition:
+    """A ``--fail-if`` condition (:func:`arena.report.verdict.parse_condition`)."""
+    try:
+        return parse_condition(text)
+    except ConditionError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--fail-if {text!r}: ")) from None
+
+
+# -- the table -------------------------------------------------------------------
+
+
+class _Keep:
+    """The marker of :meth:`Option.add_to`'s "as declared"."""
+
+
+KEEP: Final = _Keep()
+
+#: ``Option.default`` computed when the parser is built (``--jobs``: the machine's cores).
+Computed = Callable[[], Any]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One command-line option (or positional argument) and its file key.
+
+    Attributes:
+        flags: the option strings (``("--time-limit",)``); empty for a positional.
+        dest: the attribute of the parsed arguments, and the ``--config`` key
+            (with ``_`` or ``-``).
+        help: the ``--help`` text.
+        type: turns the flag's text into its value (an argparse type).
+        default: the value when not given (a :data:`Computed` is called
+            when the parser is built).
+        action: ``None`` (a value), ``"store_true"``, ``"store_false"`` or
+            ``"append"`` (repeatable).
+        choices: the values allowed, or ``None``.
+        metavar: the value's name in ``--help``.
+        nargs: for a positional, ``"*"`` or ``"?"``.
+        group: the ``--help`` section, or ``None`` for the command's own list.
+        exclusive: options sharing this name are mutually exclusive.
+        in_file: whether a ``--config`` file may set it.
+    """
+
+    flags: tuple[str, ...]
+    dest: str
+    help: str
+    type: Callable[[str], Any] | None = None
+    default: Any = None
+    action: str | None = None
+    choices: Sequence[Any] | None = None
+    metavar: str | None = None
+    nargs: str | None = None
+    group: str | None = None
+    exclusive: str | None = None
+    in_file: bool = True
+
+    def arguments(self, *, default: Any = KEEP, help: str | None = None) -> dict[str, Any]:
+        """The keyword arguments of ``add_argument`` (``default`` and
+        ``help`` replaced when given)."""
+        value = self.default if default is KEEP else default
+        if callable(value) and default is KEEP:
+            value = value()
+        kwargs: dict[str, Any] = {"help": self.help if help is None else help, "default": value}
+        if self.flags and self.dest != self.flags[0].lstrip("-").replace("-", "_"):
+            kwargs["dest"] = self.dest
+        if self.action is not None:
+            kwargs["action"] = self.action
+        for name in ("type", "choices", "metavar", "nargs"):
+            if getattr(self, name) is not None:
+                kwargs[name] = getattr(self, name)
+        return kwargs
+
+    def add_to(
+        self, parser: Any, *, default: Any = KEEP, help: str | None = None, **extra: Any
+    ) -> None:
+        """Declare the option on ``parser`` (a parser, an argument group or a
+        mutually exclusive group); ``extra`` goes to ``add_argument`` as it is."""
+        kwargs = self.arguments(default=default, help=help) | extra
+        if self.flags:
+            parser.add_argument(*self.flags, **kwargs)
+        else:
+            parser.add_argument(self.dest, **kwargs)
+
+    @property
+    def is_switch(self) -> bool:
+        """Whether the option takes no value (``true`` or ``false`` in a file)."""
+        return self.action in ("store_true", "store_false")
+
+    def convert(self, value: Any, where: str, base: Path) -> Any:
+        """Check and convert one ``--config`` value as the parser would the
+        flag's text; a relative path is taken from ``base`` (the file's folder).
+
+        Raises:
+            CliError: exit 2, ``where: problem`` (a wrong TOML type, a value
+                the flag's type refuses, a value not among its choices).
+        """
+        if self.is_switch:
+            if not isinstance(value, bool):
+                raise CliError(f"{where}: must be true or false, got {value!r}")
+            return value
+        if self.action == "append":
+            items = value if isinstance(value, list) else [value]
+            return [self._one(v, f"{where}[{i}]", base) for i, v in enumerate(items)]
+        return self._one(value, where, base)
+
+    def _one(self, value: Any, where: str, base: Path) -> Any:
+        if isinstance(value, bool | list | dict):
+            raise CliError(f"{where}: must be a number or text, got {value!r}")
+        try:
+            result = self.type(str(value)) if self.type is not None else str(value)
+        except (argparse.ArgumentTypeError, ValueError) as exc:
+            raise CliError(f"{where}: {exc}") from None
+        if self.choices is not None and result not in self.choices:
+            choices = ", ".join(map(str, self.choices))
+            raise CliError(f"{where}: must be one of {choices}, got {value!r}")
+        if isinstance(result, Path) and not result.is_absolute():  # relative to the file
+            result = Path(os.path.normpath(base / result))
+        return result
+
+
+_REFEREE: Final = RefereeSettings()
+_TOURNAMENT: Final = TournamentSettings()
+_LIMITS: Final = Limits()
+
+ISOLATION: Final = "running untrusted bots"
+CI: Final = "formats and CI verdicts"
+BIG: Final = "large competitions (--format ladder, --executor dask)"
+LIVE: Final = "the live view"
+
+TIME_LIMIT: Final = Option(
+    ("--time-limit",), "time_limit", f"seconds per decision (default {_REFEREE.time_limit})",
+    type=positive_float, default=_REFEREE.time_limit,
+)  # fmt: skip
+STARTUP_TIME: Final = Option(
+    ("--startup-time",), "startup_time",
+    f"seconds for the handshake (default {_REFEREE.startup_time:g})",
+    type=positive_float, default=_REFEREE.startup_time,
+)  # fmt: skip
+STRIKES: Final = Option(
+    ("--strikes",), "strikes",
+    f"consecutive timeouts before a seat is struck out (default {_REFEREE.strikes}; 0: never)",
+    type=nonnegative_int, default=_REFEREE.strikes,
+)  # fmt: skip
+TARGET_SCORE: Final = Option(
+    ("--target-score",), "target_score",
+    f"play games to this total (default {_TOURNAMENT.target_score}, R13)",
+    type=positive_int, exclusive="length",
+)  # fmt: skip
+HANDS: Final = Option(
+    ("--hands",), "hands", "play exactly this many hands per game",
+    type=positive_int, exclusive="length",
+)  # fmt: skip
+SEED: Final = Option(
+    ("--seed",), "seed",
+    "a public seed every random choice derives from, for reproducible runs: anyone "
+    "who knows it can compute every deal (default: a secret 256-bit key is drawn)",
+    type=int,
+)  # fmt: skip
+JUNIT: Final = Option(
+    ("--junit",), "junit",
+    "write JUnit XML: one test case per entrant judged (a gauntlet's candidate, "
+    "else each), failed iff a --fail-if holds for it (none given: faults>0)",
+    type=output_file, metavar="FILE", group=CI,
+)  # fmt: skip
+LIVE_ADDRESS: Final = Option(
+    ("--live",), "live",
+    "serve a spectator's page of the tournament on this port (host 127.0.0.1 "
+    "unless given; 0: any free port); its address is printed, with an access token "
+    "when the host is not loopback or bots run without --sandbox",
+    metavar="[HOST:]PORT", group=LIVE,
+)  # fmt: skip
+LIVE_DELAY: Final = Option(
+    ("--live-delay",), "live_delay", "hold the live view back by S seconds (default 0)",
+    type=delay, default=0.0, metavar="S", group=LIVE,
+)  # fmt: skip
+
+#: How bots are run (user, sandbox, limits): ``run``, ``check``, ``replay`` and ``play``.
+ISOLATION_OPTIONS: Final = (
+    Option(
+        ("--no-sandbox",), "sandbox",
+        "do not seal bots (by default each bot runs sealed in bubblewrap where it can: "
+        "no network, no other process or bot's files, private /tmp)",
+        action="store_false", group=ISOLATION,
+    ),
+    Option(
+        ("--sandbox",), "sandbox",
+        "require the seal: refuse to start (exit 4) where bots cannot be sealed",
+        action="store_true", default=False, group=ISOLATION,
+    ),
+    Option(
+        ("--sandbox-ro",), "sandbox_ro",
+        "bind PATH read-only into every sealed bot (a runtime outside /usr); repeatable",
+        action="append", type=Path, default=lambda: [], metavar="PATH", group=ISOLATION,
+    ),
+    Option(
+        ("--tmp-size",), "tmp_size",
+        "size of a sealed bot's private /tmp and of its /dev/shm, each "
+        f"(default {field_default(LaunchOptions, 'tmp_mb')})",
+        type=positive_int, default=field_default(LaunchOptions, "tmp_mb"), metavar="MIB",
+        group=ISOLATION,
+    ),
+    Option(
+        ("--same-user",), "same_user",
+        "when the arena runs as root, run bots as root too (not one unprivileged uid each)",
+        action="store_true", default=False, group=ISOLATION,
+    ),
+    Option(
+        ("--memory-limit",), "memory_limit",
+        "memory per bot in MiB: for the bot as a whole where a memory control group "
+        f"binds, else address space per process (default {_LIMITS.memory_mb}; 0: none)",
+        type=nonnegative_int, default=_LIMITS.memory_mb, metavar="MIB", group=ISOLATION,
+    ),
+    Option(
+        ("--cpu-limit",), "cpu_limit",
+        f"CPU seconds per bot process and game (default {_LIMITS.cpu_seconds}; 0: none)",
+        type=nonnegative_int, default=_LIMITS.cpu_seconds, metavar="SECONDS", group=ISOLATION,
+    ),
+    Option(
+        ("--max-processes",), "max_processes",
+        f"processes and threads per bot (default {_LIMITS.processes}; a pids control group, "
+        "else binds only unprivileged bot users)",
+        type=positive_int, default=_LIMITS.processes, metavar="N", group=ISOLATION,
+    ),
+    Option(
+        ("--cores",), "cores",
+        "bots thinking at once across all games; a decision's clock starts when its bot "
+        "gets a core (default 0: the machine's cores)",
+        type=nonnegative_int, default=field_default(LaunchOptions, "cores"), metavar="N",
+        group=ISOLATION,
+    ),
+    Option(
+        ("--ponder",), "ponder",
+        "let bots think on others' time (by default a bot not on move is frozen)",
+        action="store_true", default=False, group=ISOLATION,
+    ),
+    Option(
+        ("--max-open-files",), "max_open_files",
+        f"open files per bot process (default {_LIMITS.open_files})",
+        type=positive_int, default=_LIMITS.open_files, metavar="N", group=ISOLATION,
+    ),
+)  # fmt: skip
+
+#: Every option of ``run``, in ``--help`` order.
+RUN_OPTIONS: Final[tuple[Option, ...]] = (
+    Option(
+        (), "bots", "a program file, a .py file, or NAME=COMMAND; none: the four sample bots",
+        nargs="*", metavar="BOT", in_file=False,
+    ),
+    Option(
+        ("--rounds",), "rounds", f"rounds (default {_TOURNAMENT.rounds})",
+        type=positive_int, default=_TOURNAMENT.rounds,
+    ),
+    Option(
+        ("--seating",), "seating",
+        "seatings of each table per round: the 4 rotations (default) or all 24 "
+        "seat permutations, so each entrant meets every order of neighbours",
+        choices=("rotations", "full"), default=_TOURNAMENT.seating,
+    ),
+    SEED,
+    Option(
+        ("--key-file",), "key_file",
+        "the tournament's master key (64 hexadecimal digits, as results.json reveals "
+        "it), to play a tournament again exactly",
+        type=Path, metavar="FILE",
+    ),
+    TARGET_SCORE,
+    HANDS,
+    TIME_LIMIT,
+    STARTUP_TIME,
+    STRIKES,
+    Option(
+        ("--disqualify-after",), "disqualify_after",
+        "rank an entrant with N or more faults in the tournament after every other "
+        "(marked in the report, standings.csv and results.json; its games still count "
+        "for the others); default: off",
+        type=positive_int, metavar="N",
+    ),
+    Option(
+        ("--jobs",), "jobs", "games in flight at once (default: the number of cores)",
+        type=positive_int, default=lambda: os.cpu_count() or 1,
+    ),
+    Option(
+        ("--fresh-processes",), "fresh_processes", "start new bot processes for every game",
+        action="store_true", default=False,
+    ),
+    Option(
+        ("--transcripts",), "transcripts",
+        "record every message sent and received per seat", action="store_true", default=False,
+    ),
+    Option(
+        ("--out",), "out", "output folder (default reports/)",
+        type=output_folder, default=Path("reports"),
+    ),
+    Option(
+        ("--overwrite",), "overwrite", "replace a tournament already in --out",
+        action="store_true", default=False,
+    ),
+    Option(
+        ("--resume",), "resume", "continue the tournament in --out from its games.jsonl",
+        action="store_true", default=False,
+    ),
+    Option(
+        ("--dry-run",), "dry_run",
+        "print the tables, game count and a time estimate; play nothing",
+        action="store_true", default=False,
+    ),
+    Option(("--quiet",), "quiet", "no progress display", action="store_true", default=False),
+    *ISOLATION_OPTIONS,
+    Option(
+        ("--format",), "format",
+        "round-robin: every table of four (default); gauntlet: only the tables "
+        "that include --candidate"
+        + ("; ladder: tables chosen from the ratings (--games)" if "ladder" in FORMATS else ""),
+        choices=FORMATS, default=_TOURNAMENT.format, group=CI,
+    ),
+    Option(
+        ("--candidate",), "candidate",
+        "the entrant a gauntlet is about (every table includes it; --fail-if judges it)",
+        metavar="NAME", group=CI,
+    ),
+    Option(
+        ("--fail-if",), "fail_if",
+        "exit with code 5 if METRIC OP VALUE holds for the candidate (gauntlet) or "
+        "any entrant, e.g. 'faults>0', 'points_per_hand>low' (another entrant's value), "
+        "'mean_rank>2.5'; repeatable (see the README, 'Testing your bot in CI')",
+        action="append", type=condition, metavar="CONDITION", group=CI,
+    ),
+    JUNIT,
+    Option(
+        ("--config",), "config",
+        "read entrants and settings from a TOML file (flags given override it; "
+        "see examples/tournament.toml)",
+        type=Path, metavar="FILE", group=CI, in_file=False,
+    ),
+    Option(
+        ("--transcript-cap",), "transcript_cap",
+        f"with --transcripts: most messages kept per seat and game (default "
+        f"{_REFEREE.transcript_cap}, about 22 hands; a hand is about 44 messages)",
+        type=positive_int, default=_REFEREE.transcript_cap, metavar="N", group=CI,
+    ),
+    Option(
+        ("--games",), "games",
+        "--format ladder: play at most G games (whole tables of 4 games: one deal "
+        "in its 4 seat rotations)",
+        type=positive_int, metavar="G", group=BIG,
+    ),
+    Option(
+        ("--sigma-target",), "sigma_target",
+        "--format ladder: stop early once every entrant's TrueSkill sigma is below "
+        "SIGMA (checked between batches; the start is 8.33)",
+        type=sigma, metavar="SIGMA", group=BIG,
+    ),
+    Option(
+        ("--ladder-batch",), "ladder_batch",
+        f"--format ladder: tables chosen at a time from one snapshot of the ratings "
+        f"(default {_TOURNAMENT.ladder_batch}; part of the tournament, so independent "
+        "of --jobs)",
+        type=positive_int, metavar="TABLES", group=BIG,
+    ),
+    Option(
+        ("--executor",), "executor",
+        "where games are played: local (default) or dask (a Dask distributed "
+        "cluster; needs pip install 'hearts-arena[dask]')",
+        choices=EXECUTORS, default="local", group=BIG,
+    ),
+    Option(
+        ("--scheduler",), "scheduler",
+        "--executor dask: the scheduler's address, e.g. tcp://10.0.0.5:8786 "
+        "(default: start a local cluster of --jobs workers)",
+        metavar="ADDRESS", group=BIG,
+    ),
+    LIVE_ADDRESS,
+    LIVE_DELAY,
+)  # fmt: skip
+
+
+def add_options(
+    parser: argparse.ArgumentParser, options: Sequence[Option], *, suppress: bool = False
+) -> None:
+    """Declare ``options`` on ``parser``, each in its ``--help`` section
+    (made once, in the order first met) and its mutually exclusive group.
+    With ``suppress`` no option has a default, so the parsed arguments hold
+    only what was given (see :func:`given_in`)."""
+    groups: dict[str | None, Any] = {None: parser}
+    exclusive: dict[str, Any] = {}
+    for option in options:
+        if option.group not in groups:
+            groups[option.group] = parser.add_argument_group(option.group)
+        target = groups[option.group]
+        if option.exclusive is not None:
+            if option.exclusive not in exclusive:
+                exclusive[option.exclusive] = target.add_mutually_exclusive_group()
+            target = exclusive[option.exclusive]
+        option.add_to(target, default=argparse.SUPPRESS if suppress else KEEP)
+
+
+def add_run_options(parser: argparse.ArgumentParser, *, suppress: bool = False) -> None:
+    """Declare every option of ``run`` (:data:`RUN_OPTIONS`) on ``parser``."""
+    add_options(parser, RUN_OPTIONS, suppress=suppress)
+
+
+def option_for(dest: str) -> Option | None:
+    """The ``run`` option a ``--config`` file may set under ``dest``, or
+    ``None`` (an unknown key, or one a file cannot set). Of two options of
+    one ``dest`` (``--sandbox``, ``--no-sandbox``) the last is given."""
+    found = None
+    for option in RUN_OPTIONS:
+        if option.dest == dest and option.in_file:
+            found = option
+    return found
+
+
+def file_keys() -> list[str]:
+    """The ``dest`` of every ``run`` option a ``--config`` file may set."""
+    return list(dict.fromkeys(o.dest for o in RUN_OPTIONS if o.in_file))
+
+
+def exclusive_partners() -> dict[str, set[str]]:
+    """For each ``run`` option of a mutually exclusive group, the ``dest`` of
+    the others (``{"hands": {"target_score"}, ...}``)."""
+    members: dict[str, set[str]] = {}
+    for option in RUN_OPTIONS:
+        if option.exclusive is not None:
+            members.setdefault(option.exclusive, set()).add(option.dest)
+    return {d: dests - {d} for dests in members.values() for d in dests}
