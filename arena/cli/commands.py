@@ -1,4 +1,7 @@
-"""What the ``run`` and ``report`` commands do, once the arguments are parsed."""
+"""What the ``run``, ``report``, ``verify`` and ``cleanup`` commands do, once
+the arguments are parsed: ``run`` as named steps (:func:`_run_command`), its
+output folder (lock, key file, ``--resume``), and the errors of each as exit
+codes (:mod:`arena.cli.errors`)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,9 @@ from collections.abc import Iterator, Sequence, Sized
 from pathlib import Path
 from typing import Any, Final
 
-from arena.cli.main import (
+from arena.cli import competition
+from arena.cli.config import given_on_command_line
+from arena.cli.errors import (
     EXIT_ENVIRONMENT,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -23,21 +28,24 @@ from arena.cli.main import (
     EXIT_USAGE,
     CliError,
 )
-from arena.cli.tools import DEFAULT_TRANSCRIPT_CAP, conclude_run, prepare_run, run_verdict
+from arena.cli.live import check_live_args, open_live
+from arena.cli.settings import check_launcher, launch_options, read_run_file, tournament_settings
+from arena.cli.tools import conclude_run, prepare_run, run_verdict
 from arena.core.keys import BadKeyError, MasterKey
-from arena.game.referee import RefereeSettings
 from arena.protocol.records import FaultJSON, GameRecordJSON
 from arena.report.outputs import GAMES_FILE, INDEX_FILE, RESULTS_FILE, RUN_FILE, write_outputs
+from arena.report.runfile import write_run_file
 from arena.seats import cgroups
 from arena.seats.entrants import (
     Entrant,
     EntrantError,
     describe,
+    entrant_from_record,
     parse_entrants,
     remove_tmpdirs_of_run,
     sample_entrants,
 )
-from arena.seats.isolation import IsolationError, Limits, kill_all
+from arena.seats.isolation import kill_all
 from arena.seats.launcher import RUN_VARIABLE, Launcher, LaunchOptions
 from arena.tournament.runner import (
     FORMAT_VERSION,
@@ -130,10 +138,7 @@ def apply_resume(args: argparse.Namespace, argv: list[str]) -> None:
     path = args.out / RUN_FILE
     if not path.exists():
         return  # refused with its own message by _prepare_out
-    from arena.cli.config import given_on_command_line
-    from arena.seats.entrants import entrant_from_record
-
-    info = load_run_file(path)
+    info = read_run_file(path)
     recorded: dict[str, Any] = info["settings"]
     given = given_on_command_line(argv)
     exclusive = {"hands", "target_score"}
@@ -163,58 +168,6 @@ def apply_resume(args: argparse.Namespace, argv: list[str]) -> None:
         raise CliError(f"--resume: {path}: {exc}", EXIT_OUTPUT) from None
 
 
-def _settings(args: argparse.Namespace, key: MasterKey) -> TournamentSettings:
-    target = args.target_score if args.hands is None else None
-    if target is None and args.hands is None:
-        target = 100
-    return TournamentSettings(
-        seed=key.seed,
-        key=key,
-        rounds=args.rounds,
-        target_score=target,
-        hands=args.hands,
-        jobs=args.jobs,
-        fresh_processes=args.fresh_processes,
-        seating=getattr(args, "seating", "rotations"),
-        format=getattr(args, "format", "round-robin"),
-        candidate=getattr(args, "candidate", None),
-        disqualify_after=getattr(args, "disqualify_after", None),
-        **_ladder_settings(args),
-        referee=RefereeSettings(
-            time_limit=args.time_limit,
-            startup_time=args.startup_time,
-            strikes=args.strikes,
-            transcripts=args.transcripts,
-            transcript_cap=getattr(args, "transcript_cap", DEFAULT_TRANSCRIPT_CAP),
-        ),
-    )
-
-
-def _ladder_settings(args: argparse.Namespace) -> dict[str, Any]:
-    from arena.cli.competition import ladder_settings
-
-    return ladder_settings(args)
-
-
-def _launch_options(args: argparse.Namespace, run_id: str | None) -> LaunchOptions:
-    limits = Limits(
-        memory_mb=args.memory_limit,
-        cpu_seconds=args.cpu_limit,
-        processes=args.max_processes,
-        open_files=args.max_open_files,
-    )
-    options = LaunchOptions(
-        limits=limits,
-        sandbox=args.sandbox,
-        sandbox_ro=tuple(path.resolve() for path in args.sandbox_ro),
-        tmp_mb=args.tmp_size,
-        separate_users=False if args.same_user else None,
-        cores=getattr(args, "cores", 0),
-        ponder=getattr(args, "ponder", False),
-    )
-    return dataclasses.replace(options, run_id=run_id) if run_id else options
-
-
 def _fit_jobs(
     args: argparse.Namespace, settings: TournamentSettings, chains: int | None
 ) -> TournamentSettings:
@@ -241,16 +194,6 @@ def _fit_jobs(
         return settings
     print(fit.note, file=sys.stderr)
     return dataclasses.replace(settings, jobs=fit.jobs)
-
-
-def _check_launcher(launcher: Launcher, entrants: list[Entrant]) -> None:
-    try:
-        launcher.check(entrants)
-    except IsolationError as exc:
-        code = EXIT_USAGE if str(exc).startswith("entrant ") else EXIT_ENVIRONMENT
-        raise CliError(str(exc), code) from None
-    # The referee keeps the clocks: first on the CPU, like the bot on move.
-    cgroups.prioritize_self(cgroups.probe())
 
 
 def estimate(games: Sized, settings: TournamentSettings) -> dict[str, float]:
@@ -345,7 +288,7 @@ def _prepare_out_folder(args: argparse.Namespace, run_info: dict[str, Any]) -> l
                 f"--resume: {out} holds no tournament to resume ({RUN_FILE} is missing)",
                 EXIT_OUTPUT,
             )
-        old = load_run_file(run_path)
+        old = read_run_file(run_path)
         if old.get("format_version") != FORMAT_VERSION:
             raise CliError(
                 f"--resume: {out} was written by an older hearts-arena (format "
@@ -377,7 +320,7 @@ def _prepare_out_folder(args: argparse.Namespace, run_info: dict[str, Any]) -> l
             )
         for name in (GAMES_FILE, RESULTS_FILE, RUN_FILE, INDEX_FILE):
             (out / name).unlink(missing_ok=True)
-    _write_whole(out / RUN_FILE, json.dumps(run_info, indent=2) + "\n")
+    write_run_file(out / RUN_FILE, run_info)
     return []
 
 
@@ -392,54 +335,9 @@ def _difference(key: str, old: Any, new: Any) -> str:
     return f"{key}: recorded {json.dumps(old)[:60]}, given {json.dumps(new)[:60]}"
 
 
-def _write_whole(path: Path, text: str) -> None:
-    """Write ``path`` whole or not at all (no temporary file left on failure).
-
-    Raises:
-        OSError: it could not be written (a full disk).
-    """
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def load_run_file(path: Path) -> dict[str, Any]:
-    """A tournament's ``run.json``: an object with ``settings`` (an object
-    with ``seed`` and ``entrants``, each entrant an object with a ``name``)
-    and ``games_total``.
-
-    Raises:
-        CliError: (exit code 3) the file cannot be read or is not such an object.
-    """
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise CliError(f"{path} cannot be read as a run file: {exc}", EXIT_OUTPUT) from None
-    settings = info.get("settings") if isinstance(info, dict) else None
-    entrants = settings.get("entrants") if isinstance(settings, dict) else None
-    if (
-        not isinstance(info, dict)
-        or not isinstance(settings, dict)
-        or not isinstance(entrants, list)
-        or not all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in entrants)
-        or not isinstance(settings.get("seed"), int | str | None)
-        or type(info.get("games_total")) is not int
-    ):
-        raise CliError(
-            f"{path} is not a tournament's run file (settings, seed, entrants or "
-            "games_total missing or of the wrong type)",
-            EXIT_OUTPUT,
-        )
-    return info
-
-
 def _stored_run_info(args: argparse.Namespace) -> dict[str, Any] | None:
     path = args.out / RUN_FILE
-    return load_run_file(path) if args.resume and path.exists() else None
+    return read_run_file(path) if args.resume and path.exists() else None
 
 
 def _stored_run_id(args: argparse.Namespace) -> str | None:
@@ -607,19 +505,74 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
+    """The steps of ``run``: plan the games; start the launcher; take the
+    output folder; say what the run is; play; write the outputs and judge."""
+    plan = _plan(args)
+    if args.dry_run:
+        return _dry_run_plan(plan)
+    launcher = _start_launcher(args, plan, stack)
+    settings_json = settings_record(
+        plan.settings, describe(plan.entrants), {"isolation": launcher.options.describe()}
+    )
+    run_info = {
+        "format_version": FORMAT_VERSION,
+        "settings": settings_json,
+        "games_total": plan.total,
+        "run_id": launcher.options.run_id,
+    }
+    folder = _take_out_folder(args, stack, run_info, launcher.options, plan.key)
+    _announce(args, plan.key, launcher, folder.left_in_groups)
+    played = _play(args, plan, launcher, settings_json, folder)
+    return _finish(args, plan, settings_json, played)
+
+
+@dataclasses.dataclass
+class _Plan:
+    """What a run plays, decided before any bot starts.
+
+    Attributes:
+        entrants: the run's entrants.
+        key: its master key.
+        settings: its settings (``jobs`` fitted to the open-files limit).
+        games: the schedule, walked lazily (empty for a ladder, which
+            chooses its games as it goes).
+        total: the games announced: the schedule's, or a ladder's budget.
+    """
+
+    entrants: list[Entrant]
+    key: MasterKey
+    settings: TournamentSettings
+    games: Sized
+    total: int
+
+    @property
+    def names(self) -> list[str]:
+        """The entrants' names."""
+        return [e.name for e in self.entrants]
+
+    @property
+    def ladder(self) -> bool:
+        """Whether the run is a ladder (``--format ladder``)."""
+        return self.settings.format == "ladder"
+
+
+def _plan(args: argparse.Namespace) -> _Plan:
+    """Check the flags together and plan the run.
+
+    Raises:
+        CliError: exit 2: flags that do not go together, unusable entrants, a
+            schedule too large; exit 3: see :func:`_master_key`; exit 4: see
+            :func:`_fit_jobs` and :func:`arena.cli.competition.check_competition_args`.
+    """
     if args.resume and args.overwrite:
         raise CliError("--resume and --overwrite cannot be used together")
     entrants = _entrants(args)
-    prepare_run(args, [e.name for e in entrants])
-    from arena.cli import competition as big  # --format ladder, --executor dask
-
-    big.check_competition_args(args)
-    from arena.cli.live import check_live_args, open_live
-
+    names = [e.name for e in entrants]
+    prepare_run(args, names)
+    competition.check_competition_args(args)  # --format ladder, --executor dask
     check_live_args(args)
     key = _master_key(args)
-    settings = _settings(args, key)
-    names = [e.name for e in entrants]
+    settings = tournament_settings(args, key)
     ladder = settings.format == "ladder"
     if not ladder and (n := scheduled_games(len(names), settings)) > MAX_SCHEDULED_GAMES:
         raise CliError(
@@ -632,26 +585,64 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     # Chains of games (a table's seating across the rounds) run at once at most.
     chains = None if ladder else max(1, len(games) // settings.rounds)
     settings = _fit_jobs(args, settings, chains)
-    total = big.games_total(settings, games)
-    if args.dry_run:
-        if ladder:
-            big.dry_run_ladder(entrants, settings)
-            return EXIT_OK
-        return _dry_run(entrants, settings, games)
-    old_run_id = _stored_run_id(args)
-    launch = _launch_options(args, old_run_id)
-    launcher = Launcher(launch)
+    total = competition.games_total(settings, games)
+    return _Plan(entrants, key, settings, games, total)
+
+
+def _dry_run_plan(plan: _Plan) -> int:
+    """``--dry-run``: print the plan (a ladder's budget, or the tables, game
+    count and time estimate); exit 0."""
+    if plan.ladder:
+        competition.dry_run_ladder(plan.entrants, plan.settings)
+        return EXIT_OK
+    return _dry_run(plan.entrants, plan.settings, plan.games)
+
+
+def _start_launcher(args: argparse.Namespace, plan: _Plan, stack: contextlib.ExitStack) -> Launcher:
+    """The run's checked launcher (closed by ``stack``): the interrupted
+    run's id when resuming, so its leftovers can be found.
+
+    Raises:
+        CliError: see :func:`arena.cli.settings.check_launcher`.
+    """
+    launcher = Launcher(launch_options(args, _stored_run_id(args)))
     stack.callback(launcher.close)  # the entrants' copies of their folders
-    _check_launcher(launcher, entrants)
-    settings_json = settings_record(
-        settings, describe(entrants), {"isolation": launcher.options.describe()}
-    )
-    run_info = {
-        "format_version": FORMAT_VERSION,
-        "settings": settings_json,
-        "games_total": total,
-        "run_id": launch.run_id,
-    }
+    check_launcher(launcher, plan.entrants)
+    return launcher
+
+
+@dataclasses.dataclass
+class _Folder:
+    """The output folder once taken (locked, prepared, the key written).
+
+    Attributes:
+        records: the games already played (``--resume``), else empty.
+        left_in_groups: bot processes an earlier killed run left, killed.
+        run_groups: the run's control groups, or ``None``.
+        watchdog: the process that removes them if the arena dies, or ``None``.
+    """
+
+    records: list[GameRecordJSON]
+    left_in_groups: int
+    run_groups: cgroups.RunGroups | None
+    watchdog: Any
+
+
+def _take_out_folder(
+    args: argparse.Namespace,
+    stack: contextlib.ExitStack,
+    run_info: dict[str, Any],
+    launch: LaunchOptions,
+    key: MasterKey,
+) -> _Folder:
+    """Lock the output folder for the run (held by ``stack``), prepare it
+    (:func:`_prepare_out`), record the run's control groups and start their
+    watchdog, and keep the key in it.
+
+    Raises:
+        CliError: exit 3: the folder is in use, cannot be written, or holds
+            another tournament (see :func:`_prepare_out`).
+    """
     # A killed arena's bots may hold the folder's lock: end them first.
     left_in_groups = _remove_groups_left(args.out)
     stack.enter_context(out_lock(args.out))
@@ -666,22 +657,65 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         except OSError as exc:
             print(f"warning: no watchdog for the bots' groups: {exc}", file=sys.stderr)
     _write_key_file(args.out, key)
+    return _Folder(records, left_in_groups, run_groups, watchdog)
+
+
+def _announce(
+    args: argparse.Namespace, key: MasterKey, launcher: Launcher, left_in_groups: int
+) -> None:
+    """Say on stderr how bots are bounded, the key's commitment, and the
+    leftovers of an earlier run killed (those of an interrupted run being
+    resumed are killed here)."""
+    launch = launcher.options
     if not args.quiet:
         print(launch.describe_bounds(), file=sys.stderr)
     _announce_key(key, launcher.options)  # resolved: sealed or not
     if left_in_groups:
         print(f"killed {left_in_groups} bot processes left by an earlier run", file=sys.stderr)
+    old_run_id = _stored_run_id(args)
     if old_run_id:
         left = kill_all(env=f"{RUN_VARIABLE}={old_run_id}")
         if left:
             print(f"killed {left} bot processes left by the interrupted run", file=sys.stderr)
         remove_tmpdirs_of_run(old_run_id)
+
+
+@dataclasses.dataclass
+class _Played:
+    """What the games left: every record kept, the games announced (a
+    ladder's scheduled games once known), whether Ctrl-C stopped them, and
+    the output folder's write errors."""
+
+    records: list[GameRecordJSON]
+    total: int
+    interrupted: bool
+    disk_errors: list[OSError]
+
+
+def _play(
+    args: argparse.Namespace,
+    plan: _Plan,
+    launcher: Launcher,
+    settings_json: dict[str, Any],
+    folder: _Folder,
+) -> _Played:
+    """Play the games not yet played, each journaled as it ends (``--live``
+    page served meanwhile); then end every bot and folder the run made,
+    whatever happened. Ctrl-C and a full disk stop the games and are
+    reported in the result.
+
+    Raises:
+        CliError: exit 4 or 3, see :func:`arena.cli.competition.play_run`;
+            exit 3: the journal cannot be opened.
+    """
     out: Path = args.out
+    settings, records, total = plan.settings, folder.records, plan.total
     done = {r["game_index"] for r in records}
-    todo: Games = [] if ladder else ScheduleStream(names, settings, skip=done)
-    if args.resume and not ladder and not todo:
-        print(f"--resume: all {len(games)} games were already played", file=sys.stderr)
-    progress = _Progress(total, len(records) if ladder else len(games) - len(todo), args.quiet)
+    todo: Games = [] if plan.ladder else ScheduleStream(plan.names, settings, skip=done)
+    if args.resume and not plan.ladder and not todo:
+        print(f"--resume: all {len(plan.games)} games were already played", file=sys.stderr)
+    already = len(records) if plan.ladder else len(plan.games) - len(todo)
+    progress = _Progress(total, already, args.quiet)
     try:
         journal = Journal(out / GAMES_FILE)
     except OSError as exc:
@@ -707,15 +741,17 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     live = open_live(args, settings_json, total, out / GAMES_FILE, launcher.sealed)
     try:
         channel = live.channel if live is not None else None
-        executor = big.open_executor(args, entrants, settings, launcher, channel)
+        executor = competition.open_executor(args, plan.entrants, settings, launcher, channel)
         try:
-            scheduled = big.play_run(executor, names, settings, todo, records, on_record)
+            scheduled = competition.play_run(
+                executor, plan.names, settings, todo, records, on_record
+            )
         finally:
             executor.close()
         if scheduled is not None:  # a ladder: the games it chose
             total = scheduled
             try:
-                big.record_games_total(out, RUN_FILE, total)
+                competition.record_games_total(out, RUN_FILE, total)
             except OSError as exc:
                 disk_errors.append(exc)
     except* KeyboardInterrupt:  # Ctrl-C, possibly inside Trio's exception groups
@@ -730,39 +766,58 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
             disk_errors.append(exc)
         if live is not None:
             live.close()  # after the delay, so the page ends on the last game
-        # Bots and folders a killed or interrupted worker process left on this machine.
-        left = 0
-        if run_groups is not None:
-            left += cgroups.remove_run_dirs(run_groups.dirs())
-            with contextlib.suppress(OSError):
-                (out / cgroups.RECORD_FILE).unlink()
-        if watchdog is not None:  # the groups are gone: nothing left to watch
-            watchdog.kill()
-            watchdog.wait()
-        left += kill_all(env=f"{RUN_VARIABLE}={launch.run_id}")
-        if left:
-            print(f"killed {left} bot processes left by worker processes", file=sys.stderr)
-        remove_tmpdirs_of_run(launch.run_id)
-    if disk_errors:
-        raise _output_error(out, disk_errors[0])
+        _end_bots(out, launcher.options, folder)
+    return _Played(records, total, interrupted, disk_errors)
+
+
+def _end_bots(out: Path, launch: LaunchOptions, folder: _Folder) -> None:
+    """End the bots and folders a killed or interrupted worker process left
+    on this machine: the run's control groups (and their record in ``out``),
+    their watchdog, every process carrying the run's id, its temporary folders."""
+    left = 0
+    if folder.run_groups is not None:
+        left += cgroups.remove_run_dirs(folder.run_groups.dirs())
+        with contextlib.suppress(OSError):
+            (out / cgroups.RECORD_FILE).unlink()
+    if folder.watchdog is not None:  # the groups are gone: nothing left to watch
+        folder.watchdog.kill()
+        folder.watchdog.wait()
+    left += kill_all(env=f"{RUN_VARIABLE}={launch.run_id}")
+    if left:
+        print(f"killed {left} bot processes left by worker processes", file=sys.stderr)
+    remove_tmpdirs_of_run(launch.run_id)
+
+
+def _finish(
+    args: argparse.Namespace, plan: _Plan, settings_json: dict[str, Any], played: _Played
+) -> int:
+    """Write the outputs (the key revealed unless interrupted), judge the run
+    (``--fail-if``, ``--junit``), then print the standings; returns the exit
+    code (0, 5 if a verdict failed, 130 if interrupted).
+
+    Raises:
+        CliError: exit 3: the output folder could not be written.
+    """
+    out: Path = args.out
+    if played.disk_errors:
+        raise _output_error(out, played.disk_errors[0])
     # Every file is written before anything is printed: a closed pipe on
     # stdout or stderr can then neither lose a file nor change the verdict.
+    key = None if played.interrupted else plan.key.hex()
     try:
-        results = write_outputs(
-            out, settings_json, names, records, total, None if interrupted else key.hex()
-        )
+        results = write_outputs(out, settings_json, plan.names, played.records, played.total, key)
     except OSError as exc:
         raise _output_error(out, exc) from None
-    verdict = None if interrupted else run_verdict(args, results, records)
+    verdict = None if played.interrupted else run_verdict(args, results, played.records)
     _print_standings(results, out)
     if verdict is None:
         print(
-            f"interrupted: {results['games_played']} of {total} games kept; "
+            f"interrupted: {results['games_played']} of {played.total} games kept; "
             f"continue with: hearts-arena run ... --out {out} --resume",
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
-    _warn_faults(records)
+    _warn_faults(played.records)
     return conclude_run(verdict)
 
 
@@ -854,7 +909,7 @@ def report_command(args: argparse.Namespace) -> int:
 
 
 def _report(folder: Path, run_path: Path) -> int:
-    run_info = load_run_file(run_path)
+    run_info = read_run_file(run_path)
     names = [e["name"] for e in run_info["settings"]["entrants"]]
     try:
         records = read_journal(folder / GAMES_FILE, names)
@@ -923,7 +978,7 @@ def cleanup_command(args: argparse.Namespace) -> int:
         killed += _remove_groups_left(out)
         run_id = None
         if (out / RUN_FILE).exists():
-            value = load_run_file(out / RUN_FILE).get("run_id")
+            value = read_run_file(out / RUN_FILE).get("run_id")
             run_id = value if isinstance(value, str) and value.isalnum() else None
         if run_id:
             killed += kill_all(env=f"{RUN_VARIABLE}={run_id}")

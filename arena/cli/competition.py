@@ -1,26 +1,24 @@
-"""The command line of large competitions: the ladder's flags (``--format
-ladder`` with ``--games``, ``--sigma-target``, ``--ladder-batch``) and the
-executor's (``--executor``, ``--scheduler``). :mod:`arena.cli.main` adds them to
-``run``; :mod:`arena.cli.commands` calls :func:`check_competition_args`,
-:func:`open_executor` and :func:`play_run`. Exit codes are those of
-:mod:`arena.cli.main`.
+"""Large competitions on the command line: the ladder (``--format ladder``
+with ``--games``, ``--sigma-target``, ``--ladder-batch``) and the executor
+(``--executor``, ``--scheduler``); the flags themselves are declared in
+:mod:`arena.cli.options`. :mod:`arena.cli.commands` calls
+:func:`check_competition_args`, :func:`open_executor` and :func:`play_run`.
+Exit codes are those of :mod:`arena.cli.errors`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 from collections.abc import Sequence, Sized
 from pathlib import Path
 from typing import Any
 
-from arena.cli.main import EXIT_ENVIRONMENT, EXIT_USAGE, CliError, _positive_int
+from arena.cli.errors import EXIT_ENVIRONMENT, EXIT_OUTPUT, EXIT_USAGE, CliError
 from arena.protocol.records import GameRecordJSON
+from arena.report.runfile import set_games_total
 from arena.seats.entrants import Entrant
 from arena.seats.launcher import Launcher
 from arena.tournament.executors import (
-    EXECUTORS,
     Executor,
     ExecutorUnavailable,
     RecordSink,
@@ -28,66 +26,12 @@ from arena.tournament.executors import (
     make_executor,
 )
 from arena.tournament.ladder import (
-    DEFAULT_BATCH_TABLES,
     GAMES_PER_TABLE,
     describe_plan,
     ladder_budget,
     play_ladder,
 )
 from arena.tournament.runner import Games, TournamentSettings
-
-
-def _sigma(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
-
-
-def add_competition_flags(run: argparse.ArgumentParser) -> None:
-    """The ladder and executor flags of ``run``."""
-    big = run.add_argument_group("large competitions (--format ladder, --executor dask)")
-    big.add_argument(
-        "--games",
-        type=_positive_int,
-        default=None,
-        metavar="G",
-        help="--format ladder: play at most G games (whole tables of 4 games: one deal "
-        "in its 4 seat rotations)",
-    )
-    big.add_argument(
-        "--sigma-target",
-        type=_sigma,
-        default=None,
-        metavar="SIGMA",
-        help="--format ladder: stop early once every entrant's TrueSkill sigma is below "
-        "SIGMA (checked between batches; the start is 8.33)",
-    )
-    big.add_argument(
-        "--ladder-batch",
-        type=_positive_int,
-        default=None,
-        metavar="TABLES",
-        help=f"--format ladder: tables chosen at a time from one snapshot of the ratings "
-        f"(default {DEFAULT_BATCH_TABLES}; part of the tournament, so independent of --jobs)",
-    )
-    big.add_argument(
-        "--executor",
-        choices=EXECUTORS,
-        default="local",
-        help="where games are played: local (default) or dask (a Dask distributed "
-        "cluster; needs pip install 'hearts-arena[dask]')",
-    )
-    big.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        default=None,
-        help="--executor dask: the scheduler's address, e.g. tcp://10.0.0.5:8786 "
-        "(default: start a local cluster of --jobs workers)",
-    )
 
 
 def check_competition_args(args: argparse.Namespace) -> None:
@@ -121,18 +65,6 @@ def check_competition_args(args: argparse.Namespace) -> None:
             "--executor dask needs Dask distributed: pip install 'hearts-arena[dask]'",
             EXIT_ENVIRONMENT,
         )
-
-
-def ladder_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The ladder fields of :class:`TournamentSettings` from the flags."""
-    if getattr(args, "format", "round-robin") != "ladder":
-        return {}
-    batch = getattr(args, "ladder_batch", None)
-    return {
-        "games": args.games,
-        "sigma_target": getattr(args, "sigma_target", None),
-        "ladder_batch": batch if batch is not None else DEFAULT_BATCH_TABLES,
-    }
 
 
 def games_total(settings: TournamentSettings, games: Sized) -> int:
@@ -198,8 +130,6 @@ def play_run(
         raise CliError(str(exc), EXIT_ENVIRONMENT) from None
     except ValueError as exc:
         if settings.format == "ladder" and "ladder" in str(exc):
-            from arena.cli.main import EXIT_OUTPUT
-
             raise CliError(f"--resume: {exc}", EXIT_OUTPUT) from None
         raise
 
@@ -207,10 +137,10 @@ def play_run(
 def record_games_total(out: Path, run_file: str, total: int) -> None:
     """Store a finished ladder's scheduled games as ``games_total`` in
     ``run.json`` (announced as the budget before the first game), so
-    ``hearts-arena report`` gives the same ``results.json``."""
-    path = out / run_file
-    info = json.loads(path.read_text(encoding="utf-8"))
-    info["games_total"] = total
-    from arena.cli.commands import _write_whole  # whole or not at all (a full disk)
+    ``hearts-arena report`` gives the same ``results.json``; whole or not at
+    all (a full disk).
 
-    _write_whole(path, json.dumps(info, indent=2) + "\n")
+    Raises:
+        OSError: the file could not be written.
+    """
+    set_games_total(out / run_file, total)

@@ -31,71 +31,32 @@ import tomllib
 from pathlib import Path
 from typing import Any, Final
 
-from arena.cli.main import EXIT_USAGE, CliError, build_parser
+from arena.cli.errors import EXIT_USAGE, CliError
+from arena.cli.options import (
+    UsageParser,
+    add_run_options,
+    exclusive_partners,
+    file_keys,
+    option_for,
+)
 from arena.seats.entrants import Entrant, EntrantError, check_unique, with_folders
 
-#: Flags that a config file cannot set.
-_NOT_IN_FILE: Final = frozenset({"bots", "config", "command", "help"})
 _ENTRANT_KEYS: Final = frozenset({"name", "command", "path", "sample", "dir"})
 
 
-def _run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action.choices["run"]  # type: ignore[no-any-return]
-    raise AssertionError("the parser has no run command")
-
-
-def _run_actions() -> dict[str, argparse.Action]:
-    run = _run_parser(build_parser())
-    return {a.dest: a for a in run._actions if a.dest not in _NOT_IN_FILE}
-
-
 def given_on_command_line(argv: list[str]) -> set[str]:
-    """The ``run`` flags (by ``dest``) that ``argv`` gives explicitly."""
-    parser = build_parser()
-    for action in _run_parser(parser)._actions:
-        if action.dest != "help":
-            action.default = argparse.SUPPRESS
-    return set(vars(parser.parse_args(argv)))
+    """The ``run`` flags (by ``dest``) that ``argv`` (``["run", ...]``, as
+    given to ``hearts-arena``) gives explicitly, whatever their spelling
+    (``--time-limit=2``, ``--time-limit 2``): ``argv`` parsed again by the
+    options of ``run`` without their defaults.
 
-
-def _exclusive_partners() -> dict[str, set[str]]:
-    run = _run_parser(build_parser())
-    partners: dict[str, set[str]] = {}
-    for group in run._mutually_exclusive_groups:
-        dests = {a.dest for a in group._group_actions}
-        for d in dests:
-            partners[d] = dests - {d}
-    return partners
-
-
-def _convert(action: argparse.Action, value: Any, where: str, base: Path) -> Any:
-    """Check and convert one file value as argparse would the flag's text."""
-    if isinstance(action, argparse._StoreTrueAction | argparse._StoreFalseAction):
-        if not isinstance(value, bool):
-            raise CliError(f"{where}: must be true or false, got {value!r}")
-        return value
-    if isinstance(action, argparse._AppendAction):
-        items = value if isinstance(value, list) else [value]
-        return [_one(action, v, f"{where}[{i}]", base) for i, v in enumerate(items)]
-    return _one(action, value, where, base)
-
-
-def _one(action: argparse.Action, value: Any, where: str, base: Path) -> Any:
-    if isinstance(value, bool | list | dict):
-        raise CliError(f"{where}: must be a number or text, got {value!r}")
-    convert = action.type
-    try:
-        result = convert(str(value)) if callable(convert) else str(value)
-    except (argparse.ArgumentTypeError, ValueError) as exc:
-        raise CliError(f"{where}: {exc}") from None
-    if action.choices is not None and result not in action.choices:
-        choices = ", ".join(map(str, action.choices))
-        raise CliError(f"{where}: must be one of {choices}, got {value!r}")
-    if isinstance(result, Path) and not result.is_absolute():  # relative to the file
-        result = Path(os.path.normpath(base / result))
-    return result
+    Raises:
+        CliError: exit 2, ``argv`` is not a valid ``run`` command line.
+    """
+    words = argv[1:] if argv[:1] == ["run"] else argv
+    parser = UsageParser(prog="hearts-arena run", allow_abbrev=False, add_help=False)
+    add_run_options(parser, suppress=True)
+    return set(vars(parser.parse_args(words)))
 
 
 def _entrant(entry: Any, where: str, base: Path) -> Entrant:
@@ -192,7 +153,6 @@ def load_config(path: Path) -> tuple[dict[str, Any], list[Entrant]]:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise CliError(f"{path}: not TOML: {exc}", EXIT_USAGE) from None
     base = path.resolve().parent
-    actions = _run_actions()
     values: dict[str, Any] = {}
     entrants: list[Entrant] = []
     for key, value in data.items():
@@ -207,12 +167,12 @@ def load_config(path: Path) -> tuple[dict[str, Any], list[Entrant]]:
                 raise CliError(f"{path}: key '{key}': {exc}") from None
             continue
         dest = key.replace("-", "_")
-        action = actions.get(dest)
-        if action is None:
-            known = ", ".join(sorted(["entrants", *actions]))
+        option = option_for(dest)
+        if option is None:
+            known = ", ".join(sorted(["entrants", *file_keys()]))
             raise CliError(f"{where}: unknown key (known: {known})")
-        values[dest] = _convert(action, value, where, base)
-    for dest, others in sorted(_exclusive_partners().items()):
+        values[dest] = option.convert(value, where, base)
+    for dest, others in sorted(exclusive_partners().items()):
         clash = others & set(values)
         if dest in values and clash:
             raise CliError(f"{path}: keys '{dest}' and '{sorted(clash)[0]}' cannot both be given")
@@ -245,7 +205,7 @@ def apply_config(args: argparse.Namespace, argv: list[str]) -> None:
         return
     values, entrants = load_config(path)
     given = given_on_command_line(argv)
-    partners = _exclusive_partners()
+    partners = exclusive_partners()
     for dest, value in values.items():
         if dest in given or partners.get(dest, set()) & given:
             continue

@@ -1,4 +1,5 @@
-"""The ``--live`` options of ``run`` and the ``watch`` command.
+"""The live view on the command line: ``run --live`` and the ``watch`` command
+(the ``--live`` and ``--live-delay`` options are declared in :mod:`arena.cli.options`).
 
 * ``run ... --live [HOST:]PORT [--live-delay S]``: :func:`open_live` starts
   the page's server (:class:`arena.live.server.LiveServer`) before the first
@@ -19,38 +20,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arena.cli.main import EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT, EXIT_USAGE, CliError
-
-
-def _delay(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 <= value <= 3600:
-        raise argparse.ArgumentTypeError("a delay is 0..3600 seconds")
-    return value
-
-
-def add_live_flags(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
-    """``--live [HOST:]PORT`` and ``--live-delay S``."""
-    group = parser.add_argument_group("the live view")
-    group.add_argument(
-        "--live",
-        metavar="[HOST:]PORT",
-        default=None,
-        required=required,
-        help="serve a spectator's page of the tournament on this port (host 127.0.0.1 "
-        "unless given; 0: any free port); its address is printed, with an access token "
-        "when the host is not loopback or bots run without --sandbox",
-    )
-    group.add_argument(
-        "--live-delay",
-        metavar="S",
-        type=_delay,
-        default=0.0,
-        help="hold the live view back by S seconds (default 0)",
-    )
+from arena.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT, EXIT_USAGE, CliError
+from arena.cli.options import LIVE, LIVE_ADDRESS, LIVE_DELAY
+from arena.cli.settings import read_run_file
 
 
 def add_watch_command(sub: Any) -> None:
@@ -63,7 +35,9 @@ def add_watch_command(sub: Any) -> None:
         "(finished games only: it follows games.jsonl as it grows). Stop it with Ctrl-C.",
     )
     watch.add_argument("folder", type=Path)
-    add_live_flags(watch, required=True)
+    group = watch.add_argument_group(LIVE)
+    LIVE_ADDRESS.add_to(group, required=True)
+    LIVE_DELAY.add_to(group)
 
 
 def _address(text: str) -> Any:
@@ -132,7 +106,6 @@ def watch_command(args: argparse.Namespace) -> int:
     (130 on Ctrl-C, the only way it ends)."""
     import trio
 
-    from arena.cli.commands import load_run_file
     from arena.live.hub import Hub
     from arena.live.server import needs_token, new_token, print_url, serve
     from arena.report.outputs import GAMES_FILE, RUN_FILE
@@ -140,7 +113,7 @@ def watch_command(args: argparse.Namespace) -> int:
     folder: Path = args.folder
     if not (folder / RUN_FILE).exists():
         raise CliError(f"{folder} holds no tournament ({RUN_FILE} is missing)", EXIT_OUTPUT)
-    info = load_run_file(folder / RUN_FILE)
+    info = read_run_file(folder / RUN_FILE)
     address = _address(args.live)
     # No bot of this command can reach the port, but another run's might: the
     # page shows only finished games and revealed deals, so loopback is open.

@@ -25,9 +25,9 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
-from arena.cli.errors import CliError
+from arena.cli.errors import EXIT_USAGE, CliError
 from arena.game.referee import RefereeSettings
 from arena.report.verdict import Condition, ConditionError, parse_condition
 from arena.seats.isolation import Limits
@@ -149,9 +149,6 @@ class _Keep:
 
 KEEP: Final = _Keep()
 
-#: ``Option.default`` computed when the parser is built (``--jobs``: the machine's cores).
-Computed = Callable[[], Any]
-
 
 @dataclass(frozen=True)
 class Option:
@@ -163,8 +160,8 @@ class Option:
             (with ``_`` or ``-``).
         help: the ``--help`` text.
         type: turns the flag's text into its value (an argparse type).
-        default: the value when not given (a :data:`Computed` is called
-            when the parser is built).
+        default: the value when not given (a callable is called when the
+            parser is built: ``--jobs``' default is the machine's cores).
         action: ``None`` (a value), ``"store_true"``, ``"store_false"`` or
             ``"append"`` (repeatable).
         choices: the values allowed, or ``None``.
@@ -194,7 +191,9 @@ class Option:
         value = self.default if default is KEEP else default
         if callable(value) and default is KEEP:
             value = value()
-        kwargs: dict[str, Any] = {"help": self.help if help is None else help, "default": value}
+        kwargs: dict[str, Any] = {"help": self.help if help is None else help}
+        if self.flags or value is not None:  # a positional without one stays as argparse makes it
+            kwargs["default"] = value
         if self.flags and self.dest != self.flags[0].lstrip("-").replace("-", "_"):
             kwargs["dest"] = self.dest
         if self.action is not None:
@@ -557,3 +556,16 @@ def exclusive_partners() -> dict[str, set[str]]:
         if option.exclusive is not None:
             members.setdefault(option.exclusive, set()).add(option.dest)
     return {d: dests - {d} for dests in members.values() for d in dests}
+
+
+class UsageParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors raise :class:`CliError` (exit 2,
+    ``PROG: MESSAGE``) instead of printing and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        """Raise the usage error.
+
+        Raises:
+            CliError: always, exit 2.
+        """
+        raise CliError(f"{self.prog}: {message}", EXIT_USAGE)

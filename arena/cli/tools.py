@@ -1,119 +1,75 @@
-"""The command line of the tools for bot authors and CI: ``check``, ``replay``
-and ``play``, and the CI flags of ``run`` (``--format gauntlet``,
-``--candidate``, ``--fail-if``, ``--junit``, ``--config``,
-``--transcript-cap``). :mod:`arena.cli.main` adds them to its parser and
-dispatches to :data:`TOOL_COMMANDS`; exit codes are those of :mod:`arena.cli.main`.
+"""The tools for bot authors and CI on the command line: the ``check``,
+``replay`` and ``play`` commands (their parsers, and the wrappers that turn
+the tools' results and errors into output and exit codes: the tools in
+:mod:`arena.tools` return results and raise their own errors), and the CI
+verdict of ``run`` (``--format gauntlet``, ``--candidate``, ``--fail-if``,
+``--junit``, declared in :mod:`arena.cli.options`). :mod:`arena.cli.main`
+adds the commands to its parser and dispatches to :data:`TOOL_COMMANDS`;
+exit codes are those of :mod:`arena.cli.errors`.
 """
 
 from __future__ import annotations
 
 import argparse
+import secrets
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
-from arena.cli.main import (
+from arena.cli.errors import (
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_OUTPUT,
     EXIT_USAGE,
     CliError,
-    _nonnegative_int,
-    _positive_float,
-    _positive_int,
-    add_isolation_flags,
-    output_file,
 )
+from arena.cli.options import (
+    HANDS,
+    ISOLATION_OPTIONS,
+    JUNIT,
+    SEED,
+    STARTUP_TIME,
+    STRIKES,
+    TARGET_SCORE,
+    TIME_LIMIT,
+    add_options,
+    positive_int,
+)
+from arena.cli.settings import checked_launcher, game_length, parse_bot
+from arena.game.referee import RefereeSettings
 from arena.protocol.records import GameRecordJSON
 
 if TYPE_CHECKING:
     from arena.report.verdict import Verdict
 
-#: Default cap of transcript entries per seat and game (see ``--transcript-cap``).
-DEFAULT_TRANSCRIPT_CAP = 1000
+#: The referee's defaults, shown in the tools' help.
+_REFEREE: Final = RefereeSettings()
 
 
-def _condition(text: str) -> Any:
-    from arena.report.verdict import ConditionError, parse_condition
-
-    try:
-        return parse_condition(text)
-    except ConditionError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--fail-if {text!r}: ")) from None
-
-
-def add_run_flags(run: argparse.ArgumentParser) -> None:
-    """The CI flags of ``run``."""
-    ci = run.add_argument_group("formats and CI verdicts")
-    from arena.tournament.runner import FORMATS
-
-    ci.add_argument(
-        "--format",
-        choices=FORMATS,
-        default="round-robin",
-        help="round-robin: every table of four (default); gauntlet: only the tables "
-        "that include --candidate"
-        + ("; ladder: tables chosen from the ratings (--games)" if "ladder" in FORMATS else ""),
-    )
-    ci.add_argument(
-        "--candidate",
-        metavar="NAME",
-        default=None,
-        help="the entrant a gauntlet is about (every table includes it; --fail-if judges it)",
-    )
-    ci.add_argument(
-        "--fail-if",
-        metavar="CONDITION",
-        action="append",
-        type=_condition,
-        default=None,
-        help="exit with code 5 if METRIC OP VALUE holds for the candidate (gauntlet) or "
-        "any entrant, e.g. 'faults>0', 'points_per_hand>low' (another entrant's value), "
-        "'mean_rank>2.5'; repeatable (see the README, 'Testing your bot in CI')",
-    )
-    ci.add_argument(
-        "--junit",
-        metavar="FILE",
-        type=output_file,
-        default=None,
-        help="write JUnit XML: one test case per entrant judged (a gauntlet's candidate, "
-        "else each), failed iff a --fail-if holds for it (none given: faults>0)",
-    )
-    ci.add_argument(
-        "--config",
-        metavar="FILE",
-        type=Path,
-        default=None,
-        help="read entrants and settings from a TOML file (flags given override it; "
-        "see examples/tournament.toml)",
-    )
-    ci.add_argument(
-        "--transcript-cap",
-        metavar="N",
-        type=_positive_int,
-        default=DEFAULT_TRANSCRIPT_CAP,
-        help=f"with --transcripts: most messages kept per seat and game (default "
-        f"{DEFAULT_TRANSCRIPT_CAP}, about 22 hands; a hand is about 44 messages)",
-    )
-
-
-def _timing_flags(parser: argparse.ArgumentParser, *, recorded: bool = False) -> None:
-    """``--time-limit`` and ``--startup-time``; with ``recorded`` their
-    defaults are the recorded tournament's (``None`` here)."""
-    parser.add_argument(
-        "--time-limit",
-        type=_positive_float,
-        default=None if recorded else 1.0,
+def _timing_options(parser: argparse.ArgumentParser, *, recorded: bool = False) -> None:
+    """``--time-limit`` and ``--startup-time`` of a tool; with ``recorded``
+    their defaults are the recorded tournament's (``None`` here)."""
+    TIME_LIMIT.add_to(
+        parser,
+        default=None if recorded else TIME_LIMIT.default,
         help="seconds per decision (default: "
-        + ("the tournament's, else 1)" if recorded else "1)"),
+        + (
+            f"the tournament's, else {_REFEREE.time_limit:g})"
+            if recorded
+            else f"{_REFEREE.time_limit:g})"
+        ),
     )
-    parser.add_argument(
-        "--startup-time",
-        type=_positive_float,
-        default=None if recorded else 10.0,
+    STARTUP_TIME.add_to(
+        parser,
+        default=None if recorded else STARTUP_TIME.default,
         help="seconds for the handshake (default: "
-        + ("the tournament's, else 10)" if recorded else "10)"),
+        + (
+            f"the tournament's, else {_REFEREE.startup_time:g})"
+            if recorded
+            else f"{_REFEREE.startup_time:g})"
+        ),
     )
 
 
@@ -133,16 +89,13 @@ def add_tool_commands(sub: Any) -> None:
         metavar="BOT",
         help="a program file, a .py file, or NAME=COMMAND (as for run)",
     )
-    _timing_flags(check)
-    check.add_argument(
-        "--strikes",
-        type=_nonnegative_int,
-        default=3,
-        help="consecutive timeouts before the bot is struck out of a game (default 3)",
+    _timing_options(check)
+    STRIKES.add_to(
+        check,
+        help="consecutive timeouts before the bot is struck out of a game "
+        f"(default {_REFEREE.strikes})",
     )
-    check.add_argument(
-        "--junit", metavar="FILE", type=output_file, help="write JUnit XML, one case per check"
-    )
+    JUNIT.add_to(check, help="write JUnit XML, one case per check")
     check.add_argument(
         "--scenarios",
         metavar="DIR",
@@ -160,7 +113,7 @@ def add_tool_commands(sub: Any) -> None:
     )
     check.add_argument("--list", action="store_true", help="list the checks and exit")
     check.add_argument("--verbose", "-v", action="store_true", help="details of passing checks too")
-    add_isolation_flags(check)
+    add_options(check, ISOLATION_OPTIONS)
 
     replay = sub.add_parser(
         "replay",
@@ -184,17 +137,17 @@ def add_tool_commands(sub: Any) -> None:
         help="the bot to ask (a file or NAME=COMMAND); default: the entrant's own command "
         "from the tournament's run.json",
     )
-    replay.add_argument("--hand", type=_positive_int, default=None, help="the hand (default 1)")
+    replay.add_argument("--hand", type=positive_int, default=None, help="the hand (default 1)")
     where = replay.add_mutually_exclusive_group()
-    where.add_argument("--trick", type=_positive_int, default=None, help="the trick 1..13")
+    where.add_argument("--trick", type=positive_int, default=None, help="the trick 1..13")
     where.add_argument(
         "--pass", dest="pass_", action="store_true", help="the pass of the hand, not a play"
     )
-    _timing_flags(replay, recorded=True)
+    _timing_options(replay, recorded=True)
     replay.add_argument(
         "--verbose", "-v", action="store_true", help="print every message sent and answer received"
     )
-    add_isolation_flags(replay)
+    add_options(replay, ISOLATION_OPTIONS)
 
     play = sub.add_parser(
         "play",
@@ -212,48 +165,17 @@ def add_tool_commands(sub: Any) -> None:
         "--seat", type=int, choices=range(4), default=3, help="your seat with --human (default 3)"
     )
     length = play.add_mutually_exclusive_group()
-    length.add_argument(
-        "--target-score", type=_positive_int, default=None, help="play to this total (default 100)"
-    )
-    length.add_argument("--hands", type=_positive_int, default=None, help="play this many hands")
-    play.add_argument("--seed", type=int, default=None, help="seed of the deals (default: drawn)")
+    TARGET_SCORE.add_to(length, help=f"play to this total (default {game_length(None, None)[0]})")
+    HANDS.add_to(length, help="play this many hands")
+    SEED.add_to(play, help="seed of the deals (default: drawn)")
     play.add_argument(
         "--delay",
         type=float,
         default=0.0,
         help="seconds to pause after each trick (default 0)",
     )
-    _timing_flags(play)
-    add_isolation_flags(play)
-
-
-def launcher_for(args: argparse.Namespace, entrants: Sequence[Any]) -> Any:
-    """A checked :class:`~arena.seats.launcher.Launcher` from the isolation flags.
-
-    Raises:
-        CliError: exit 2 if a bot's files are unreachable by the bot user,
-            4 if the sandbox or separate users are unavailable.
-    """
-    from arena.cli.commands import _check_launcher, _launch_options
-    from arena.seats.launcher import Launcher
-
-    launcher = Launcher(_launch_options(args, None))
-    try:
-        _check_launcher(launcher, list(entrants))
-    except BaseException:
-        launcher.close()
-        raise
-    return launcher
-
-
-def parse_bot(text: str) -> Any:
-    """One entrant from the command line (exit 2 on a bad one)."""
-    from arena.seats.entrants import EntrantError, parse_entrant
-
-    try:
-        return parse_entrant(text)
-    except EntrantError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
+    _timing_options(play)
+    add_options(play, ISOLATION_OPTIONS)
 
 
 def check_command(args: argparse.Namespace) -> int:
@@ -283,7 +205,7 @@ def check_command(args: argparse.Namespace) -> int:
         if name not in known:
             raise CliError(f"check: --only {name!r}: no such check (see --list)")
     entrant = parse_bot(args.bot)
-    launcher = launcher_for(args, [entrant])
+    launcher = checked_launcher(args, [entrant])
     settings = CheckSettings(
         time_limit=args.time_limit, startup_time=args.startup_time, strikes=args.strikes
     )
@@ -318,17 +240,114 @@ def check_command(args: argparse.Namespace) -> int:
 
 
 def replay_command(args: argparse.Namespace) -> int:
-    """``hearts-arena replay``: see :mod:`arena.tools.replay`."""
-    from arena.tools.replay import replay_command as run
+    """``hearts-arena replay``: see :mod:`arena.tools.replay`. Exit 0 if the
+    bot does as recorded (the same move, or the same fault:
+    :attr:`~arena.tools.replay.ReplayResult.same`), 5 if not (a fixed bot that
+    no longer faults exits 5 too, and says so), 2 on a bad reference, seat,
+    decision or bot."""
+    import json
 
-    return run(args)
+    import trio
+
+    from arena.tools.replay import (
+        ReplayError,
+        choose_decision,
+        format_result,
+        load_game,
+        recorded_entrant,
+        recorded_settings,
+        replay_decision,
+        seat_of,
+    )
+
+    try:
+        record, run_info, _path = load_game(args.game)
+        seat = seat_of(record, args.seat)
+        decision = choose_decision(record, seat, args.hand, args.trick, args.pass_)
+    except ReplayError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    name = record["seats"][seat]
+    if args.bot is not None:
+        entrant = parse_bot(args.bot)
+    else:
+        try:
+            found = recorded_entrant(run_info, name)
+        except ReplayError as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
+        if found is None:
+            raise CliError(
+                f"give --bot: no run.json beside the games file names {name!r}'s command"
+            )
+        entrant = found
+    settings = recorded_settings(run_info, args.time_limit, args.startup_time)
+    launcher = checked_launcher(args, [entrant])
+    try:
+        result = trio.run(replay_decision, record, seat, decision, entrant, launcher, settings)
+    except* ReplayError as group:
+        raise CliError(str(group.exceptions[0]), EXIT_USAGE) from None
+    finally:
+        launcher.close()  # the entrant's copy of its folder
+    if args.verbose:
+        for entry in result.transcript:
+            if "sent" in entry:
+                print("> " + json.dumps(entry["sent"], separators=(", ", ": ")))
+            elif "received" in entry:
+                print("< " + json.dumps(entry["received"], separators=(", ", ": ")))
+            elif "fault" in entry:
+                print(f"! {entry['fault']}: {entry.get('detail', '')}")
+        print()
+    print(format_result(record, seat, decision, entrant, result))
+    return EXIT_OK if result.same else EXIT_FAILED
+
+
+def draw_seed() -> int:
+    """A fresh seed for a game without ``--seed``."""
+    return secrets.randbelow(2**31)
 
 
 def play_command(args: argparse.Namespace) -> int:
-    """``hearts-arena play``: see :mod:`arena.tools.play`."""
-    from arena.tools.play import play_command as run
+    """``hearts-arena play``: see :mod:`arena.tools.play`. Exit 0 after the
+    game, 130 if the human quit, 2 on bad bots."""
+    import trio
 
-    return run(args)
+    from arena.tools.play import PlayError, Quit, play_game, seat_entrants
+
+    human = args.seat if args.human else None
+    try:
+        entrants = seat_entrants(args.bots, 3 if args.human else 4)
+    except PlayError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    launcher = checked_launcher(args, entrants)
+    seed = args.seed if args.seed is not None else draw_seed()
+    target, hands = game_length(args.target_score, args.hands)
+    settings = RefereeSettings(time_limit=args.time_limit, startup_time=args.startup_time)
+    quit_ = False
+    record: GameRecordJSON | None = None
+    try:
+        record = trio.run(
+            lambda: play_game(
+                entrants,
+                launcher,
+                settings,
+                seed=seed,
+                hands=hands,
+                target_score=target,
+                human=human,
+                out=sys.stdout,
+                delay=max(0.0, args.delay),
+            )
+        )
+    except* Quit:
+        quit_ = True
+    finally:
+        launcher.close()  # the entrants' copies of their folders
+    if quit_ or record is None:
+        print("\nstopped", flush=True)
+        return EXIT_INTERRUPTED
+    for f in record["faults"]:
+        print(f"fault: seat {f['seat']} ({f['entrant']}): {f['reason']}: {f['detail']}")
+    print(f"seed {seed} (give --seed {seed} to deal this game again)")
+    return EXIT_OK
 
 
 # -- run: gauntlet, --fail-if, --junit ------------------------------------------

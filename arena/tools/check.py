@@ -407,9 +407,14 @@ def expectation_problems(
 # -- running ------------------------------------------------------------------
 
 
+#: The referee's defaults, the one home of the time limits and strikes.
+_REFEREE_DEFAULTS: Final = RefereeSettings()
+
+
 @dataclass(frozen=True)
 class CheckSettings:
-    """How the checker runs a bot. Times are in seconds.
+    """How the checker runs a bot. Times are in seconds; the defaults are
+    :class:`RefereeSettings`' (a tournament's).
 
     Attributes:
         time_limit: time per decision (``pass`` and ``play``), as ``run --time-limit``.
@@ -418,10 +423,10 @@ class CheckSettings:
         grace: seconds the bot has to exit after ``bye``.
     """
 
-    time_limit: float = 1.0
-    startup_time: float = 10.0
-    strikes: int = 3
-    grace: float = 0.5
+    time_limit: float = _REFEREE_DEFAULTS.time_limit
+    startup_time: float = _REFEREE_DEFAULTS.startup_time
+    strikes: int = _REFEREE_DEFAULTS.strikes
+    grace: float = _REFEREE_DEFAULTS.grace
 
     def referee(self) -> RefereeSettings:
         """The referee settings of the checker's games."""

@@ -15,15 +15,12 @@ Input at the prompt: cards as in the protocol (``QS``, ``TD``) in any case,
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 import trio
 
-from arena.cli.main import EXIT_INTERRUPTED, EXIT_OK, CliError, draw_seed
 from arena.core.cards import SUITS
 from arena.core.keys import MasterKey
 from arena.game.referee import GameSpec, Referee, RefereeSettings, SeatSetup, start_bot
@@ -37,6 +34,10 @@ HUMAN = "you"
 
 class Quit(Exception):
     """The player asked to stop (``quit`` or end of input)."""
+
+
+class PlayError(ValueError):
+    """Bots that cannot fill the table (one line for the user)."""
 
 
 def show_cards(cards: Sequence[str]) -> str:
@@ -264,14 +265,19 @@ def _pass_problem(cards: list[str], hand: list[str]) -> str | None:
     return None
 
 
-def _entrants(bots: Sequence[str], needed: int) -> list[Entrant]:
-    """The bots given, then sample bots (by name, skipping names taken) up to ``needed``."""
+def seat_entrants(bots: Sequence[str], needed: int) -> list[Entrant]:
+    """The bots given (as on the command line: files or ``NAME=COMMAND``),
+    then sample bots (by name, skipping names taken) up to ``needed``.
+
+    Raises:
+        PlayError: a bad bot, more than ``needed``, or a bot named as the human.
+    """
     try:
         entrants = parse_entrants(bots)
     except EntrantError as exc:
-        raise CliError(str(exc)) from None
+        raise PlayError(str(exc)) from None
     if len(entrants) > needed:
-        raise CliError(f"play: give at most {needed} bots, got {len(entrants)}")
+        raise PlayError(f"play: give at most {needed} bots, got {len(entrants)}")
     taken = {e.name for e in entrants}
     for sample in sample_entrants():
         if len(entrants) == needed:
@@ -279,7 +285,7 @@ def _entrants(bots: Sequence[str], needed: int) -> list[Entrant]:
         if sample.name not in taken:
             entrants.append(sample)
     if any(e.name == HUMAN for e in entrants):
-        raise CliError(f"play: {HUMAN!r} is the human's name; name the bot otherwise")
+        raise PlayError(f"play: {HUMAN!r} is the human's name; name the bot otherwise")
     return entrants
 
 
@@ -354,47 +360,3 @@ async def play_game(
                     await bot.close(settings.grace)
             nursery.cancel_scope.cancel()
     return record.to_json()
-
-
-def play_command(args: argparse.Namespace) -> int:
-    """``hearts-arena play``: exit 0 after the game, 130 if the human quit,
-    2 on bad bots."""
-    from arena.cli.tools import launcher_for
-
-    human = args.seat if args.human else None
-    entrants = _entrants(args.bots, 3 if args.human else 4)
-    launcher = launcher_for(args, entrants)
-    seed = args.seed if args.seed is not None else draw_seed()
-    hands = args.hands
-    target = args.target_score if hands is None else None
-    if hands is None and target is None:
-        target = 100
-    settings = RefereeSettings(time_limit=args.time_limit, startup_time=args.startup_time)
-    quit_ = False
-    record: GameRecordJSON | None = None
-    try:
-        record = trio.run(
-            lambda: play_game(
-                entrants,
-                launcher,
-                settings,
-                seed=seed,
-                hands=hands,
-                target_score=target,
-                human=human,
-                out=sys.stdout,
-                delay=max(0.0, args.delay),
-            )
-        )
-    except* Quit:
-        quit_ = True
-    finally:
-        launcher.close()  # the entrants' copies of their folders
-    if quit_ or record is None:
-        print("\nstopped", flush=True)
-        return EXIT_INTERRUPTED
-    faults = record["faults"]
-    for f in faults:
-        print(f"fault: seat {f['seat']} ({f['entrant']}): {f['reason']}: {f['detail']}")
-    print(f"seed {seed} (give --seed {seed} to deal this game again)")
-    return EXIT_OK

@@ -19,8 +19,6 @@ needs no ``ID``.
 
 from __future__ import annotations
 
-import argparse
-import json
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +26,6 @@ from typing import Any
 
 import trio
 
-from arena.cli.main import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
 from arena.core.cards import mask_of_names
 from arena.game.referee import (
     DealSource,
@@ -40,6 +37,7 @@ from arena.game.referee import (
 )
 from arena.protocol.faults import Fault, FaultKind
 from arena.protocol.records import GameRecordJSON, faults_of
+from arena.report.runfile import RunFileError, load_run_file
 from arena.seats.entrants import Entrant, EntrantError, entrant_from_record
 from arena.seats.launcher import Launcher
 from arena.seats.process import BotProcess, Reply
@@ -170,11 +168,9 @@ def load_game(ref: str) -> tuple[GameRecordJSON, dict[str, Any] | None, Path]:
     run_file = folder / "run.json"
     run_info = None
     if run_file.is_file():
-        from arena.cli.commands import load_run_file
-
         try:
             run_info = load_run_file(run_file)
-        except CliError as exc:
+        except RunFileError as exc:
             raise ReplayError(str(exc)) from None
     return record, run_info, games_file
 
@@ -514,54 +510,17 @@ def verdict_line(r: ReplayResult) -> str:
     return "DIFFERENT from the record"
 
 
-def replay_command(args: argparse.Namespace) -> int:
-    """``hearts-arena replay``: exit 0 if the bot does as recorded (the same
-    move, or the same fault: :attr:`ReplayResult.same`), 5 if not (a fixed
-    bot that no longer faults exits 5 too, and says so), 2 on a bad
-    reference, seat or decision."""
-    from arena.cli.tools import launcher_for, parse_bot
-
-    try:
-        record, run_info, _path = load_game(args.game)
-        seat = seat_of(record, args.seat)
-        decision = choose_decision(record, seat, args.hand, args.trick, args.pass_)
-    except ReplayError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
-    name = record["seats"][seat]
-    if args.bot is not None:
-        entrant = parse_bot(args.bot)
-    else:
-        try:
-            found = recorded_entrant(run_info, name)
-        except ReplayError as exc:
-            raise CliError(str(exc), EXIT_USAGE) from None
-        if found is None:
-            raise CliError(
-                f"give --bot: no run.json beside the games file names {name!r}'s command"
-            )
-        entrant = found
+def recorded_settings(
+    run_info: dict[str, Any] | None, time_limit: float | None, startup_time: float | None
+) -> RefereeSettings:
+    """The referee's settings to replay a game with: the tournament's as
+    ``run.json`` recorded them, ``time_limit`` and ``startup_time`` (seconds)
+    instead when given, :class:`RefereeSettings`' defaults for what neither gives."""
     recorded = (run_info or {}).get("settings", {})
-    settings = RefereeSettings(
-        time_limit=args.time_limit or recorded.get("time_limit", 1.0),
-        startup_time=args.startup_time or recorded.get("startup_time", 10.0),
-        strikes=recorded.get("strikes", 3),
-        grace=recorded.get("grace", 0.5),
+    default = RefereeSettings()
+    return RefereeSettings(
+        time_limit=time_limit or recorded.get("time_limit", default.time_limit),
+        startup_time=startup_time or recorded.get("startup_time", default.startup_time),
+        strikes=recorded.get("strikes", default.strikes),
+        grace=recorded.get("grace", default.grace),
     )
-    launcher = launcher_for(args, [entrant])
-    try:
-        result = trio.run(replay_decision, record, seat, decision, entrant, launcher, settings)
-    except* ReplayError as group:
-        raise CliError(str(group.exceptions[0]), EXIT_USAGE) from None
-    finally:
-        launcher.close()  # the entrant's copy of its folder
-    if args.verbose:
-        for entry in result.transcript:
-            if "sent" in entry:
-                print("> " + json.dumps(entry["sent"], separators=(", ", ": ")))
-            elif "received" in entry:
-                print("< " + json.dumps(entry["received"], separators=(", ", ": ")))
-            elif "fault" in entry:
-                print(f"! {entry['fault']}: {entry.get('detail', '')}")
-        print()
-    print(format_result(record, seat, decision, entrant, result))
-    return EXIT_OK if result.same else EXIT_FAILED

@@ -1,0 +1,158 @@
+"""From parsed arguments to the settings objects the layers below take, and
+their errors to exit codes: the tournament's settings, how bots are launched
+(a checked :class:`~arena.seats.launcher.Launcher`), one bot from the
+command line, a tournament's ``run.json``.
+
+Used by :mod:`arena.cli.commands` (``run``, ``report``, ``cleanup``),
+:mod:`arena.cli.tools` (``check``, ``replay``, ``play``) and
+:mod:`arena.cli.live` (``watch``); imports no other module of the command
+line but its errors and options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from arena.cli.errors import EXIT_ENVIRONMENT, EXIT_OUTPUT, EXIT_USAGE, CliError
+from arena.cli.options import field_default
+from arena.core.keys import MasterKey
+from arena.game.referee import RefereeSettings
+from arena.report.runfile import RunFileError, load_run_file
+from arena.seats import cgroups
+from arena.seats.entrants import Entrant, EntrantError, parse_entrant
+from arena.seats.isolation import IsolationError, Limits
+from arena.seats.launcher import Launcher, LaunchOptions
+from arena.tournament.runner import TournamentSettings
+
+
+def game_length(target_score: int | None, hands: int | None) -> tuple[int | None, int | None]:
+    """``(target_score, hands)`` of a game from ``--target-score`` and
+    ``--hands`` (at most one given): exactly ``hands`` hands when given, else
+    to ``target_score``, by default :class:`TournamentSettings`' (100, R13)."""
+    if hands is not None:
+        return None, hands
+    if target_score is None:
+        target_score = field_default(TournamentSettings, "target_score")
+    return target_score, None
+
+
+def tournament_settings(args: argparse.Namespace, key: MasterKey) -> TournamentSettings:
+    """The tournament's settings from the flags of ``run`` and its master key."""
+    target, hands = game_length(args.target_score, args.hands)
+    return TournamentSettings(
+        seed=key.seed,
+        key=key,
+        rounds=args.rounds,
+        target_score=target,
+        hands=hands,
+        jobs=args.jobs,
+        fresh_processes=args.fresh_processes,
+        seating=args.seating,
+        format=args.format,
+        candidate=args.candidate,
+        disqualify_after=args.disqualify_after,
+        **_ladder_settings(args),
+        referee=RefereeSettings(
+            time_limit=args.time_limit,
+            startup_time=args.startup_time,
+            strikes=args.strikes,
+            transcripts=args.transcripts,
+            transcript_cap=args.transcript_cap,
+        ),
+    )
+
+
+def _ladder_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The ladder fields of :class:`TournamentSettings` from the flags."""
+    if args.format != "ladder":
+        return {}
+    batch = args.ladder_batch
+    return {
+        "games": args.games,
+        "sigma_target": args.sigma_target,
+        "ladder_batch": batch
+        if batch is not None
+        else field_default(TournamentSettings, "ladder_batch"),
+    }
+
+
+def launch_options(args: argparse.Namespace, run_id: str | None) -> LaunchOptions:
+    """How bots are launched, from the isolation flags (``run_id``: the run's
+    recorded id when resuming, else a new one is drawn)."""
+    limits = Limits(
+        memory_mb=args.memory_limit,
+        cpu_seconds=args.cpu_limit,
+        processes=args.max_processes,
+        open_files=args.max_open_files,
+    )
+    options = LaunchOptions(
+        limits=limits,
+        sandbox=args.sandbox,
+        sandbox_ro=tuple(path.resolve() for path in args.sandbox_ro),
+        tmp_mb=args.tmp_size,
+        separate_users=False if args.same_user else None,
+        cores=args.cores,
+        ponder=args.ponder,
+    )
+    return dataclasses.replace(options, run_id=run_id) if run_id else options
+
+
+def check_launcher(launcher: Launcher, entrants: list[Entrant]) -> None:
+    """Check that ``launcher`` can start ``entrants`` here (see
+    :meth:`Launcher.check`), then put the referee first on the CPU.
+
+    Raises:
+        CliError: exit 2 if an entrant's program or folder is unusable, 4 if
+            the sandbox or separate users are unavailable.
+    """
+    try:
+        launcher.check(entrants)
+    except IsolationError as exc:
+        code = EXIT_USAGE if str(exc).startswith("entrant ") else EXIT_ENVIRONMENT
+        raise CliError(str(exc), code) from None
+    # The referee keeps the clocks: first on the CPU, like the bot on move.
+    cgroups.prioritize_self(cgroups.probe())
+
+
+def checked_launcher(args: argparse.Namespace, entrants: Sequence[Entrant]) -> Launcher:
+    """A checked :class:`~arena.seats.launcher.Launcher` from the isolation
+    flags, for a tool (``check``, ``replay``, ``play``); the caller closes it.
+
+    Raises:
+        CliError: see :func:`check_launcher`.
+    """
+    launcher = Launcher(launch_options(args, None))
+    try:
+        check_launcher(launcher, list(entrants))
+    except BaseException:
+        launcher.close()
+        raise
+    return launcher
+
+
+def parse_bot(text: str) -> Entrant:
+    """One entrant from the command line.
+
+    Raises:
+        CliError: exit 2, a bad one.
+    """
+    try:
+        return parse_entrant(text)
+    except EntrantError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+
+
+def read_run_file(path: Path) -> dict[str, Any]:
+    """A tournament's ``run.json`` (see :func:`arena.report.runfile.load_run_file`).
+
+    Raises:
+        CliError: exit 3, the file cannot be read or is not a run file.
+    """
+    try:
+        return load_run_file(path)
+    except RunFileError as exc:
+        raise CliError(str(exc), EXIT_OUTPUT) from None
