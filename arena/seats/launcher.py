@@ -60,6 +60,13 @@ class LaunchOptions:
         cgroup_run: opaque name of the run's control groups (:mod:`arena.seats.cgroups`).
         gate: the core token shared by the run's processes (made from
             ``cores`` and ``ponder`` when not given).
+        arena_python: the interpreter the entrants' ``.py`` commands start
+            with, as the process that parsed them spelled it (its
+            ``sys.executable``, perhaps relative or with ``..``): decided
+            once, where the options are made, so that a worker process,
+            whose own ``sys.executable`` may be spelled otherwise, still
+            knows these commands for the arena's (see
+            :meth:`Launcher.is_arena_python`).
     """
 
     limits: Limits = field(default_factory=Limits)
@@ -73,6 +80,7 @@ class LaunchOptions:
     ponder: bool = False
     cgroup_run: str = field(default_factory=lambda: secrets.token_hex(8))
     gate: CoreGate | None = field(default=None, compare=False)
+    arena_python: str = field(default_factory=lambda: sys.executable, compare=False)
 
     def __post_init__(self) -> None:
         if self.gate is None:
@@ -315,7 +323,7 @@ class Launcher:
                     os.chown(home, lease.uid, copy.group.uid if copy and copy.group else lease.uid)
             token = secrets.token_hex(8)
             extra = {RUN_VARIABLE: opts.run_id, TOKEN_VARIABLE: token}
-            if lease is not None and argv[0] == sys.executable:
+            if lease is not None and self.is_arena_python(argv[0]):
                 python, pythonpath = self._bot_python(lease.uid)
                 argv = (python, *argv[1:])
                 if pythonpath:
@@ -373,10 +381,30 @@ class Launcher:
                 shutil.rmtree(home, ignore_errors=True)
             raise
 
+    def is_arena_python(self, word: str) -> bool:
+        """Whether the command word ``word`` names the arena's interpreter
+        (the one ``.py`` entrants are given, which a bot user may be unable
+        to run: :meth:`spec` swaps in one it can): the coordinator's
+        spelling (:attr:`LaunchOptions.arena_python`) or this process's
+        ``sys.executable``, compared as normalized absolute paths, since a
+        spawned worker's ``sys.executable`` is the coordinator's normalized
+        (``/w/../venv/bin/python`` becomes ``/venv/bin/python``)."""
+        if not word:
+            return False
+        mine = {_normalized(self.options.arena_python), _normalized(sys.executable)}
+        return _normalized(word) in mine
+
     def _bot_python(self, uid: int) -> tuple[str, str | None]:
         if self._python is None:
             self._python = isolation.python_for(uid)
         return self._python
+
+
+def _normalized(path: str) -> str:
+    """``path`` absolute (from the current folder) with ``.``, ``..`` and
+    repeated separators removed; symbolic links are not followed (a
+    virtual environment's ``python`` is not the system's it links to)."""
+    return os.path.normpath(os.path.abspath(path))
 
 
 def _moved(word: str, source: Path, dest: Path) -> str:
