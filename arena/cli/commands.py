@@ -510,7 +510,8 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     plan = _plan(args)
     if args.dry_run:
         return _dry_run_plan(plan)
-    launcher = _start_launcher(args, plan, stack)
+    old_run_id = _stored_run_id(args)  # resuming: the interrupted run's
+    launcher = _start_launcher(args, plan, stack, old_run_id)
     settings_json = settings_record(
         plan.settings, describe(plan.entrants), {"isolation": launcher.options.describe()}
     )
@@ -521,7 +522,7 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         "run_id": launcher.options.run_id,
     }
     folder = _take_out_folder(args, stack, run_info, launcher.options, plan.key)
-    _announce(args, plan.key, launcher, folder.left_in_groups)
+    _announce(args, plan.key, launcher, folder.left_in_groups, old_run_id)
     played = _play(args, plan, launcher, settings_json, folder)
     return _finish(args, plan, settings_json, played)
 
@@ -598,14 +599,16 @@ def _dry_run_plan(plan: _Plan) -> int:
     return _dry_run(plan.entrants, plan.settings, plan.games)
 
 
-def _start_launcher(args: argparse.Namespace, plan: _Plan, stack: contextlib.ExitStack) -> Launcher:
-    """The run's checked launcher (closed by ``stack``): the interrupted
-    run's id when resuming, so its leftovers can be found.
+def _start_launcher(
+    args: argparse.Namespace, plan: _Plan, stack: contextlib.ExitStack, old_run_id: str | None
+) -> Launcher:
+    """The run's checked launcher (closed by ``stack``), with the run id
+    ``old_run_id`` (the interrupted run's, when resuming), else a new one.
 
     Raises:
         CliError: see :func:`arena.cli.settings.check_launcher`.
     """
-    launcher = Launcher(launch_options(args, _stored_run_id(args)))
+    launcher = Launcher(launch_options(args, old_run_id))
     stack.callback(launcher.close)  # the entrants' copies of their folders
     check_launcher(launcher, plan.entrants)
     return launcher
@@ -661,18 +664,20 @@ def _take_out_folder(
 
 
 def _announce(
-    args: argparse.Namespace, key: MasterKey, launcher: Launcher, left_in_groups: int
+    args: argparse.Namespace,
+    key: MasterKey,
+    launcher: Launcher,
+    left_in_groups: int,
+    old_run_id: str | None,
 ) -> None:
     """Say on stderr how bots are bounded, the key's commitment, and the
-    leftovers of an earlier run killed (those of an interrupted run being
-    resumed are killed here)."""
-    launch = launcher.options
+    leftovers of an earlier run killed; kill those of the interrupted run
+    ``old_run_id`` (when resuming) and remove its temporary folders."""
     if not args.quiet:
-        print(launch.describe_bounds(), file=sys.stderr)
+        print(launcher.options.describe_bounds(), file=sys.stderr)
     _announce_key(key, launcher.options)  # resolved: sealed or not
     if left_in_groups:
         print(f"killed {left_in_groups} bot processes left by an earlier run", file=sys.stderr)
-    old_run_id = _stored_run_id(args)
     if old_run_id:
         left = kill_all(env=f"{RUN_VARIABLE}={old_run_id}")
         if left:

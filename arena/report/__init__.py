@@ -2,7 +2,8 @@
 
 Owns: ``results.json``, ``standings.csv`` and the HTML report
 (``outputs``, templates in ``templates/``), chart geometry (``charts``),
-JUnit XML (``junit``), the terminal's standings table (``terminal``) and
-``--fail-if``/``--junit`` verdicts (``verdict``).
+JUnit XML (``junit``), the terminal's standings table (``terminal``),
+``--fail-if``/``--junit`` verdicts (``verdict``) and the tournament's
+``run.json``, read and written whole (``runfile``).
 May import: every layer below it (core .. tournament).
 """
