@@ -15,7 +15,7 @@ import secrets
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from arena.cli.errors import (
     EXIT_FAILED,
@@ -40,9 +40,7 @@ from arena.cli.options import (
 from arena.cli.settings import checked_launcher, game_length, parse_bot
 from arena.game.referee import RefereeSettings
 from arena.protocol.records import GameRecordJSON
-
-if TYPE_CHECKING:
-    from arena.report.verdict import Verdict
+from arena.report.verdict import ConditionError, Verdict, check_names, judge
 
 #: The referee's defaults, shown in the tools' help.
 _REFEREE: Final = RefereeSettings()
@@ -361,8 +359,6 @@ def prepare_run(args: argparse.Namespace, names: Sequence[str]) -> None:
             is not an entrant or outside a gauntlet, a ``--fail-if`` that
             names no entrant.
     """
-    from arena.report.verdict import ConditionError, check_names
-
     fmt = getattr(args, "format", "round-robin")
     candidate = getattr(args, "candidate", None)
     if fmt == "gauntlet" and candidate is None:
@@ -393,8 +389,6 @@ def run_verdict(
     Raises:
         CliError: exit 3: the JUnit file cannot be written.
     """
-    from arena.report.verdict import judge
-
     junit = getattr(args, "junit", None)
     verdict = judge(
         getattr(args, "fail_if", None) or [],
