@@ -200,3 +200,16 @@ def _bot_processes(bots: list[str]) -> list[tuple[int, str]]:
     return [
         p for b in bots for p in processes_matching(b.split("=", 1)[1]) if "--human" not in p[1]
     ]
+
+
+def test_the_seats_are_filled_with_sample_bots_and_bad_bots_raise_play_error() -> None:
+    """The tool raises its own error (the command line makes it exit 2)."""
+    from arena.tools.play import HUMAN, PlayError, seat_entrants
+
+    mine = seat_entrants([bot("first_legal", "mine")], 4)
+    assert [e.name for e in mine] == ["mine", "duck", "heuristic", "low"]
+    assert [e.name for e in seat_entrants([], 3)] == ["duck", "heuristic", "low"]
+    with pytest.raises(PlayError, match="play: give at most 3 bots, got 4"):
+        seat_entrants([bot("first_legal", n) for n in "abcd"], 3)
+    with pytest.raises(PlayError, match="the human's name"):
+        seat_entrants([bot("first_legal", HUMAN)], 3)

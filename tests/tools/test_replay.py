@@ -324,3 +324,21 @@ def test_a_recorded_path_with_spaces_and_quotes_replays_unsplit(
     code = run_arena(["replay", f"{out}#0", "--seat", "odd", "--same-user"])
     assert code == EXIT_OK, capsys.readouterr()
     assert "same as recorded" in capsys.readouterr().out
+
+
+def test_replay_settings_are_the_recorded_ones_unless_given() -> None:
+    from arena.tools.replay import recorded_settings
+
+    run_info = {"settings": {"time_limit": 0.5, "startup_time": 4.0, "strikes": 2, "grace": 0.2}}
+    got = recorded_settings(run_info, None, None)
+    assert (got.time_limit, got.startup_time, got.strikes, got.grace) == (0.5, 4.0, 2, 0.2)
+    got = recorded_settings(run_info, 2.0, None)
+    assert (got.time_limit, got.startup_time) == (2.0, 4.0)
+    default = RefereeSettings()
+    got = recorded_settings(None, None, 3.0)  # a games file alone: the referee's defaults
+    assert (got.time_limit, got.startup_time, got.strikes, got.grace) == (
+        default.time_limit,
+        3.0,
+        default.strikes,
+        default.grace,
+    )
