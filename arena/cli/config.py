@@ -33,6 +33,7 @@ from typing import Any, Final
 
 from arena.cli.errors import EXIT_USAGE, CliError
 from arena.cli.options import (
+    RUN_OPTIONS,
     UsageParser,
     add_run_options,
     exclusive_partners,
@@ -181,12 +182,7 @@ def load_config(path: Path) -> tuple[dict[str, Any], list[Entrant]]:
 
 #: Options that only one format takes: a command line that names another
 #: ``--format`` drops them from the file.
-FORMAT_OPTIONS: Final = {
-    "candidate": "gauntlet",
-    "games": "ladder",
-    "sigma_target": "ladder",
-    "ladder_batch": "ladder",
-}
+FORMAT_OPTIONS: Final = {o.dest: o.only_format for o in RUN_OPTIONS if o.only_format}
 
 
 def apply_config(args: argparse.Namespace, argv: list[str]) -> None:

@@ -170,6 +170,9 @@ class Option:
         group: the ``--help`` section, or ``None`` for the command's own list.
         exclusive: options sharing this name are mutually exclusive.
         in_file: whether a ``--config`` file may set it.
+        only_format: the ``--format`` the option belongs to, or ``None`` (a
+            command line naming another format drops it from a ``--config``
+            file: :data:`arena.cli.config.FORMAT_OPTIONS`).
     """
 
     flags: tuple[str, ...]
@@ -184,6 +187,7 @@ class Option:
     group: str | None = None
     exclusive: str | None = None
     in_file: bool = True
+    only_format: str | None = None
 
     def arguments(self, *, default: Any = KEEP, help: str | None = None) -> dict[str, Any]:
         """The keyword arguments of ``add_argument`` (``default`` and
@@ -449,7 +453,7 @@ RUN_OPTIONS: Final[tuple[Option, ...]] = (
     Option(
         ("--candidate",), "candidate",
         "the entrant a gauntlet is about (every table includes it; --fail-if judges it)",
-        metavar="NAME", group=CI,
+        metavar="NAME", group=CI, only_format="gauntlet",
     ),
     Option(
         ("--fail-if",), "fail_if",
@@ -475,20 +479,20 @@ RUN_OPTIONS: Final[tuple[Option, ...]] = (
         ("--games",), "games",
         "--format ladder: play at most G games (whole tables of 4 games: one deal "
         "in its 4 seat rotations)",
-        type=positive_int, metavar="G", group=BIG,
+        type=positive_int, metavar="G", group=BIG, only_format="ladder",
     ),
     Option(
         ("--sigma-target",), "sigma_target",
         "--format ladder: stop early once every entrant's TrueSkill sigma is below "
         "SIGMA (checked between batches; the start is 8.33)",
-        type=sigma, metavar="SIGMA", group=BIG,
+        type=sigma, metavar="SIGMA", group=BIG, only_format="ladder",
     ),
     Option(
         ("--ladder-batch",), "ladder_batch",
         f"--format ladder: tables chosen at a time from one snapshot of the ratings "
         f"(default {_TOURNAMENT.ladder_batch}; part of the tournament, so independent "
         "of --jobs)",
-        type=positive_int, metavar="TABLES", group=BIG,
+        type=positive_int, metavar="TABLES", group=BIG, only_format="ladder",
     ),
     Option(
         ("--executor",), "executor",
