@@ -323,11 +323,14 @@ class Launcher:
                     os.chown(home, lease.uid, copy.group.uid if copy and copy.group else lease.uid)
             token = secrets.token_hex(8)
             extra = {RUN_VARIABLE: opts.run_id, TOKEN_VARIABLE: token}
-            if lease is not None and self.is_arena_python(argv[0]):
-                python, pythonpath = self._bot_python(lease.uid)
-                argv = (python, *argv[1:])
-                if pythonpath:
-                    extra["PYTHONPATH"] = pythonpath
+            if self.is_arena_python(argv[0]):
+                if lease is not None:
+                    python, pythonpath = self._bot_python(lease.uid)
+                    argv = (python, *argv[1:])
+                    if pythonpath:
+                        extra["PYTHONPATH"] = pythonpath
+                else:  # a path with "..", which a sealed bot cannot walk: its folder resolved
+                    argv = (_in_resolved_folder(argv[0]), *argv[1:])
             env = bot_environment(home or Path("/tmp"), extra)
             seccomp = None
             if sealed:
@@ -405,6 +408,14 @@ def _normalized(path: str) -> str:
     repeated separators removed; symbolic links are not followed (a
     virtual environment's ``python`` is not the system's it links to)."""
     return os.path.normpath(os.path.abspath(path))
+
+
+def _in_resolved_folder(path: str) -> str:
+    """``path`` with its folder resolved (absolute, no ``.`` or ``..``, no
+    symbolic links) and its last name kept: a virtual environment's
+    ``python``, a link to the system's, stays the environment's."""
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(os.path.realpath(folder), name)
 
 
 def _moved(word: str, source: Path, dest: Path) -> str:

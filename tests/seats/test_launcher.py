@@ -92,3 +92,39 @@ def test_the_arena_python_is_known_by_its_path_not_its_spelling(tmp_path: Path) 
         assert not launcher.is_arena_python("")
     finally:
         launcher.close()
+
+
+def test_the_arena_python_reaches_a_bot_without_dot_dot(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Started as ``../venv/bin/python`` with bots of the arena's own user, a
+    ``.py`` bot got ``/w/../venv/bin/python``, which a sealed bot cannot walk
+    (``/w`` is not in its sandbox: "not found"): it gets the interpreter's
+    folder resolved, the interpreter's own name kept."""
+    odd = _odd_spelling(sys.executable)
+    folder = tmp_path / "bot"
+    folder.mkdir()
+    shutil.copy(BOTS / "first_legal.py", folder / "mine.py")
+    with monkeypatch.context() as coordinator:
+        coordinator.setattr(sys, "executable", odd)
+        entrant = path_entrant(folder / "mine.py", name="mine", given="mine.py")
+        options = LaunchOptions(sandbox=False, separate_users=False)
+    launcher = Launcher(options)
+    try:
+        spec = launcher.spec(entrant)
+        try:
+            want = os.path.join(
+                os.path.realpath(os.path.dirname(sys.executable)),
+                os.path.basename(sys.executable),
+            )
+            assert spec.argv[0] == want and ".." not in spec.argv[0]
+            assert spec.argv[1] == str(folder / "mine.py")
+            assert spec.user is None and "PYTHONPATH" not in spec.env
+        finally:
+            if spec.cgroup is not None:
+                spec.cgroup.kill(timeout=0)
+                spec.cgroup.remove()
+            if spec.tmpdir is not None:
+                shutil.rmtree(spec.tmpdir, ignore_errors=True)
+    finally:
+        launcher.close()
