@@ -5,7 +5,9 @@ dispatches each command to its module and turns its errors into exit codes
 Nothing of the arena imports this module: it imports the others of
 :mod:`arena.cli` (the options of ``run`` from :mod:`arena.cli.options`, the
 commands from :mod:`arena.cli.commands`, :mod:`arena.cli.tools` and
-:mod:`arena.cli.live`, ``--config`` from :mod:`arena.cli.config`).
+:mod:`arena.cli.live`, ``--config`` from :mod:`arena.cli.config`); the
+tournament commands' module only when one of them runs (its libraries take
+a while to load).
 """
 
 from __future__ import annotations
@@ -19,14 +21,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from arena.cli.commands import (
-    apply_resume,
-    cleanup_command,
-    report_command,
-    run_command,
-    verify_command,
-)
-from arena.cli.config import apply_config
 from arena.cli.errors import (
     EXIT_ENVIRONMENT,
     EXIT_FAILED,
@@ -190,14 +184,18 @@ def _main_with_signals(argv: Sequence[str] | None) -> int:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-#: The commands other than ``run`` and the tools, by name.
-_COMMANDS: dict[str, Any] = {
-    "report": report_command,
-    "watch": watch_command,
-    "verify": verify_command,
-    "cleanup": cleanup_command,
-    **TOOL_COMMANDS,
-}
+def _command(name: str) -> Any:
+    """The function of command ``name`` (parsed arguments -> exit code), or
+    ``None``. The tournament commands' module (with the report's libraries) is
+    loaded only for them, so ``--version``, ``--help`` and the tools start
+    quickly."""
+    if name in ("run", "report", "verify", "cleanup"):
+        from arena.cli import commands
+
+        return getattr(commands, f"{name}_command")
+    if name == "watch":
+        return watch_command
+    return TOOL_COMMANDS.get(name)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -207,11 +205,14 @@ def _main(argv: Sequence[str] | None) -> int:
         except SystemExit as exc:  # --help, --version: printed, then done
             return exc.code if isinstance(exc.code, int) else EXIT_OK
         if args.command == "run":
+            from arena.cli.commands import apply_resume, run_command
+            from arena.cli.config import apply_config
+
             given = sys.argv[1:] if argv is None else list(argv)
             apply_config(args, given)
             apply_resume(args, given)
             return run_command(args)
-        command = _COMMANDS.get(args.command)
+        command = _command(args.command)
         if command is None:
             raise CliError(f"unknown command {args.command!r}")
         return int(command(args))
