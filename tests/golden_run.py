@@ -10,7 +10,8 @@ the search sample bot with fixed search budgets, and two faulting test bots,
 ``--seed 15``, one round of two hands per game, two games at a time, and a
 generous 30-second time limit, so no decision comes near it. The stored files
 are the base's output whole, except that the folder holding the bots and the
-arena's interpreter are written as ``<bots>`` and ``<python>`` (they differ
+interpreter that runs them (the arena's own, or a system Python where the bot
+users cannot reach it) are written as ``<bots>`` and ``<python>`` (they differ
 from machine to machine).
 
 The comparison (:func:`differences`) ignores only the fields that record
@@ -117,7 +118,7 @@ def run_golden(root: Path, work: Path) -> tuple[str, str]:
     """Play the golden run with this interpreter's arena and the bots of the
     checkout ``root``, in the folder ``work``; returns the text of
     ``games.jsonl`` and ``results.json`` with the bots' folder and the
-    interpreter written as ``<bots>`` and ``<python>``.
+    interpreter that ran them written as ``<bots>`` and ``<python>``.
 
     Raises:
         AssertionError: the run did not exit 0 (its output is in the message).
@@ -134,8 +135,19 @@ def run_golden(root: Path, work: Path) -> tuple[str, str]:
     )
     assert done.returncode == 0, done.stdout + done.stderr
 
+    # Every entrant is a .py program, run by the interpreter the arena chose
+    # for it: its own, or a system Python where bot users cannot reach its own.
+    interpreters = {
+        entrant["argv"][0]
+        for entrant in json.loads((out / "results.json").read_text())["settings"]["entrants"]
+    }
+    assert all(Path(path).name.startswith("python") for path in interpreters), interpreters
+
     def placeholders(text: str) -> str:
-        return text.replace(str(bots), "<bots>").replace(sys.executable, "<python>")
+        text = text.replace(str(bots), "<bots>")
+        for path in sorted(interpreters, key=len, reverse=True):
+            text = text.replace(json.dumps(path)[1:-1], "<python>")
+        return text
 
     return (
         placeholders((out / "games.jsonl").read_text()),
