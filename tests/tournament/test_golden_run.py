@@ -13,6 +13,9 @@ per game ``started_at``, ``duration_s`` (seconds) and the seats' ``timing``
 ``cpu_ms`` (milliseconds). Every other field the base wrote must be present and
 equal; a field the current code ADDS to an object is allowed (records may grow,
 never change or lose a field); a changed, missing or extra list item fails.
+Changes made on purpose since the base are listed with their reasons in
+``golden_run.INTENDED_CHANGES`` and applied to the base first (so far: a card
+not held is labelled R2, not R6).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from golden_run import (
     differences,
     golden_differences,
     run_golden,
+    with_intended_changes,
 )
 
 
@@ -65,6 +69,19 @@ def test_differences_ignore_only_times_and_allow_added_fields() -> None:
     assert list(
         differences({"x": {"started_at": 1}}, {"x": {"started_at": 2}}, TIME_FIELDS_GAME)
     ) == ["x/started_at: 1 became 2"]
+
+
+def test_intended_changes_touch_only_their_field() -> None:
+    base = {
+        "detail": "played 3C: seat 2: does not hold 3C (R6); legal: 2C",
+        "answer": "does not hold 3C (R6)",
+        "faults": [{"detail": "seat 1: does not follow suit (R6)"}],
+    }
+    assert with_intended_changes(base) == {
+        "detail": "played 3C: seat 2: does not hold 3C (R2); legal: 2C",
+        "answer": "does not hold 3C (R6)",  # not a detail: unchanged
+        "faults": [{"detail": "seat 1: does not follow suit (R6)"}],  # R6 proper
+    }
 
 
 @needs_seal
