@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -148,15 +149,26 @@ def test_a_second_run_on_a_busy_out_is_refused_even_with_overwrite(
 
 
 def test_a_bot_that_cannot_be_executed_leaves_no_folder(
-    played: Path, open_tmp: Path, capsys: pytest.CaptureFixture[str]
+    played: Path,
+    open_tmp: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The arena's temporary folders (``hearts-bot-*``) go to a temporary
+    folder of this test's own, so that other runs on the machine (which make
+    and remove theirs in the shared /tmp meanwhile) cannot change what it sees."""
     import tempfile
 
     binary = open_tmp / "binfile"
     binary.write_bytes(b"\x7fELF\x01\x02 not a program")
     binary.chmod(0o755)
-    folders = set(Path(tempfile.gettempdir()).glob("hearts-bot-*"))
-    code = run_arena(["replay", f"{played}#r1-t0-k0", "--seat", "a", "--bot", str(binary)])
-    assert code == EXIT_USAGE
-    assert "Exec format error" in capsys.readouterr().err
-    assert set(Path(tempfile.gettempdir()).glob("hearts-bot-*")) <= folders
+    own_tmp = Path(tempfile.mkdtemp(prefix="arena-test-tmp-"))  # not in the bot's folder
+    own_tmp.chmod(0o777)
+    monkeypatch.setattr(tempfile, "tempdir", str(own_tmp))
+    try:
+        code = run_arena(["replay", f"{played}#r1-t0-k0", "--seat", "a", "--bot", str(binary)])
+        assert code == EXIT_USAGE
+        assert "Exec format error" in capsys.readouterr().err
+        assert list(own_tmp.iterdir()) == []
+    finally:
+        shutil.rmtree(own_tmp, ignore_errors=True)

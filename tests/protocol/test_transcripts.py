@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import bot, load_outputs, run_arena
 
 from arena.game.referee import RefereeSettings
@@ -15,10 +16,34 @@ from arena.protocol.codec import check_referee_message
 FOUR = [bot("first_legal", n) for n in "abcd"]
 
 
-def test_transcripts_hold_every_message_with_times(tmp_path: Path) -> None:
-    out = tmp_path / "o"
+@pytest.fixture(scope="module")
+def transcribed(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, list[dict[str, Any]]]:
+    """One ``run --transcripts`` (4 games), shared by the tests that read it: its
+    output folder, and the records the run handed to its report (``write_outputs``
+    watched)."""
+    import arena.cli.commands
+
+    seen: list[dict[str, Any]] = []
+    real = arena.cli.commands.write_outputs
+
+    def spy(out: Path, settings: Any, names: Any, records: Any, *rest: Any) -> Any:
+        seen.extend(records)
+        return real(out, settings, names, records, *rest)
+
+    out = tmp_path_factory.mktemp("transcripts") / "o"
     args = ["run", *FOUR, "--hands", "1", "--rounds", "1", "--seed", "2", "--quiet"]
-    assert run_arena([*args, "--transcripts", "--out", str(out)]) == 0
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(arena.cli.commands, "write_outputs", spy)
+        assert run_arena([*args, "--transcripts", "--out", str(out)]) == 0
+    return out, seen
+
+
+def test_transcripts_hold_every_message_with_times(
+    transcribed: tuple[Path, list[dict[str, Any]]],
+) -> None:
+    out, _ = transcribed
     _, records = load_outputs(out)
     for rec in records:
         assert len(rec["transcripts"]) == 4
@@ -60,23 +85,11 @@ def test_no_transcripts_unless_asked(tmp_path: Path) -> None:
 
 
 def test_transcripts_go_to_the_journal_not_to_the_records_kept_for_the_report(
-    tmp_path: Path, monkeypatch: Any
+    transcribed: tuple[Path, list[dict[str, Any]]],
 ) -> None:
     """The run keeps every record in memory for its report; the report never
     reads transcripts, so they are dropped from memory once journaled."""
-    import arena.cli.commands
-
-    seen: list[dict[str, Any]] = []
-    real = arena.cli.commands.write_outputs
-
-    def spy(out: Path, settings: Any, names: Any, records: Any, *rest: Any) -> Any:
-        seen.extend(records)
-        return real(out, settings, names, records, *rest)
-
-    monkeypatch.setattr(arena.cli.commands, "write_outputs", spy)
-    out = tmp_path / "o"
-    args = ["run", *FOUR, "--hands", "1", "--rounds", "1", "--seed", "2", "--quiet"]
-    assert run_arena([*args, "--transcripts", "--out", str(out)]) == 0
+    out, seen = transcribed
     _, on_disk = load_outputs(out)
     assert len(seen) == len(on_disk) == 4
     assert all(len(r["transcripts"]) == 4 for r in on_disk)

@@ -192,8 +192,9 @@ def test_fail_if_judges_every_entrant_in_a_round_robin(
     for name in "abcd":
         assert f"{name} " in line
     # Conditions that hold for nobody: exit 0, and every JUnit case passes.
+    # (The same tournament judged again: --resume plays none of its games.)
     junit = tmp_path / "j.xml"
-    args = ["--overwrite", "--fail-if", "rank>4", "--fail-if", "faults>0", "--junit", str(junit)]
+    args = ["--resume", "--fail-if", "rank>4", "--fail-if", "faults>0", "--junit", str(junit)]
     assert run_arena(["run", *four, *BASE, "--out", str(out), *args]) == EXIT_OK
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite.get("tests") == "4" and suite.get("failures") == "0"
@@ -253,7 +254,8 @@ def test_a_clean_candidate_passes_whatever_its_opponents_do(
     assert (suite.get("tests"), suite.get("failures")) == ("1", "0")
     assert list(cases) == ["a"] and cases["a"].find("failure") is None
     # Without --fail-if, --junit judges faults>0 for the candidate alone: still a pass.
-    args = [*args, "--overwrite", "--junit", str(junit)]
+    # (The same tournament judged again: --resume plays none of its games.)
+    args = [*args, "--resume", "--junit", str(junit)]
     assert run_arena(args) == EXIT_OK
     assert junit_suite(junit)[0].get("failures") == "0"
 
@@ -270,8 +272,9 @@ def test_junit_without_fail_if_fails_on_faults_and_exits_5(
     assert (suite.get("tests"), suite.get("failures")) == ("4", "1")
     assert [n for n, c in cases.items() if c.find("failure") is not None] == ["d"]
     # A --fail-if that does not hold passes every case, faults or not (they
-    # are in the case's output); the exit code agrees.
-    args = ["--overwrite", "--fail-if", "games<1", "--junit", str(junit)]
+    # are in the case's output); the exit code agrees. (The same tournament
+    # judged again: --resume plays none of its games.)
+    args = ["--resume", "--fail-if", "games<1", "--junit", str(junit)]
     assert run_arena(["run", *four, *BASE, "--out", str(out), *args]) == EXIT_OK
     suite, cases = junit_suite(junit)
     assert (suite.get("tests"), suite.get("failures")) == ("4", "0")

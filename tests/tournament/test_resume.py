@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -76,16 +77,25 @@ def run_tmpdirs(out: Path) -> list[Path]:
     return list(Path(tempfile.gettempdir()).glob(f"hearts-bot-{run_id}-*"))
 
 
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An uninterrupted run of ENTRANTS with ARGS (unsealed: sealed and
+    unsealed standings are equal, tests/seats/test_seal.py), for every test
+    here that compares a resumed run with it."""
+    out = tmp_path_factory.mktemp("reference") / "o"
+    assert run_arena(["run", *ENTRANTS, *ARGS, "--no-sandbox", "--out", str(out)]) == 0
+    _, records = load_outputs(out)
+    assert len(records) == 12
+    return out
+
+
 @pytest.mark.parametrize(
     "mode", [pytest.param((), marks=needs_seal), ("--no-sandbox",)], ids=["sealed", "no-sandbox"]
 )
 def test_kill_9_then_resume_gives_the_uninterrupted_standings(
-    tmp_path: Path, mode: tuple[str, ...]
+    tmp_path: Path, mode: tuple[str, ...], reference: Path
 ) -> None:
-    reference = tmp_path / "reference"
-    assert run_arena(["run", *ENTRANTS, *ARGS, *mode, "--out", str(reference)]) == 0
-    ref_results, ref_records = load_outputs(reference)
-    assert len(ref_records) == 12
+    ref_results, _ = load_outputs(reference)
 
     out = tmp_path / "killed"
     proc = start_arena(out, ENTRANTS, [*ARGS, *mode])
@@ -206,13 +216,15 @@ def test_resume_with_only_out_reads_settings_and_entrants_from_run_json(
     (spaced / "first legal.py").chmod(0o644)
     entrants = [*ENTRANTS[:3], f"f={spaced / 'first legal.py'}"]
     settings = ["--time-limit", "0.7", "--strikes", "2", "--max-open-files", "200"]
-    reference = open_tmp / "reference"
-    assert run_arena(["run", *entrants, *ARGS, *settings, "--out", str(reference)]) == 0
-    ref_results, ref_records = load_outputs(reference)
+    whole = open_tmp / "whole"
+    assert run_arena(["run", *entrants, *ARGS, *settings, "--out", str(whole)]) == 0
+    ref_results, ref_records = load_outputs(whole)
     assert len(ref_records) == 12
 
+    # The cut run: the same run's folder (playing it again would give the same
+    # files), its journal then cut to its first 5 games.
     out = open_tmp / "o"
-    assert run_arena(["run", *entrants, *ARGS, *settings, "--out", str(out)]) == 0
+    shutil.copytree(whole, out)
     journal = out / "games.jsonl"
     journal.write_text("".join(journal.read_text().splitlines(keepends=True)[:5]))
     capsys.readouterr()
@@ -231,7 +243,7 @@ def test_resume_with_only_out_reads_settings_and_entrants_from_run_json(
     assert results["complete"] is True
     assert sorted(r["game_index"] for r in records) == list(range(12))
     assert results["standings"] == ref_results["standings"]
-    assert results["settings"] == json.loads((reference / "run.json").read_text())["settings"]
+    assert results["settings"] == json.loads((whole / "run.json").read_text())["settings"]
 
 
 def test_a_recorded_entrant_is_read_from_its_argv_and_older_records_still_work() -> None:

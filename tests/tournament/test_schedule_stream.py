@@ -4,6 +4,7 @@ schedule built whole, the same chains, and a runner that plays a stream."""
 from __future__ import annotations
 
 import itertools
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -158,8 +159,10 @@ def test_a_resumed_run_plays_the_stream_of_what_is_left(tmp_path: Path) -> None:
     whole = tmp_path / "whole"
     assert run_arena(["run", *entrants, *common, "--out", str(whole)]) == 0
     _, want = load_outputs(whole)
+    # The cut run: the same run's folder (playing it again would give the same
+    # files), its journal then cut to every game but a quarter.
     part = tmp_path / "part"
-    assert run_arena(["run", *entrants, *common, "--out", str(part)]) == 0
+    shutil.copytree(whole, part)
     lines = (part / "games.jsonl").read_text().splitlines()
     kept = [ln for i, ln in enumerate(lines) if i % 4 != 2]
     (part / "games.jsonl").write_text("\n".join(kept) + "\n")

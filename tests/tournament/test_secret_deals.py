@@ -3,9 +3,12 @@ an output folder no bot can read, and no two games of one deal at once."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import itertools
 import json
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -35,12 +38,23 @@ def _play(records: list[dict]) -> list[dict]:
     ]
 
 
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One run with a drawn key (no ``--seed``), into a folder made beforehand
+    with mode 0o755, shared by the tests that only read it: its folder and
+    what it wrote on stderr."""
+    out = tmp_path_factory.mktemp("drawn") / "o"
+    out.mkdir(mode=0o755)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert run_arena(["run", *FOUR, *SHORT, "--out", str(out)]) == EXIT_OK
+    return out, err.getvalue()
+
+
 def test_drawn_key_is_committed_then_revealed_and_verifies(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    drawn: tuple[Path, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = tmp_path / "o"
-    assert run_arena(["run", *FOUR, *SHORT, "--out", str(out)]) == EXIT_OK
-    err = capsys.readouterr().err
+    out, err = drawn
     run = json.loads((out / "run.json").read_text())
     results, records = load_outputs(out)
     commitment = run["settings"]["key_commitment"]
@@ -62,11 +76,10 @@ def test_drawn_key_is_committed_then_revealed_and_verifies(
 
 
 def test_verify_fails_on_a_tampered_journal_and_a_wrong_key(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    drawn: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "o"
-    assert run_arena(["run", *FOUR, *SHORT, "--out", str(out)]) == EXIT_OK
-    capsys.readouterr()
+    shutil.copytree(drawn[0], out)  # a copy of the run, to tamper with
     journal = (out / "games.jsonl").read_text().splitlines()
     original = list(journal)
 
@@ -105,10 +118,9 @@ def test_verify_fails_on_a_tampered_journal_and_a_wrong_key(
 
 
 def test_key_file_replays_a_tournament_exactly(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    drawn: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    first = tmp_path / "first"
-    assert run_arena(["run", *FOUR, *SHORT, "--out", str(first)]) == EXIT_OK
+    first = drawn[0]
     key_hex = json.loads((first / "results.json").read_text())["key"]
     key_file = tmp_path / "k.key"
     key_file.write_text(key_hex + "\n")
@@ -157,10 +169,8 @@ def test_seed_runs_are_reproducible_and_say_they_are_public(
     assert run_arena(["verify", str(a)]) == EXIT_OK
 
 
-def test_output_folder_is_owner_only(tmp_path: Path) -> None:
-    out = tmp_path / "o"
-    out.mkdir(mode=0o755)
-    assert run_arena(["run", *FOUR, *SHORT, "--out", str(out)]) == 0
+def test_output_folder_is_owner_only(drawn: tuple[Path, str]) -> None:
+    out = drawn[0]  # made with mode 0o755 before the run
     assert stat.S_IMODE(out.stat().st_mode) == 0o700
     for name in ("run.json", "games.jsonl", "results.json", "tournament.key", ".hearts-arena.lock"):
         mode = stat.S_IMODE((out / name).stat().st_mode)
