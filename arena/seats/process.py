@@ -269,6 +269,17 @@ class BotProcess(WireSeat):
         await trio.sleep(0.05)
         self._gone(f"exited ({self.exit_status()})")
 
+    async def _wait_exited(self) -> None:
+        """Wait until the process has exited (not reaped). The exit watch runs
+        among the game's tasks and is cancelled with them (SIGTERM to a worker,
+        Ctrl-C), so the exit is also looked for directly, every 50 ms: waiting
+        for the watch alone hung a shielded :meth:`close` for good."""
+        while not self.exited.is_set():
+            with trio.move_on_after(0.05):
+                await self.exited.wait()
+            if not self.exited.is_set() and self.exit_status() != "running":
+                self.exited.set()
+
     def exit_status(self) -> str:
         """How the process ended, read without reaping it (``"running"`` if alive)."""
         try:
@@ -417,11 +428,11 @@ class BotProcess(WireSeat):
             if not self._out:  # all written: close the pipe so the bot also sees end of input
                 await self._close_stdin()
             with trio.move_on_after(grace):
-                await self.exited.wait()
+                await self._wait_exited()
             if not self.exited.is_set():
                 self._killpg(signal.SIGTERM)
                 with trio.move_on_after(grace):
-                    await self.exited.wait()
+                    await self._wait_exited()
             self._killpg(signal.SIGKILL)
             spec = self.spec
             if group is not None:  # everything the bot started, whatever its session or uid
@@ -438,7 +449,7 @@ class BotProcess(WireSeat):
                 )
             elif spec.token is not None:
                 await trio.to_thread.run_sync(lambda: kill_all(env=spec.token))
-            await self.exited.wait()
+            await self._wait_exited()
             self.process.reap()
             with trio.move_on_after(0.2):  # the last words on stderr
                 await self._stderr_done.wait()

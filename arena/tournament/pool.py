@@ -24,6 +24,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import time
 import traceback
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
@@ -45,6 +46,9 @@ DEAL_LOCK_STRIPES: int = 64
 CHAINS_AHEAD: int = 2
 #: Seconds between two tries of a taken deal lock.
 DEAL_LOCK_POLL: float = 0.005
+#: Seconds the workers are given to close their bots after SIGTERM before
+#: they are killed.
+STOP_WAIT: float = 10.0
 
 
 class SharedDealLocks:
@@ -305,6 +309,18 @@ class ProcessPool:
                 proc.join()
         self._procs = []
 
+    def _drain(self, on_record: RecordSink, timeout: float) -> None:
+        """Hand every record waiting in the results queue to ``on_record``
+        (waiting up to ``timeout`` seconds for the first)."""
+        with contextlib.suppress(queue.Empty, OSError, ValueError, EOFError):
+            kind, payload = (
+                self._results.get(timeout=timeout) if timeout else self._results.get_nowait()
+            )
+            while True:
+                if kind == "record":
+                    on_record(payload)
+                kind, payload = self._results.get_nowait()
+
     def _stop(self, on_record: RecordSink) -> None:
         """Stop the workers with SIGTERM (they close their bots), keep the
         games they finish meanwhile, and make sure they are gone."""
@@ -312,15 +328,14 @@ class ProcessPool:
             if proc.is_alive():
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(proc.pid, signal.SIGTERM)
-        deadline = 10.0
-        for proc in self._procs:
-            proc.join(deadline)
-            deadline = 1.0
-        with contextlib.suppress(queue.Empty, OSError, ValueError):
-            while True:
-                kind, payload = self._results.get_nowait()
-                if kind == "record":
-                    on_record(payload)
+        # The results are read while the workers stop, not after: a worker's
+        # last records wait in its queue's pipe (a record is larger than a
+        # pipe's buffer), and a process does not exit before its queue is
+        # flushed, so joining first would wait for nothing until the deadline.
+        deadline = time.monotonic() + STOP_WAIT
+        while any(p.is_alive() for p in self._procs) and time.monotonic() < deadline:
+            self._drain(on_record, timeout=0.05)
+        self._drain(on_record, timeout=0.0)
         for proc in self._procs:
             if proc.is_alive():
                 proc.kill()

@@ -590,3 +590,29 @@ def test_a_bot_group_in_a_run_folder_not_filled_yet_gets_cpus() -> None:
         for d in (bot_dir, run):
             with contextlib.suppress(OSError):
                 d.rmdir()
+
+
+def test_close_ends_a_bot_whose_io_tasks_were_cancelled() -> None:
+    """A worker stopped with SIGTERM cancels its games' tasks, the bots' exit
+    watches among them; ``close`` (shielded) must still see the bot exit.
+    It waited for the cancelled watch for good: every Ctrl-C with ``--jobs 2``
+    left the workers hanging until the coordinator killed them."""
+    spec = spec_for("stubborn", "0")  # ignores SIGTERM and outlives its input
+
+    async def main() -> tuple[int, str]:
+        async with trio.open_nursery() as outer:
+            with trio.CancelScope() as games:
+                async with trio.open_nursery() as nursery:
+                    bot = await BotProcess.start(spec, nursery)
+                    assert await handshake(bot, 0, 20.0) is None
+                    games.cancel()  # as SIGTERM does in a worker
+            assert not bot.exited.is_set()
+            with trio.move_on_after(30) as waited:
+                await bot.close(0.1)
+            outer.cancel_scope.cancel()
+        assert not waited.cancelled_caught, "close waited for a cancelled exit watch"
+        return bot.pid, bot.exit_status()
+
+    pid, status = trio.run(main)
+    assert not alive(pid)
+    assert status != "running"
