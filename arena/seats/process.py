@@ -29,7 +29,7 @@ import shutil
 import signal
 import subprocess
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -116,23 +116,18 @@ class PipeTransport:
     arena's non-blocking ends of its stdin and stdout pipes.
 
     Writes go straight to the stdin descriptor (``os.write``; a full pipe
-    raises ``BlockingIOError``, a closed one another ``OSError``); reads
-    before a request use ``os.read`` on the stdout descriptor, reads during a
-    request Trio's stream itself (:attr:`receive` is its ``receive_some``: no
-    task switch when data is there, no extra call on the per-move path).
-
-    Attributes:
-        receive: ``await receive(max_bytes)``: stdout's next bytes, ``b""``
-            at its end; raises ``trio.BrokenResourceError`` or
-            ``trio.ClosedResourceError`` when broken or closed (the seat
-            takes either as the end).
+    raises ``BlockingIOError``, a closed one another ``OSError``); reads use
+    ``os.read`` on the stdout descriptor, and a request that finds it empty
+    waits with :meth:`wait_readable` (``trio.lowlevel.wait_readable``): no
+    stream lock and no extra scheduling round per reply. The stdout stream
+    stays the owner of the descriptor (it closes it).
     """
 
     def __init__(self, stdin: trio.lowlevel.FdStream, stdout: trio.lowlevel.FdStream) -> None:
         self._stdin = stdin
         self.stdin_fd: int = stdin.fileno()  # non-blocking (Trio set it so); -1 once closed
+        self._stdout = stdout  # keeps the descriptor open (and non-blocking)
         self._stdout_fd: int = stdout.fileno()
-        self.receive: Callable[[int], Awaitable[bytes]] = stdout.receive_some
 
     def write_some(self, data: bytes | bytearray) -> int:
         """Write what the pipe takes now.
@@ -162,6 +157,14 @@ class PipeTransport:
             return None
         except OSError:
             return b""
+
+    async def wait_readable(self) -> None:
+        """Wait until stdout holds bytes or reached its end.
+
+        Raises:
+            trio.ClosedResourceError or OSError: the descriptor was closed.
+        """
+        await trio.lowlevel.wait_readable(self._stdout_fd)
 
     async def close_input(self) -> None:
         """Close the stdin pipe (the bot reads end of input). Idempotent."""
