@@ -349,3 +349,29 @@ def test_leases_released_together_are_clean_only_after_one_purge(
         for lease in leases:
             lease.purge = False
             lease.release()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="separate bot users need root")
+def test_a_games_unsealed_bots_are_purged_in_one_walk(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Unsealed, a bot's uid is purged when it closes; a game's four bots are
+    closed together, their four uids purged in one walk (not four)."""
+    from arena.seats import isolation
+
+    walks: list[frozenset[int]] = []
+    real = isolation.purge_uids
+
+    def recording(uids, folders=None, *, message_queues=True):  # type: ignore[no-untyped-def]
+        if not message_queues:  # released (a lease taken dirty is purged with them)
+            walks.append(frozenset(uids))
+        return real(uids, folders, message_queues=message_queues)
+
+    monkeypatch.setattr(isolation, "purge_uids", recording)
+    entrants = [bot("first_legal", n) for n in "abcd"]
+    args = ["run", *entrants, "--hands", "1", "--rounds", "1", "--seed", "3", "--no-sandbox"]
+    assert run_arena([*args, "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    _, records = load_outputs(tmp_path / "out")
+    assert len(records) == 4  # one table, four rotations: new processes for each game
+    assert [len(uids) for uids in walks] == [4, 4, 4, 4]
+    assert all(uid >= isolation.DEFAULT_UID_BASE for uids in walks for uid in uids)
