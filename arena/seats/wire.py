@@ -389,12 +389,13 @@ class WireSeat:
                             return Reply(None, FaultKind.MALFORMED, detail, now - start, rid)
                     if self._eof:
                         break
-                    # Read without waiting; wait only when the output is empty.
-                    # A chunk judged without this request's reply lets the
-                    # deadline in before the next read: a bot that floods its
-                    # output faster than it is read still times out.
+                    # Read without waiting (no stream lock); wait only when
+                    # the output is empty. A chunk judged without this
+                    # request's reply lets the deadline in before the next
+                    # read: a bot that floods its output faster than it is
+                    # read still times out.
                     if read_before:
-                        await trio.lowlevel.checkpoint()
+                        await trio.lowlevel.checkpoint_if_cancelled()
                     chunk = transport.read_now(READ_CHUNK)
                     if chunk is None:
                         read_before = False
@@ -408,6 +409,11 @@ class WireSeat:
                         self._frame(chunk)
                     else:
                         self._eof = True
+                    # After each read, as a stream's read does, the seats' other
+                    # tasks run (the stderr drain: a chatty bot must not fill its
+                    # pipe; its lines belong to this game's record); shielded, so
+                    # a reply that arrived is never turned into a timeout here.
+                    await trio.lowlevel.cancel_shielded_checkpoint()
             finally:
                 self._waiting = None
         now = trio.current_time()
