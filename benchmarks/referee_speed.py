@@ -344,7 +344,7 @@ PARTS: list[tuple[str, Any]] = [
         "reads (pipes)",
         lambda f, n: (
             n in {"receive_some", "_read_ready", "read_now", "<built-in method posix.read>"}
-            or (n == "receive" and f.endswith("process.py"))
+            or (n == "wait_readable" and f.endswith("process.py"))
             or ("_unix_pipes" in f and n != "send_all")
         ),
     ),

@@ -431,9 +431,12 @@ class Referee:
             card = await self._decide_play(s, hand, scores_before)
             trick_number = hand.trick_number
             trick = hand.play_unchecked(card)  # legal: checked by _decide_play
-            self._emit({"event": "card", "seat": s.seat, "card": CARD_NAMES[card]})
+            events = self._events is not None  # build spectator events only for a listener
+            if events:
+                self._emit({"event": "card", "seat": s.seat, "card": CARD_NAMES[card]})
             if trick is not None:
-                self._emit({"event": "trick", "winner": trick.winner, "points": trick.points})
+                if events:
+                    self._emit({"event": "trick", "winner": trick.winner, "points": trick.points})
                 tj = trick.to_json()
                 # Completed tricks go in every later play request: encode each once.
                 sep = "," if self._trick_views else ""
@@ -557,14 +560,15 @@ class Referee:
         legal = hand.legal_mask()
         if s.bot is None or s.auto:
             return default_play(legal)
-        self._emit(
-            {
-                "event": "decision",
-                "seat": s.seat,
-                "kind": "play",
-                "deadline": time.time() + self.settings.time_limit,
-            }
-        )
+        if self._events is not None:  # built only for a listener: once per card
+            self._emit(
+                {
+                    "event": "decision",
+                    "seat": s.seat,
+                    "kind": "play",
+                    "deadline": time.time() + self.settings.time_limit,
+                }
+            )
         view = hand.view(s.seat, include_tricks=False)
         view["game_id"] = self.spec.game_id
         view["scores"] = scores

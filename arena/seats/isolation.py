@@ -14,7 +14,8 @@ Layers (the seal, :mod:`arena.seats.seal`, comes on top, by default):
   uid runs is killed when the process is closed, even a grandchild that left
   the process group with ``setsid``; what it left in world-writable folders,
   its message queues and System V IPC objects are removed before the uid is
-  leased again (:func:`purge_uid`). Each entrant also gets a group of its own
+  leased again (:func:`purge_uid`; uids released together, such as a game's
+  four bots, in one search: :func:`release_leases`). Each entrant also gets a group of its own
   (:func:`lease_gid`), the only one that can read its copy of its folder.
 
 Without root, the arena cannot change uid; strays are then found by a token in
@@ -34,7 +35,7 @@ import resource
 import shutil
 import signal
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -179,12 +180,35 @@ class UidLease:
     def release(self) -> None:
         """Remove what the uid left when :attr:`purge` is set, mark the uid
         clean and unlock it (idempotent). Call after its processes are dead."""
+        release_leases((self,))
+
+    def _unlock_clean(self) -> None:
+        """Mark the uid clean and unlock it: only once its leftovers are gone."""
         if self._fd is not None:
-            if self.purge:
-                purge_uid(self.uid, message_queues=False)
             _write_state(self._fd, b"clean")
             os.close(self._fd)
             self._fd = None
+
+
+def release_leases(leases: Iterable[UidLease], folders: Iterable[Path] | None = None) -> int:
+    """Release several leases at once (:meth:`UidLease.release` of each):
+    what the uids with :attr:`~UidLease.purge` set left is removed in one
+    search of ``folders`` (default :data:`WORLD_WRITABLE`) for all of them
+    (:func:`purge_uids`), and only then is each uid marked clean and unlocked,
+    so nothing a holder left can be found by the uid's next holder. Leases
+    already released are passed over. Call after the uids' processes are dead.
+
+    Returns:
+        How many things were removed.
+    """
+    held = [lease for lease in leases if lease._fd is not None]
+    uids = {lease.uid for lease in held if lease.purge}
+    # If the search raises, no lease is marked clean: each stays "in use"
+    # (its lock goes with the arena), and its next holder purges it first.
+    removed = purge_uids(uids, folders, message_queues=False) if uids else 0
+    for lease in held:
+        lease._unlock_clean()
+    return removed
 
 
 def _write_state(fd: int, state: bytes) -> None:
@@ -310,14 +334,32 @@ WORLD_WRITABLE: Final = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
 
 
 def purge_uid(
-    uid: int, folders: Iterable[Path] = WORLD_WRITABLE, *, message_queues: bool = True
+    uid: int, folders: Iterable[Path] | None = None, *, message_queues: bool = True
 ) -> int:
     """Remove what user ``uid`` left that another holder of the uid could
-    find: its files, folders, sockets and pipes anywhere under ``folders``
-    it could reach (not following symlinks, not crossing into other file
-    systems, not entering folders it could not enter), its
-    POSIX message queues, and its System V shared memory, semaphores and
-    message queues. Call only when no process of the uid is left.
+    find (:func:`purge_uids` for one uid).
+
+    Returns:
+        How many things were removed.
+    """
+    return purge_uids((uid,), folders, message_queues=message_queues)
+
+
+def purge_uids(
+    uids: Collection[int], folders: Iterable[Path] | None = None, *, message_queues: bool = True
+) -> int:
+    """Remove what the users ``uids`` left that another holder of one of
+    them could find, in one search for all of them: their files, folders,
+    sockets and pipes anywhere under ``folders`` (default
+    :data:`WORLD_WRITABLE`) that one of them could reach (not following
+    symlinks, not crossing into other file systems, not entering folders
+    none of them could enter), their POSIX message queues, and their System V
+    shared memory, semaphores and message queues. Call only when no process
+    of these uids is left.
+
+    One walk costs about what one uid's walk costs (tens of milliseconds on
+    a /tmp of tens of thousands of entries), so uids released together (a
+    game's four bots) are purged together.
 
     ``message_queues=False`` skips the POSIX message queues, which a bot
     cannot create (its ``RLIMIT_MSGQUEUE`` is 0) and whose search needs a
@@ -328,17 +370,20 @@ def purge_uid(
     Returns:
         How many things were removed.
     """
+    wanted = frozenset(uids)
+    if not wanted:
+        return 0
     removed = 0
-    for top in folders:
+    for top in WORLD_WRITABLE if folders is None else folders:
         with contextlib.suppress(OSError):
-            removed += _purge_tree(top, uid, os.lstat(top).st_dev)
+            removed += _purge_tree(top, wanted, os.lstat(top).st_dev)
     if message_queues:
-        removed += _purge_mqueues(uid)
-    removed += _purge_sysv(uid)
+        removed += _purge_mqueues(wanted)
+    removed += _purge_sysv(wanted)
     return removed
 
 
-def _purge_tree(folder: Path, uid: int, dev: int) -> int:
+def _purge_tree(folder: Path, uids: frozenset[int], dev: int) -> int:
     removed = 0
     try:
         entries = list(os.scandir(folder))
@@ -352,25 +397,27 @@ def _purge_tree(folder: Path, uid: int, dev: int) -> int:
         if st.st_dev != dev:
             continue
         is_dir = stat.S_ISDIR(st.st_mode)
-        if st.st_uid == uid:
+        if st.st_uid in uids:
             if is_dir:
                 shutil.rmtree(entry.path, ignore_errors=True)
             else:
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
             removed += 1
-        elif is_dir and _enterable_by(st, uid):
-            removed += _purge_tree(Path(entry.path), uid, dev)
+        elif is_dir and _enterable_by_any(st, uids):
+            removed += _purge_tree(Path(entry.path), uids, dev)
     return removed
 
 
-def _enterable_by(st: os.stat_result, uid: int) -> bool:
-    """Whether a bot with uid ``uid`` could have entered a folder (``x`` for
-    others, or for its group when that is a bot's group): no file of the uid
-    can be below a folder it could not enter, so the search skips it."""
+def _enterable_by_any(st: os.stat_result, uids: frozenset[int]) -> bool:
+    """Whether a bot with one of the uids ``uids`` could have entered a
+    folder (``x`` for others, or for its group when that is a bot's group):
+    no file of these uids can be below a folder none could enter, so the
+    search skips it."""
     if st.st_mode & 0o001:
         return True
-    bot_group = st.st_gid == uid or DEFAULT_GID_BASE <= st.st_gid < DEFAULT_GID_BASE + UID_POOL_SIZE
+    gid = st.st_gid
+    bot_group = gid in uids or DEFAULT_GID_BASE <= gid < DEFAULT_GID_BASE + UID_POOL_SIZE
     return bool(bot_group and st.st_mode & 0o010)
 
 
@@ -378,12 +425,12 @@ def _libc() -> Any:
     return _LIBC
 
 
-def _purge_mqueues(uid: int) -> int:
-    """Unlink the POSIX message queues owned by ``uid`` (through
+def _purge_mqueues(uids: frozenset[int]) -> int:
+    """Unlink the POSIX message queues owned by ``uids`` (through
     ``/dev/mqueue``, or a private mount of the mqueue file system as root)."""
     folder = Path("/dev/mqueue")
     if os.path.ismount(folder):
-        return _unlink_owned(folder, uid)
+        return _unlink_owned(folder, uids)
     if os.geteuid() != 0:
         return 0
     import tempfile
@@ -394,7 +441,7 @@ def _purge_mqueues(uid: int) -> int:
         if libc.mount(b"mqueue", where.encode(), b"mqueue", 0, None) != 0:
             return 0
         try:
-            return _unlink_owned(Path(where), uid)
+            return _unlink_owned(Path(where), uids)
         finally:
             libc.umount2(where.encode(), 2)  # MNT_DETACH
     finally:
@@ -402,20 +449,22 @@ def _purge_mqueues(uid: int) -> int:
             os.rmdir(where)
 
 
-def _unlink_owned(folder: Path, uid: int) -> int:
+def _unlink_owned(folder: Path, uids: frozenset[int]) -> int:
     removed = 0
     with contextlib.suppress(OSError):
         for entry in os.scandir(folder):
             with contextlib.suppress(OSError):
-                if entry.stat(follow_symlinks=False).st_uid == uid:
+                if entry.stat(follow_symlinks=False).st_uid in uids:
                     os.unlink(entry.path)
                     removed += 1
     return removed
 
 
-def sysv_objects(uid: int) -> list[tuple[str, int]]:
-    """System V IPC objects owned or created by ``uid``: ``(kind, id)`` with
-    kind ``"shm"``, ``"sem"`` or ``"msg"`` (read from ``/proc/sysvipc``)."""
+def sysv_objects(uid: int | Collection[int]) -> list[tuple[str, int]]:
+    """System V IPC objects owned or created by ``uid`` (one uid or several):
+    ``(kind, id)`` with kind ``"shm"``, ``"sem"`` or ``"msg"`` (read from
+    ``/proc/sysvipc``)."""
+    wanted = frozenset((uid,)) if isinstance(uid, int) else frozenset(uid)
     found = []
     for kind in ("shm", "sem", "msg"):
         try:
@@ -428,13 +477,13 @@ def sysv_objects(uid: int) -> list[tuple[str, int]]:
         columns = [header.index(c) for c in ("uid", "cuid") if c in header]
         for line in lines[1:]:
             fields = line.split()
-            if any(int(fields[c]) == uid for c in columns):
+            if any(int(fields[c]) in wanted for c in columns):
                 found.append((kind, int(fields[1])))
     return found
 
 
-def _purge_sysv(uid: int) -> int:
-    objects = sysv_objects(uid)
+def _purge_sysv(uids: frozenset[int]) -> int:
+    objects = sysv_objects(uids)
     if not objects:
         return 0
     libc = _libc()

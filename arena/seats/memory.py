@@ -79,7 +79,7 @@ class MemoryTransport:
     and its bot: two byte buffers.
 
     The arena's side: :meth:`write_some`, :meth:`wait_writable`,
-    :meth:`read_now`, :meth:`receive`, :meth:`close_input`. The bot's side
+    :meth:`read_now`, :meth:`wait_readable`, :meth:`close_input`. The bot's side
     is :class:`BotEnd`.
 
     Args:
@@ -133,11 +133,10 @@ class MemoryTransport:
             return chunk
         return b"" if self.output_closed else None
 
-    async def receive(self, max_bytes: int) -> bytes:
-        """Wait for the bot's output; ``b""`` at its end."""
+    async def wait_readable(self) -> None:
+        """Wait until the bot wrote bytes or closed its output (at once if so)."""
         while not self.from_bot and not self.output_closed:
             await self._lot.park()
-        return self.read_now(max_bytes) or b""
 
     async def close_input(self) -> None:
         """Close the bot's input: it reads end of input once it has read the rest."""

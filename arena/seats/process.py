@@ -29,7 +29,7 @@ import shutil
 import signal
 import subprocess
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -39,7 +39,14 @@ import trio
 from arena.protocol.codec import clean_text
 from arena.seats.cgroups import BotGroup
 from arena.seats.cores import CoreGate
-from arena.seats.isolation import Limits, UidLease, kill_all, process_tree, renew_cpu_limit
+from arena.seats.isolation import (
+    Limits,
+    UidLease,
+    kill_all,
+    process_tree,
+    release_leases,
+    renew_cpu_limit,
+)
 from arena.seats.seat import Reply
 from arena.seats.wire import MAX_OUTGOING_BYTES, MAX_PRE_REQUEST_READ, WireSeat
 
@@ -51,6 +58,8 @@ __all__ = [
     "LaunchSpec",
     "PipeTransport",
     "Reply",
+    "close_all",
+    "release_specs",
 ]
 
 
@@ -102,13 +111,23 @@ class LaunchSpec:
     def release(self) -> None:
         """Give back what the spec reserved: its control group (everything
         in it killed), its uid lease and its folder."""
-        if self.cgroup is not None:
-            self.cgroup.kill()
-            self.cgroup.remove()
-        if self.lease is not None:
-            self.lease.release()
-        if self.tmpdir is not None:
-            shutil.rmtree(self.tmpdir, ignore_errors=True)
+        release_specs((self,))
+
+
+def release_specs(specs: Sequence[LaunchSpec]) -> None:
+    """Give back what several specs reserved (:meth:`LaunchSpec.release` of
+    each): control groups first (everything in them killed), then the uid
+    leases together (:func:`~arena.seats.isolation.release_leases`: one
+    search of the world-writable folders for all their uids instead of one
+    per uid), then the folders. Blocking (run it in a thread)."""
+    for spec in specs:
+        if spec.cgroup is not None:
+            spec.cgroup.kill()
+            spec.cgroup.remove()
+    release_leases(spec.lease for spec in specs if spec.lease is not None)
+    for spec in specs:
+        if spec.tmpdir is not None:
+            shutil.rmtree(spec.tmpdir, ignore_errors=True)
 
 
 class PipeTransport:
@@ -116,23 +135,18 @@ class PipeTransport:
     arena's non-blocking ends of its stdin and stdout pipes.
 
     Writes go straight to the stdin descriptor (``os.write``; a full pipe
-    raises ``BlockingIOError``, a closed one another ``OSError``); reads
-    before a request use ``os.read`` on the stdout descriptor, reads during a
-    request Trio's stream itself (:attr:`receive` is its ``receive_some``: no
-    task switch when data is there, no extra call on the per-move path).
-
-    Attributes:
-        receive: ``await receive(max_bytes)``: stdout's next bytes, ``b""``
-            at its end; raises ``trio.BrokenResourceError`` or
-            ``trio.ClosedResourceError`` when broken or closed (the seat
-            takes either as the end).
+    raises ``BlockingIOError``, a closed one another ``OSError``); reads use
+    ``os.read`` on the stdout descriptor, and a request that finds it empty
+    waits with :meth:`wait_readable` (``trio.lowlevel.wait_readable``): no
+    stream lock and no extra scheduling round per reply. The stdout stream
+    stays the owner of the descriptor (it closes it).
     """
 
     def __init__(self, stdin: trio.lowlevel.FdStream, stdout: trio.lowlevel.FdStream) -> None:
         self._stdin = stdin
         self.stdin_fd: int = stdin.fileno()  # non-blocking (Trio set it so); -1 once closed
+        self._stdout = stdout  # keeps the descriptor open (and non-blocking)
         self._stdout_fd: int = stdout.fileno()
-        self.receive: Callable[[int], Awaitable[bytes]] = stdout.receive_some
 
     def write_some(self, data: bytes | bytearray) -> int:
         """Write what the pipe takes now.
@@ -162,6 +176,14 @@ class PipeTransport:
             return None
         except OSError:
             return b""
+
+    async def wait_readable(self) -> None:
+        """Wait until stdout holds bytes or reached its end.
+
+        Raises:
+            trio.ClosedResourceError or OSError: the descriptor was closed.
+        """
+        await trio.lowlevel.wait_readable(self._stdout_fd)
 
     async def close_input(self) -> None:
         """Close the stdin pipe (the bot reads end of input). Idempotent."""
@@ -401,12 +423,14 @@ class BotProcess(WireSeat):
         group = self.spec.cgroup
         return group.freezer_state() if group is not None else None
 
-    async def close(self, grace: float = 0.5) -> None:
+    async def close(self, grace: float = 0.5, *, release: bool = True) -> None:
         """End the process: ``bye``, up to ``grace`` seconds to exit, SIGTERM to
         the process group, ``grace`` more, SIGKILL to the group; then every
         process left of the bot's (same uid, or same environment token: a
         grandchild that left the group with ``setsid``) is killed, and the
-        child is reaped. Its uid and temporary folder are released.
+        child is reaped. Its uid and temporary folder are released, unless
+        ``release`` is false: the caller then releases the spec
+        (:func:`release_specs`, as :func:`close_all` does).
 
         The group is killed before the child is reaped, so its id cannot be
         reused meanwhile. Shielded from cancellation: the child is always reaped.
@@ -458,7 +482,8 @@ class BotProcess(WireSeat):
             os.close(self._pidfd)
             if self.dead is None:
                 self.dead = "closed by the referee"
-            await trio.to_thread.run_sync(spec.release)
+            if release:
+                await trio.to_thread.run_sync(spec.release)
 
     def abandon(self, reason: str) -> None:
         """Stop using the process now: mark it dead and SIGKILL its group, so a
@@ -486,6 +511,23 @@ class BotProcess(WireSeat):
 #: Exit code of a bot process whose set-up (limits, control group, uid)
 #: failed between fork and exec; its stderr says why.
 SETUP_FAILED: Final = 125
+
+
+async def close_all(bots: Sequence[BotProcess], grace: float = 0.5) -> None:
+    """Close ``bots`` at once (:meth:`BotProcess.close` of each, concurrently),
+    then release their specs together (:func:`release_specs`): the uids of a
+    game's four bots are purged in one search of ``/tmp``, ``/var/tmp`` and
+    ``/dev/shm`` instead of four. Shielded from cancellation; the specs are
+    released even if a close raised (which it does not for anything a bot does).
+    """
+    with trio.CancelScope(shield=True):
+        try:
+            async with trio.open_nursery() as nursery:
+                for bot in bots:
+                    nursery.start_soon(functools.partial(bot.close, grace, release=False))
+        finally:
+            specs = [bot.spec for bot in bots]
+            await trio.to_thread.run_sync(release_specs, specs)
 
 
 def _child_setup(spec: LaunchSpec) -> Callable[[], None] | None:

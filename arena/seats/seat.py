@@ -24,7 +24,6 @@ Times are in seconds unless a name says ``_ms`` (milliseconds) or ``_ns``
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -217,12 +216,14 @@ class Transport(Protocol):
         when nothing is there now, ``b""`` at the end of the output."""
         ...
 
-    def receive(self, max_bytes: int, /) -> Awaitable[bytes]:
-        """(Awaited) wait for up to ``max_bytes`` of the bot's output; ``b""`` at its end.
+    async def wait_readable(self) -> None:
+        """Wait until the bot's output holds bytes or reached its end (then
+        :meth:`read_now` returns them, or ``b""``). Returns at once, without
+        a checkpoint, when that is already so.
 
         Raises:
-            trio.BrokenResourceError or trio.ClosedResourceError: the output
-                is broken or closed (the seat takes either as its end).
+            trio.BrokenResourceError, trio.ClosedResourceError or OSError:
+                the output is broken or closed (the seat takes any as its end).
         """
         ...
 

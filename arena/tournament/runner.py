@@ -51,7 +51,7 @@ from arena.game.referee import GameSpec, Referee, RefereeSettings, SeatSetup, st
 from arena.protocol.records import GameRecordJSON, read_record
 from arena.seats.entrants import Entrant
 from arena.seats.launcher import Launcher
-from arena.seats.process import BotProcess
+from arena.seats.process import BotProcess, close_all
 
 if TYPE_CHECKING:
     from arena.game.feed import LiveFeed
@@ -749,6 +749,7 @@ class TournamentRunner:
                         events = self.live.sink(game) if self.live is not None else None
                         referee = Referee(game, setups, self.settings.referee, events)
                         record = await referee.play()
+                    closing: list[BotProcess] = []
                     for seat in range(4):
                         bot = procs[seat]
                         if bot is None:
@@ -756,28 +757,24 @@ class TournamentRunner:
                         bot.games_played.add(game.deal_key)
                         if bot.dead is not None or self.settings.fresh_processes:
                             procs[seat] = None
-                            await bot.close(self.settings.referee.grace)
+                            closing.append(bot)
+                    if closing:  # together: their uids are purged in one search
+                        await close_all(closing, self.settings.referee.grace)
                     self.on_record(record.to_json())
             finally:
-                with trio.CancelScope(shield=True):
-                    async with trio.open_nursery() as closer:
-                        for bot in procs:
-                            if bot is not None:
-                                closer.start_soon(bot.close, self.settings.referee.grace)
+                await close_all([b for b in procs if b is not None], self.settings.referee.grace)
 
     async def _seat_processes(
         self, game: GameSpec, procs: list[BotProcess | None], nursery: trio.Nursery
     ) -> list[SeatSetup]:
         """Reuse each seat's process if it may play this game, else start (and
-        shake hands with) a new one; all starts of a game run concurrently."""
+        shake hands with) a new one; the processes replaced are closed
+        together first (their uids purged in one search), then all starts of
+        a game run concurrently."""
         setups: list[SeatSetup] = [SeatSetup(name, None) for name in game.seats]
         referee = self.settings.referee
 
         async def fresh(seat: int) -> None:
-            old = procs[seat]
-            if old is not None:
-                procs[seat] = None
-                await old.close(referee.grace)
             entrant = self.entrants[game.seats[seat]]
             spec = self.launcher.spec(entrant)
             bot, fault = await start_bot(spec, seat, referee.startup_time, nursery)
@@ -790,13 +787,22 @@ class TournamentRunner:
             procs[seat] = bot
             setups[seat].bot = bot
 
+        starting: list[int] = []
+        replaced: list[BotProcess] = []
+        for seat in range(4):
+            bot = procs[seat]
+            if bot is not None and bot.dead is None and game.deal_key not in bot.games_played:
+                setups[seat].bot = bot
+            else:
+                starting.append(seat)
+                if bot is not None:
+                    procs[seat] = None
+                    replaced.append(bot)
+        if replaced:  # closed together first: their uids are purged in one search
+            await close_all(replaced, referee.grace)
         async with trio.open_nursery() as starter:
-            for seat in range(4):
-                bot = procs[seat]
-                if bot is not None and bot.dead is None and game.deal_key not in bot.games_played:
-                    setups[seat].bot = bot
-                else:
-                    starter.start_soon(fresh, seat)
+            for seat in starting:
+                starter.start_soon(fresh, seat)
         return setups
 
 

@@ -43,6 +43,11 @@ CASES = {
     "trickles bytes past the deadline": Case(
         hostile("trickle"), {"timeout": 3 * GAMES}, LATE, struck_out=True
     ),
+    # Its output is never empty (no wait for it to be readable): the read
+    # loop still lets the deadline in between chunks.
+    "floods blank lines, never answers": Case(
+        hostile("blank_flood"), {"timeout": 3 * GAMES}, LATE, struck_out=True
+    ),
     "answers late, then normally": Case(bot("sleeper", "late"), {"timeout": GAMES}, LATE),
     "exits mid-game": Case(bot("crasher", "exits"), {"crashed": GAMES}, "exited (exit code 3)"),
     "exits before the handshake": Case(

@@ -248,3 +248,130 @@ def test_stale_entrant_copies_are_removed_even_while_other_folders_vanish(
     monkeypatch.setattr(isolation.os, "scandir", scandir_after_removal)
     assert isolation.remove_entrant_copies_of_gid(gid) == 1
     assert not stale.exists() and kept.exists() and not vanishing.exists()
+
+
+def _owned_tree(top: Path, a: int, b: int, c: int) -> None:
+    """Files of uids ``a``, ``b`` and ``c`` (and root's) under ``top``, as bots
+    sharing /tmp would leave them."""
+    top.mkdir(mode=0o777)
+    top.chmod(0o1777)
+    for name, uid in (("a.txt", a), ("c.txt", c), ("root.txt", 0)):
+        (top / name).write_text(name)
+        os.chown(top / name, uid, uid)
+    a_dir = top / "a-dir"
+    a_dir.mkdir()
+    (a_dir / "inside").write_text("x")
+    os.chown(a_dir / "inside", a, a)
+    os.chown(a_dir, a, a)
+    shared = top / "shared"  # root's, open to all: b hid a file in it
+    shared.mkdir()
+    shared.chmod(0o777)
+    (shared / "b.sock").write_text("b")
+    os.chown(shared / "b.sock", b, b)
+    private = top / "private"  # root's, closed to bots: nothing of theirs can be in it
+    private.mkdir(mode=0o700)
+    (private / "a-looking").write_text("root's")
+    os.chown(private / "a-looking", a, a)
+
+
+def _left(top: Path) -> set[str]:
+    return {str(p.relative_to(top)) for p in top.rglob("*")}
+
+
+def _count_walks(monkeypatch: pytest.MonkeyPatch, top: Path) -> list[Path]:
+    """Record each listing of ``top`` itself (one per walk of it)."""
+    from arena.seats import isolation
+
+    walks: list[Path] = []
+    real_scandir = os.scandir
+
+    def counting(path: object):  # type: ignore[no-untyped-def]
+        if isinstance(path, str | os.PathLike) and Path(path) == top:
+            walks.append(top)
+        return real_scandir(path)
+
+    monkeypatch.setattr(isolation.os, "scandir", counting)
+    return walks
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="files of other uids need root")
+def test_uids_purged_together_in_one_walk(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Two uids' files (at the top, in their own folder, in a shared folder)
+    go in one walk of the folder; a third uid's and root's stay, and a folder
+    no bot could enter is not searched."""
+    from arena.seats.isolation import purge_uids
+
+    a, b, c = 3_910_001, 3_910_002, 3_910_003  # away from the pools
+    top = tmp_path / "world"
+    _owned_tree(top, a, b, c)
+    walks = _count_walks(monkeypatch, top)
+    assert purge_uids({a, b}, [top], message_queues=False) == 3  # a.txt, a-dir, shared/b.sock
+    assert len(walks) == 1
+    assert _left(top) == {"c.txt", "root.txt", "shared", "private", "private/a-looking"}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="uid leases need root")
+def test_leases_released_together_are_clean_only_after_one_purge(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A game's bots' uids are released in one walk and marked clean after
+    it; a lease not released keeps its files; a failed purge leaves the uids
+    "in use" (the next holder purges them before use)."""
+    from arena.seats import isolation
+
+    base = 3_920_000  # away from the pool the other tests use
+    leases = [isolation.lease_uid(base=base, size=3) for _ in range(3)]
+    first, second, third = leases
+    try:
+        for lease in leases:
+            lease.purge = True
+        top = tmp_path / "world"
+        _owned_tree(top, first.uid, second.uid, third.uid)
+        walks = _count_walks(monkeypatch, top)
+        assert isolation.release_leases([first, second], [top]) == 3
+        assert len(walks) == 1
+        assert _left(top) == {"c.txt", "root.txt", "shared", "private", "private/a-looking"}
+        for lease in (first, second):
+            assert (isolation.LOCK_DIR / str(lease.uid)).read_bytes() == b"clean"
+        walks.clear()
+        assert isolation.release_leases([first, second], [top]) == 0  # already released
+        assert walks == []
+
+        def failing(*args: object, **kwargs: object) -> int:
+            raise OSError("search failed")
+
+        monkeypatch.setattr(isolation, "purge_uids", failing)
+        with pytest.raises(OSError, match="search failed"):
+            isolation.release_leases([third], [top])
+        assert (isolation.LOCK_DIR / str(third.uid)).read_bytes() == b"in use"
+        assert (top / "c.txt").exists()
+    finally:
+        for lease in leases:
+            lease.purge = False
+            lease.release()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="separate bot users need root")
+def test_a_games_unsealed_bots_are_purged_in_one_walk(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Unsealed, a bot's uid is purged when it closes; a game's four bots are
+    closed together, their four uids purged in one walk (not four)."""
+    from arena.seats import isolation
+
+    walks: list[frozenset[int]] = []
+    real = isolation.purge_uids
+
+    def recording(uids, folders=None, *, message_queues=True):  # type: ignore[no-untyped-def]
+        if not message_queues:  # released (a lease taken dirty is purged with them)
+            walks.append(frozenset(uids))
+        return real(uids, folders, message_queues=message_queues)
+
+    monkeypatch.setattr(isolation, "purge_uids", recording)
+    entrants = [bot("first_legal", n) for n in "abcd"]
+    args = ["run", *entrants, "--hands", "1", "--rounds", "1", "--seed", "3", "--no-sandbox"]
+    assert run_arena([*args, "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    _, records = load_outputs(tmp_path / "out")
+    assert len(records) == 4  # one table, four rotations: new processes for each game
+    assert [len(uids) for uids in walks] == [4, 4, 4, 4]
+    assert all(uid >= isolation.DEFAULT_UID_BASE for uids in walks for uid in uids)
