@@ -99,7 +99,10 @@ CASES["starts thousands of processes"] = Case(hostile("fork_bomb"), {}, stderr="
 
 #: Cases that play alone against three well-behaved bots: their own settings,
 #: or a load on the machine that should not share a table.
-ALONE = {name for name, case in CASES.items() if case.args} | ROOT_ONLY
+#: Bots that load the referee (a flood it must read at full speed) would make
+#: the 500 ms clock of a neighbour at their table run out on a busy machine.
+LOADS_THE_REFEREE = {"floods blank lines, never answers", "megabytes on stderr"}
+ALONE = {name for name, case in CASES.items() if case.args} | ROOT_ONLY | LOADS_THE_REFEREE
 _SHARED = [name for name in CASES if name not in ALONE]
 #: The other cases, three to a table (spread so that the cases that time out
 #: three times a game do not all slow one table).
