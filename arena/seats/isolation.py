@@ -605,8 +605,11 @@ def python_for(uid: int) -> tuple[str, str | None]:
         except (OSError, subprocess.TimeoutExpired):
             continue
         if proc.returncode == 0 and proc.stdout.strip() == version:
-            package_parent = str(Path(__file__).resolve().parents[2])
-            return exe, None if exe == sys.executable else package_parent
+            if exe == sys.executable:
+                return exe, None
+            from arena.seats.seal import bot_package_parent
+
+            return exe, str(bot_package_parent())
     raise IsolationError(
         f"no Python {version} interpreter can be run by an unprivileged bot user "
         f"(the arena's, {sys.executable}, is in a private folder); install one "

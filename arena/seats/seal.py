@@ -121,6 +121,56 @@ def seccomp_fd(program: bytes) -> int:
     return fd
 
 
+_BOT_PACKAGE_PARENT: list[Path] = []
+
+
+def _readable_by_everyone(folder: Path) -> bool:
+    """Whether a user with no rights of its own can list ``folder`` (and so
+    import from it): every folder above it may be entered by others, and it
+    may be read and entered."""
+    try:
+        if any(not os.stat(p).st_mode & 0o001 for p in folder.parents):
+            return False
+        return os.stat(folder).st_mode & 0o005 == 0o005
+    except OSError:
+        return False
+
+
+def bot_package_parent() -> Path:
+    """The folder a ``.py`` bot finds the ``arena`` package in (its bot kit):
+    put on its ``PYTHONPATH`` and bound into its sandbox.
+
+    The installed package's folder when every user can read it; otherwise (a
+    virtual environment under ``/root`` or another private folder, which a
+    bot's unprivileged user cannot enter) a copy of the package, readable by
+    everyone, made once per process in the temporary folder and removed at
+    exit. Without it a bot that imports the kit could not start, and bubblewrap
+    could not bind the package (so bots were not sealed).
+    """
+    if _BOT_PACKAGE_PARENT:
+        return _BOT_PACKAGE_PARENT[0]
+    import atexit
+    import tempfile
+
+    import arena
+
+    package = Path(arena.__file__).resolve().parent
+    if _readable_by_everyone(package) and _readable_by_everyone(package.parent):
+        _BOT_PACKAGE_PARENT.append(package.parent)
+        return package.parent
+    copy = Path(tempfile.mkdtemp(prefix="hearts-arena-package-"))
+    copy.chmod(0o755)
+    shutil.copytree(package, copy / "arena", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder, dirs, files in os.walk(copy):
+        for name in dirs:
+            os.chmod(os.path.join(folder, name), 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
+    atexit.register(shutil.rmtree, copy, True)
+    _BOT_PACKAGE_PARENT.append(copy)
+    return copy
+
+
 def runtime_paths(*, arena_python: bool = True) -> list[Path]:
     """Folders outside the system folders that the bots' interpreter and the
     ``arena`` package need (a virtual environment, ``/opt/python``, an
@@ -131,9 +181,7 @@ def runtime_paths(*, arena_python: bool = True) -> list[Path]:
             are bound); ``False`` when they run a system Python
             (:func:`arena.isolation.python_for`): only the package is bound.
     """
-    import arena
-
-    package = Path(arena.__file__).resolve().parent
+    package = bot_package_parent() / "arena"
     found: list[Path] = []
     if arena_python:
         for text in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):

@@ -430,3 +430,29 @@ def test_a_killed_arenas_entrant_copy_is_removed_before_its_group_is_leased_agai
         again.release()
         shutil.rmtree(root, ignore_errors=True)
     assert (LOCK_DIR / f"g{gid}").read_bytes() == b"clean"
+
+
+def test_a_package_in_a_private_folder_is_given_to_bots_as_a_readable_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An arena installed under a folder bot users cannot enter (a virtual
+    environment under /root, CI's private temporary folder): kit bots could
+    not import ``arena`` and bubblewrap could not bind it (bots ran unsealed).
+    They get a copy every user may read instead."""
+    import stat
+
+    from arena.seats import seal
+
+    monkeypatch.setattr(seal, "_BOT_PACKAGE_PARENT", [])
+    monkeypatch.setattr(seal, "_readable_by_everyone", lambda folder: False)
+    parent = seal.bot_package_parent()
+    assert parent.name.startswith("hearts-arena-package-")
+    assert (parent / "arena" / "botkit.py").read_bytes() == Path(seal.__file__).resolve().parents[
+        1
+    ].joinpath("botkit.py").read_bytes()
+    assert stat.S_IMODE(parent.stat().st_mode) == 0o755
+    assert stat.S_IMODE((parent / "arena" / "core" / "rules.py").stat().st_mode) == 0o644
+    assert not list(parent.rglob("__pycache__"))
+    assert seal.bot_package_parent() == parent  # made once per process
+    assert parent / "arena" in seal.runtime_paths(arena_python=False)
+    shutil.rmtree(parent)
