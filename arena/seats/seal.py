@@ -24,6 +24,7 @@ arena dies.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -122,6 +123,24 @@ def seccomp_fd(program: bytes) -> int:
 
 
 _BOT_PACKAGE_PARENT: list[Path] = []
+#: Name prefix of the package copies (``hearts-arena-package-<pid>-*``).
+PACKAGE_COPY_PREFIX: Final = "hearts-arena-package-"
+
+
+def _remove_copies_of_dead_arenas(folder: Path) -> None:
+    """Remove package copies left in ``folder`` by arenas that are gone (one
+    killed with SIGKILL removes nothing at exit)."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            pid_text = entry.name[len(PACKAGE_COPY_PREFIX) :].split("-", 1)[0]
+            if not entry.name.startswith(PACKAGE_COPY_PREFIX) or not pid_text.isdigit():
+                continue
+            try:
+                os.kill(int(pid_text), 0)
+            except ProcessLookupError:
+                shutil.rmtree(entry.path, ignore_errors=True)
+            except OSError:
+                pass
 
 
 def _readable_by_everyone(folder: Path) -> bool:
@@ -158,7 +177,8 @@ def bot_package_parent() -> Path:
     if _readable_by_everyone(package) and _readable_by_everyone(package.parent):
         _BOT_PACKAGE_PARENT.append(package.parent)
         return package.parent
-    copy = Path(tempfile.mkdtemp(prefix="hearts-arena-package-"))
+    _remove_copies_of_dead_arenas(Path(tempfile.gettempdir()))
+    copy = Path(tempfile.mkdtemp(prefix=f"{PACKAGE_COPY_PREFIX}{os.getpid()}-"))
     copy.chmod(0o755)
     shutil.copytree(package, copy / "arena", ignore=shutil.ignore_patterns("__pycache__"))
     for folder, dirs, files in os.walk(copy):

@@ -445,8 +445,17 @@ def test_a_package_in_a_private_folder_is_given_to_bots_as_a_readable_copy(
 
     monkeypatch.setattr(seal, "_BOT_PACKAGE_PARENT", [])
     monkeypatch.setattr(seal, "_readable_by_everyone", lambda folder: False)
+    # A copy left by an arena killed with SIGKILL (its pid gone) is removed;
+    # a running arena's copy is kept.
+    dead_pid = max(int(p) for p in os.listdir("/proc") if p.isdigit()) + 100_000
+    left = Path(tempfile.gettempdir()) / f"hearts-arena-package-{dead_pid}-x"
+    running = Path(tempfile.gettempdir()) / f"hearts-arena-package-{os.getppid()}-x"
+    left.mkdir()
+    running.mkdir(exist_ok=True)
     parent = seal.bot_package_parent()
-    assert parent.name.startswith("hearts-arena-package-")
+    assert not left.exists() and running.exists()
+    running.rmdir()
+    assert parent.name.startswith(f"hearts-arena-package-{os.getpid()}-")
     assert (parent / "arena" / "botkit.py").read_bytes() == Path(seal.__file__).resolve().parents[
         1
     ].joinpath("botkit.py").read_bytes()
