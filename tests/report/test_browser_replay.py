@@ -161,6 +161,10 @@ def check_view(pg: Any, hand: dict[str, Any], t: int, c: int, viewer: int | None
 
 
 def at(pg: Any) -> tuple[int, int, int]:
+    """Where the player stands: (hand, trick, card). Waits for the player to
+    have set its place (a page just opened by a link runs its script after
+    the load that a click waits for)."""
+    pg.wait_for_selector("#player[data-hand][data-trick][data-card]", state="attached")
     node = pg.locator("#player")
     return tuple(int(node.get_attribute(f"data-{k}")) for k in ("hand", "trick", "card"))  # type: ignore[return-value]
 
