@@ -35,7 +35,7 @@ from arena.core.keys import BadKeyError, MasterKey
 from arena.protocol.records import FaultJSON, GameRecordJSON
 from arena.report.outputs import GAMES_FILE, INDEX_FILE, RESULTS_FILE, RUN_FILE, write_outputs
 from arena.report.runfile import write_run_file
-from arena.seats import cgroups
+from arena.seats import cgroups, seal
 from arena.seats.entrants import (
     Entrant,
     EntrantError,
@@ -967,7 +967,9 @@ def cleanup_command(args: argparse.Namespace) -> int:
     """``hearts-arena cleanup DIR``: end everything a killed run on ``DIR`` left
     on this machine: its bots' control groups (thawed, then killed, then
     removed), any bot process still carrying the run's id in its environment,
-    and the bots' temporary folders. Refuses while the run is still going.
+    and the bots' temporary folders; also the copies of the package for bots
+    (:func:`arena.seats.seal.bot_package_parent`) of any arena that is gone.
+    Refuses while the run is still going.
 
     Raises:
         CliError: (exit code 3) ``DIR`` holds no tournament, or its run is
@@ -988,5 +990,8 @@ def cleanup_command(args: argparse.Namespace) -> int:
         if run_id:
             killed += kill_all(env=f"{RUN_VARIABLE}={run_id}")
             remove_tmpdirs_of_run(run_id)
+    copies = seal.remove_package_copies_of_dead_arenas()
     print(f"cleanup: killed {killed} bot processes left by the run in {out}")
+    if copies:
+        print(f"cleanup: removed {copies} package copies left by arenas that are gone")
     return EXIT_OK

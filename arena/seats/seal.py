@@ -127,9 +127,18 @@ _BOT_PACKAGE_PARENT: list[Path] = []
 PACKAGE_COPY_PREFIX: Final = "hearts-arena-package-"
 
 
-def _remove_copies_of_dead_arenas(folder: Path) -> None:
-    """Remove package copies left in ``folder`` by arenas that are gone (one
-    killed with SIGKILL removes nothing at exit)."""
+def remove_package_copies_of_dead_arenas(folder: Path | None = None) -> int:
+    """Remove the package copies (:func:`bot_package_parent`) left in
+    ``folder`` (default: the temporary folder) by arenas that are gone: one
+    killed with SIGKILL removes nothing at exit. Copies of running arenas stay.
+
+    Returns:
+        How many copies were removed.
+    """
+    import tempfile
+
+    removed = 0
+    folder = Path(tempfile.gettempdir()) if folder is None else folder
     with contextlib.suppress(OSError):
         for entry in os.scandir(folder):
             pid_text = entry.name[len(PACKAGE_COPY_PREFIX) :].split("-", 1)[0]
@@ -139,8 +148,10 @@ def _remove_copies_of_dead_arenas(folder: Path) -> None:
                 os.kill(int(pid_text), 0)
             except ProcessLookupError:
                 shutil.rmtree(entry.path, ignore_errors=True)
+                removed += 1
             except OSError:
                 pass
+    return removed
 
 
 def _readable_by_everyone(folder: Path) -> bool:
@@ -177,7 +188,7 @@ def bot_package_parent() -> Path:
     if _readable_by_everyone(package) and _readable_by_everyone(package.parent):
         _BOT_PACKAGE_PARENT.append(package.parent)
         return package.parent
-    _remove_copies_of_dead_arenas(Path(tempfile.gettempdir()))
+    remove_package_copies_of_dead_arenas()
     copy = Path(tempfile.mkdtemp(prefix=f"{PACKAGE_COPY_PREFIX}{os.getpid()}-"))
     copy.chmod(0o755)
     shutil.copytree(package, copy / "arena", ignore=shutil.ignore_patterns("__pycache__"))

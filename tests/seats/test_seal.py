@@ -29,6 +29,7 @@ from conftest import (
     run_processes,
 )
 
+from arena.seats import seal
 from arena.seats.isolation import WORLD_WRITABLE, lease_uid, purge_uid, python_for, sysv_objects
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="separate bot users need root")
@@ -441,8 +442,6 @@ def test_a_package_in_a_private_folder_is_given_to_bots_as_a_readable_copy(
     They get a copy every user may read instead."""
     import stat
 
-    from arena.seats import seal
-
     monkeypatch.setattr(seal, "_BOT_PACKAGE_PARENT", [])
     monkeypatch.setattr(seal, "_readable_by_everyone", lambda folder: False)
     # A copy left by an arena killed with SIGKILL (its pid gone) is removed;
@@ -465,3 +464,15 @@ def test_a_package_in_a_private_folder_is_given_to_bots_as_a_readable_copy(
     assert seal.bot_package_parent() == parent  # made once per process
     assert parent / "arena" in seal.runtime_paths(arena_python=False)
     shutil.rmtree(parent)
+
+
+def test_cleanup_removes_only_the_package_copies_of_arenas_that_are_gone(tmp_path: Path) -> None:
+    dead_pid = max(int(p) for p in os.listdir("/proc") if p.isdigit()) + 100_000
+    left = tmp_path / f"hearts-arena-package-{dead_pid}-ab12"
+    running = tmp_path / f"hearts-arena-package-{os.getpid()}-cd34"
+    other = tmp_path / "hearts-arena-package-notapid"
+    for folder in (left, running, other):
+        (folder / "arena").mkdir(parents=True)
+    assert seal.remove_package_copies_of_dead_arenas(tmp_path) == 1
+    assert not left.exists() and running.exists() and other.exists()
+    assert seal.remove_package_copies_of_dead_arenas(tmp_path) == 0
