@@ -211,6 +211,20 @@ def tricks_html(
     return Markup("\n".join(rows))
 
 
+def seat_out(f: FaultJSON) -> str | None:
+    """Why a fault makes every later move of its seat in the game a default
+    move (protocol: "Faults"): ``"failed its handshake"`` (a fault on the
+    ``hello`` request), ``"crashed"``, ``"struck out"`` (the timeout that
+    reached the strike limit); ``None`` for a fault that costs one move."""
+    if f.get("request") == "hello":
+        return "failed its handshake"
+    if f["reason"] == "crashed":
+        return "crashed"
+    if f["reason"] == "timeout" and "; struck out after" in str(f.get("detail", "")):
+        return "struck out"
+    return None
+
+
 def default_moves(
     rec: GameRecordJSON,
 ) -> tuple[dict[int, frozenset[tuple[int, int]]], set[tuple[int, int]]]:
@@ -226,12 +240,7 @@ def default_moves(
     for f in rec.get("faults") or []:
         seat, hand, trick = int(f["seat"]), f.get("hand_number"), f.get("trick_number")
         where = (int(hand or 0), int(trick or 0))
-        whole = (
-            f["reason"] == "crashed"
-            or f.get("request") == "hello"
-            or (f["reason"] == "timeout" and "; struck out after" in str(f.get("detail", "")))
-        )
-        if whole:
+        if seat_out(f) is not None:
             if seat not in auto_from or where < auto_from[seat]:
                 auto_from[seat] = where
         elif hand is not None and f.get("request") == "pass":
@@ -291,8 +300,11 @@ def replay_data(rec: GameRecordJSON) -> dict[str, Any]:
     ``seats`` (entrant names, seats 0..3), ``hands`` (each ``n`` its number,
     ``dir`` its pass direction, ``dealt`` and ``passes`` four card lists each,
     ``passes`` ``None`` on a hold hand, ``tricks`` ``[leader, cards in play
-    order, winner, points]``), ``faults`` (``seat``, ``reason``, ``request``,
-    ``detail``, ``at`` from :func:`fault_moment`) and ``auto``, the default
+    order, winner, points]``, ``points`` each seat's points of the hand after
+    the moon rule R12, ``moon`` the seat that shot the moon or ``None``,
+    ``scores`` the game's running totals after the hand), ``faults``
+    (``seat``, ``reason``, ``request``, ``detail``, ``at`` from
+    :func:`fault_moment`, ``out`` from :func:`seat_out`) and ``auto``, the default
     moves of :func:`default_moves` (``plays`` as ``[hand, trick, seat]``,
     ``passes`` as ``[hand, seat]``). Names and details are bot text: embed
     only through :func:`json_script`."""
@@ -309,6 +321,9 @@ def replay_data(rec: GameRecordJSON) -> dict[str, Any]:
                     [int(t["leader"]), list(t["cards"]), int(t["winner"]), int(t["points"])]
                     for t in hand["tricks"]
                 ],
+                "points": [int(x) for x in hand.get("points") or [0, 0, 0, 0]],
+                "moon": None if (moon := hand.get("moon")) is None else int(moon),
+                "scores": [int(x) for x in hand.get("scores") or [0, 0, 0, 0]],
             }
         )
     return {
@@ -321,6 +336,7 @@ def replay_data(rec: GameRecordJSON) -> dict[str, Any]:
                 "request": f.get("request"),
                 "detail": str(f.get("detail", "")),
                 "at": fault_moment(f, rec),
+                "out": seat_out(f),
             }
             for f in rec.get("faults") or []
         ],

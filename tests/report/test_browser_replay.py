@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from test_browser import CHROMIUM, SHOTS, Watch, browser  # noqa: F401 (fixtures)
 
-from arena.protocol.faults import Fault
+from arena.protocol.faults import Fault, FaultKind
+from arena.protocol.records import FaultJSON
 from arena.report.outputs import write_outputs
 from arena.tournament.runner import TournamentSettings
 from arena.tournament.synthetic import synthesize
@@ -263,10 +264,27 @@ def test_every_moment_every_view_of_the_pure_logic_matches_the_journal(
                 for p in v["passes"] or []:
                     cards |= set(p["passed"] or []) | set(p["received"] or [])
                 assert cards <= knew(hand, pos["t"], pos["c"], viewer)
-        # Points taken so far this hand, from completed tricks.
-        done = hand["tricks"][: max(0, pos["t"] - 1)]
+        # Points and tricks taken so far this hand, from completed tricks
+        # (the one just completed included).
+        complete = pos["t"] > 0 and pos["c"] == len(hand["tricks"][pos["t"] - 1]["cards"])
+        done = hand["tricks"][: max(0, pos["t"] - (0 if complete else 1))]
         points = [sum(t["points"] for t in done if t["winner"] == s) for s in range(4)]
+        taken = [sum(1 for t in done if t["winner"] == s) for s in range(4)]
         assert [s["points"] for s in per_viewer[0]["seats"]] == points
+        assert [s["tricks"] for s in per_viewer[0]["seats"]] == taken
+        # The hand's result, at its last card only: the record's points after
+        # the moon rule (R12) and running totals.
+        result = per_viewer[0]["result"]
+        if pos["t"] == 13 and complete:
+            assert sum(points) == 26
+            assert result == {
+                "points": hand["points"],
+                "moon": hand["moon"],
+                "scores": hand["scores"],
+                "last": pos["h"] == len(rec["hands"]) - 1,
+            }
+        else:
+            assert result is None
     watch.check()
 
 
@@ -293,7 +311,7 @@ def test_a_fault_link_on_the_entrant_page_opens_its_moment(replay: Any, page: An
     card = trick["cards"][place - 1]
     assert pg.locator("#player .pl-center .card.auto").get_attribute("data-card") == card
     assert pg.locator("#player .pl-auto").inner_text() == (
-        f"A default move: the referee played for seat {seat} (fay)."
+        f"A default move: the referee played for seat {seat} (fay), after its fault above."
     )
     check_view(pg, rec["hands"][0], 1, place, seat)
     # Another seat's view marks the fault, without its detail (it may name cards).
@@ -307,6 +325,58 @@ def test_a_fault_link_on_the_entrant_page_opens_its_moment(replay: Any, page: An
     assert TIMEOUT in pg.locator("#player .pl-fault").inner_text()
     assert "(default move)" in pg.locator('#player .pl-seat[data-seat="2"] .pl-pass').inner_text()
     check_view(pg, rec["hands"][0], 0, 1, 2)
+    watch.check()
+
+
+STRUCK = "no reply within 200 ms; struck out after 3 consecutive timeouts: default moves"
+
+
+def test_a_moon_shot_and_a_struck_out_seat(page: Any, tmp_path: Path) -> None:
+    """The last card of a hand shows the hand's result with the moon rule
+    (R12), and a struck-out seat's later default moves say why."""
+    settings = TournamentSettings(seed=27, rounds=1, hands=3, target_score=None)
+    records = synthesize(NAMES, settings)
+    rec = records[1]
+    hand = rec["hands"][0]
+    assert hand["moon"] == 3 and hand["points"] == [26, 26, 26, 0]  # seed 27: seat 3, hand 1
+    struck = Fault(1, rec["seats"][1], FaultKind.TIMEOUT, STRUCK, 1, 2, "play", 9)
+    rec["faults"].append(cast(FaultJSON, struck.to_json()))
+    entrants = [{"name": n, "command": "x", "cwd": "."} for n in NAMES]
+    write_outputs(tmp_path, {**settings.to_json(), "entrants": entrants}, NAMES, records, 4)
+    pg, watch = page
+    pg.goto((tmp_path / "games" / "1-r1-t0-k1.html").as_uri() + "#h=1&t=13&c=3&seat=open")
+    assert at(pg) == (1, 13, 3)
+    assert pg.locator("#player .pl-result").count() == 0
+    pg.keyboard.press("ArrowRight")
+    assert at(pg) == (1, 13, 4)
+    names = rec["seats"]
+    assert pg.locator("#player .pl-result").inner_text() == (
+        f"Hand 1 over: seat 3 ({names[3]}) shot the moon (R12): 0 points for it, 26 for each"
+        f" other seat; points 26 · 26 · 26 · 0; totals {' · '.join(map(str, hand['scores']))}."
+    )
+    boxes = pg.locator('#player .pl-seat[data-seat="3"] .pl-name small').inner_text()
+    assert boxes.startswith(" · 26 pts in ")
+    # Seat 1 struck out on hand 1, trick 2: its card in trick 3 is a default move, and says why.
+    trick = hand["tricks"][2]
+    place = (1 - trick["leader"]) % 4 + 1
+    pg.goto(pg.url.split("#")[0] + f"#h=1&t=3&c={place}&seat=0")
+    assert at(pg) == (1, 3, place)
+    assert (
+        pg.locator("#player .pl-center .card.auto").get_attribute("data-card")
+        == (trick["cards"][place - 1])
+    )
+    assert pg.locator("#player .pl-auto").inner_text() == (
+        f"A default move: the referee played for seat 1 ({names[1]}), which struck out at"
+        " hand 1, trick 2: the referee makes its moves for the rest of the game."
+    )
+    # The last hand's result closes the game.
+    pg.keyboard.press("End")
+    last = rec["hands"][-1]
+    assert (
+        pg.locator("#player .pl-result")
+        .inner_text()
+        .endswith(f"totals {' · '.join(map(str, last['scores']))}. The game is over.")
+    )
     watch.check()
 
 

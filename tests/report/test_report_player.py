@@ -7,17 +7,19 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from arena.protocol.faults import Fault
+from arena.protocol.faults import Fault, FaultKind
+from arena.protocol.records import FaultJSON
 from arena.report.outputs import (
     SCRIPT_FILE,
     fault_moment,
     json_script,
     moment_fragment,
     replay_data,
+    seat_out,
     write_outputs,
 )
 from arena.tournament.runner import TournamentSettings
@@ -84,7 +86,12 @@ def test_replay_data_is_the_record(game: Any) -> None:
     assert h["tricks"][0] == [
         rec["hands"][0]["tricks"][0][k] for k in ("leader", "cards", "winner", "points")
     ]
+    assert [h["points"] for h in data["hands"]] == [h["points"] for h in rec["hands"]]
+    assert [h["scores"] for h in data["hands"]] == [h["scores"] for h in rec["hands"]]
+    assert [h["moon"] for h in data["hands"]] == [h["moon"] for h in rec["hands"]]
     assert [f["reason"] for f in data["faults"]] == ["illegal", "timeout", "crashed", "timeout"]
+    # Only the failed handshake gives the rest of the seat's game to default moves.
+    assert [f["out"] for f in data["faults"]] == [None, None, "failed its handshake", None]
     # Default moves: the illegal play, the pass timeout, and every move of the
     # crashed seat 2 (it failed its handshake) from the first hand on.
     assert data["auto"]["passes"] == [[1, 1], [1, 2], [2, 2]]
@@ -121,3 +128,15 @@ def test_entrant_fault_links_point_at_the_fault(game: Any) -> None:
     index = (out / "index.html").read_text(encoding="utf-8")
     for k in range(4):
         assert f'<a class="gid" href="games/0-r1-t0-k0.html#fault-{k}">r1-t0-k0</a>' in index
+
+
+def test_seat_out_names_the_faults_that_end_a_seats_game() -> None:
+    def fault(reason: FaultKind, detail: str, request: str) -> FaultJSON:
+        return cast(FaultJSON, Fault(1, "bob", reason, detail, 1, 2, request, 5).to_json())
+
+    assert seat_out(fault(FaultKind.CRASHED, "exited (exit code 3)", "play")) == "crashed"
+    struck = "no reply within 200 ms; struck out after 3 consecutive timeouts: default moves"
+    assert seat_out(fault(FaultKind.TIMEOUT, struck, "play")) == "struck out"
+    assert seat_out(fault(FaultKind.TIMEOUT, "no reply within 200 ms", "play")) is None
+    assert seat_out(fault(FaultKind.ILLEGAL, "played 2H", "play")) is None
+    assert seat_out(fault(FaultKind.TIMEOUT, "no hello", "hello")) == "failed its handshake"

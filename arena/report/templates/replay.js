@@ -73,7 +73,11 @@
    * before the pass or on a hold hand, else [4 x {passed, to, received, from}] with
    * passed/received null where the viewer did not see them, table: [{seat, card, auto}]
    * the cards of the current trick, leader, winner (when the trick is complete, else
-   * null), trickPoints, events: [{kind: "fault"|"auto", seat, ...}] at this moment}.
+   * null), trickPoints, events: [{kind: "fault"|"auto", seat, ...}] at this moment,
+   * result: null but at the last card of a hand, then {points: each seat's points of the
+   * hand after the moon rule R12, moon: the seat that shot the moon or null, scores: the
+   * running totals after the hand, last: true on the game's last hand}}. A seat's points
+   * and tricks count every trick completed so far, the one just completed included.
    * The cards it returns are exactly those the viewer knew at that moment.
    */
   function view(data, pos, viewer) {
@@ -93,10 +97,11 @@
       var trick = hand.tricks[t - 1];
       var n = t < pos.t ? trick[1].length : pos.c;
       for (var k = 0; k < n; k++) playedBy[(trick[0] + k) % 4].push(trick[1][k]);
-      if (t < pos.t) {
+      if (n === trick[1].length) {
         points[trick[2]] += trick[3];
         taken[trick[2]] += 1;
-      } else {
+      }
+      if (t === pos.t) {
         leader = trick[0];
         for (k = 0; k < n; k++) {
           var seat = (trick[0] + k) % 4;
@@ -137,6 +142,12 @@
         });
       }
     }
+    var result = null;
+    var end = hand.tricks.length;
+    if (hand.points && pos.t > 0 && pos.t === end && pos.c === hand.tricks[end - 1][1].length) {
+      result = { points: hand.points.slice(), moon: hand.moon === undefined ? null : hand.moon,
+        scores: (hand.scores || []).slice(), last: pos.h === data.hands.length - 1 };
+    }
     return {
       hand: hand.n,
       direction: hand.dir,
@@ -149,7 +160,8 @@
       leader: leader,
       winner: winner,
       trickPoints: trickPoints,
-      events: events(data, pos, viewer)
+      events: events(data, pos, viewer),
+      result: result
     };
   }
 
@@ -173,13 +185,29 @@
           detail: shown ? f.detail : null });
       }
     });
+    var here = out.slice();
     if (pos.t === 0 && pos.c === 1) {
-      for (var s = 0; s < 4; s++) if (isAutoPass(data, pos.h, s)) out.push({ kind: "auto", seat: s });
+      for (var s = 0; s < 4; s++) if (isAutoPass(data, pos.h, s)) out.push({ kind: "auto", seat: s, cause: cause(data, s, here) });
     } else if (pos.t > 0) {
       var trick = hand.tricks[pos.t - 1], seat = (trick[0] + pos.c - 1) % 4;
-      if (isAutoPlay(data, pos.h, pos.t, seat)) out.push({ kind: "auto", seat: seat });
+      if (isAutoPlay(data, pos.h, pos.t, seat)) out.push({ kind: "auto", seat: seat, cause: cause(data, seat, here) });
     }
     return out;
+  }
+
+  /**
+   * Why the referee moved for `seat`: {here: true} when the seat's fault is at this very
+   * moment (shown beside it), else {why: "crashed"|"struck out"|"failed its handshake",
+   * at: [hand, trick, card]} from the seat's first fault that gave the rest of its game to
+   * default moves, else null.
+   */
+  function cause(data, seat, here) {
+    if (here.some(function (e) { return e.seat === seat; })) return { here: true };
+    for (var i = 0; i < data.faults.length; i++) {
+      var f = data.faults[i];
+      if (f.seat === seat && f.out && f.at) return { why: f.out, at: f.at };
+    }
+    return null;
   }
 
   /** A moment from a URL fragment, or null: {pos, seat} (seat -1 = open). */
@@ -482,10 +510,24 @@
           (e.request ? " (" + e.request + " request)" : "")));
         p.appendChild(el("span", "pl-detail", e.detail !== null ? " \u2014 " + e.detail : " \u2014 detail shown only in seat " + e.seat + "'s view or all open"));
       } else {
-        p.textContent = "A default move: the referee " + (pos.t ? "played" : "passed") + " for " + seatLabel(data, e.seat) + ".";
+        var text = "A default move: the referee " + (pos.t ? "played" : "passed") + " for " + seatLabel(data, e.seat);
+        var c = e.cause;
+        if (c && c.here) text += ", after its fault above";
+        else if (c) {
+          text += ", which " + c.why + (c.why === "failed its handshake" ? "" : " at hand " + c.at[0] +
+            (c.at[1] ? ", trick " + c.at[1] : c.at[2] ? ", the pass" : ", before play")) +
+            ": the referee makes its moves for the rest of the game";
+        }
+        p.textContent = text + ".";
       }
       ev.appendChild(p);
     });
+    if (v.result) {
+      var r = v.result, line = "Hand " + v.hand + " over: ";
+      if (r.moon !== null) line += seatLabel(data, r.moon) + " shot the moon (R12): 0 points for it, 26 for each other seat; ";
+      line += "points " + r.points.join(" \u00b7 ") + "; totals " + r.scores.join(" \u00b7 ");
+      ev.appendChild(el("p", "pl-result", line + (r.last ? ". The game is over." : ".")));
+    }
     this.link.href = momentHash(data, pos, seat);
     try {
       history.replaceState(null, "", momentHash(data, pos, seat));
