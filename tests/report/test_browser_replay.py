@@ -328,6 +328,38 @@ def test_a_fault_link_on_the_entrant_page_opens_its_moment(replay: Any, page: An
     watch.check()
 
 
+def test_back_and_forward_around_a_moment_link(replay: Any, page: Any) -> None:
+    """The player replaces the address as it steps (no history entry per
+    card): back from a followed fault link returns to the entrant page,
+    forward to the moment last shown, and back to an earlier moment of the
+    same page moves the player there."""
+    out, records = replay
+    pg, watch = page
+    pg.goto((out / "entrants" / "3-fay.html").as_uri())
+    pg.locator("#faults a.moment").first.click()
+    rec = records[0]
+    seat = rec["seats"].index("fay")
+    place = (seat - rec["hands"][0]["tricks"][0]["leader"]) % 4 + 1
+    assert at(pg) == (1, 1, place)
+    pg.keyboard.press("Shift+ArrowRight")  # the end of trick 1, then of trick 2
+    pg.keyboard.press("Shift+ArrowRight")
+    assert at(pg) == (1, 2, 4)
+    pg.go_back()
+    assert pg.url.endswith("entrants/3-fay.html")
+    pg.go_forward()
+    assert pg.url.endswith(f"#h=1&t=2&c=4&seat={seat}")
+    assert at(pg) == (1, 2, 4)
+    # A new moment typed into the address adds a history entry; back returns.
+    pg.goto(pg.url.split("#")[0] + "#h=2&t=7&c=1&seat=open")
+    assert at(pg) == (2, 7, 1)
+    assert pg.locator("#player").get_attribute("data-seat") == "open"
+    pg.go_back()
+    pg.wait_for_function("() => document.querySelector('#player').dataset.hand === '1'")
+    assert at(pg) == (1, 2, 4)
+    assert pg.locator("#player").get_attribute("data-seat") == str(seat)
+    watch.check()
+
+
 STRUCK = "no reply within 200 ms; struck out after 3 consecutive timeouts: default moves"
 
 
@@ -395,6 +427,21 @@ def test_autoplay_advances_and_pauses(replay: Any, page: Any) -> None:
     stopped = at(pg)
     pg.wait_for_timeout(600)
     assert at(pg) == stopped
+    # Autoplay stops by itself at the game's last card, and P plays again from the start.
+    pg.keyboard.press("End")
+    pg.keyboard.press("ArrowLeft")
+    pg.keyboard.press("ArrowLeft")
+    pg.keyboard.press("p")
+    pg.wait_for_function(
+        "() => document.querySelector('#player button[data-action=\"play\"]')"
+        ".textContent === 'Play'",
+        timeout=20_000,
+    )
+    assert at(pg) == (3, 13, 4)
+    pg.keyboard.press("p")
+    pg.wait_for_function("() => document.querySelector('#player').dataset.hand === '1'")
+    pg.keyboard.press("p")
+    assert pg.locator('#player button[data-action="play"]').inner_text() == "Play"
     watch.check()
 
 
