@@ -140,3 +140,27 @@ def test_seat_out_names_the_faults_that_end_a_seats_game() -> None:
     assert seat_out(fault(FaultKind.TIMEOUT, "no reply within 200 ms", "play")) is None
     assert seat_out(fault(FaultKind.ILLEGAL, "played 2H", "play")) is None
     assert seat_out(fault(FaultKind.TIMEOUT, "no hello", "hello")) == "failed its handshake"
+
+
+def test_the_player_script_is_small_plain_and_loads_nothing(game: Any) -> None:
+    """Issue 18: the report's ``replay.js`` is the source file as written (no
+    build step), small, and has no way to load anything from elsewhere."""
+    out, _ = game
+    source = Path(__file__).resolve().parents[2] / "arena" / "report" / "templates" / SCRIPT_FILE
+    shipped = (out / SCRIPT_FILE).read_bytes()
+    assert shipped == source.read_bytes()
+    assert len(shipped) < 32 * 1024  # 25.6 KB when written, comments included
+    text = shipped.decode("utf-8")
+    for word in (
+        "http:",
+        "https:",
+        "//cdn",
+        "import(",
+        "fetch(",
+        "XMLHttpRequest",
+        "WebSocket",
+        "eval(",
+        "innerHTML",
+        "src =",
+    ):
+        assert word not in text, word
