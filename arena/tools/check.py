@@ -887,7 +887,7 @@ async def _run_all(
                 if ex.kind == "hello" or ex.reply is None:
                     continue  # the handshake has its own (start-up) allowance
                 if slowest is None or ex.elapsed > slowest[0]:
-                    slowest = (ex.elapsed, f"scenario {scenario.name}, {ex.where()}")
+                    slowest = (ex.elapsed, f"scenario {scenario.path.name}, {ex.where()}")
         nursery.cancel_scope.cancel()
     return results, slowest
 
