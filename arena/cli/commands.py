@@ -12,6 +12,7 @@ import fcntl
 import itertools
 import json
 import os
+import stat
 import sys
 from collections.abc import Iterator, Sequence, Sized
 from pathlib import Path
@@ -365,12 +366,36 @@ def read_key_file(path: Path) -> MasterKey:
         raise CliError(f"key file {path}: {reason}", EXIT_USAGE) from None
 
 
+def check_key_file_private(path: Path) -> None:
+    """Refuse a ``--key-file`` that users other than its owner may read (issue 11).
+
+    An unsealed bot (``--no-sandbox``) reads the file's name on the arena's
+    command line (``/proc/PID/cmdline`` is readable by every uid) and, if it
+    may, the key in it, and with it every deal of the tournament.
+
+    Raises:
+        CliError: (exit code 2) the file's group or others may read it. A file
+            that cannot be examined is left to :func:`read_key_file` to report.
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if mode & (stat.S_IRGRP | stat.S_IROTH):
+        raise CliError(
+            f"key file {path} can be read by other users ({stat.filemode(mode)}), so bots "
+            f"could read it: make it owner-only (chmod 600 {path})",
+            EXIT_USAGE,
+        )
+
+
 def _master_key(args: argparse.Namespace) -> MasterKey:
     """The run's master key: from ``--key-file``, from ``--seed`` (public), from
     the output folder on ``--resume``, or drawn fresh (:mod:`arena.core.keys`)."""
     if getattr(args, "key_file", None) is not None and args.seed is not None:
         raise CliError("give --seed or --key-file, not both")
     if getattr(args, "key_file", None) is not None:
+        check_key_file_private(args.key_file)
         return read_key_file(args.key_file)
     if args.seed is not None:
         return MasterKey.from_seed(args.seed)

@@ -1,13 +1,17 @@
 """An attacker: looks for the tournament's key and deals everywhere it can read.
 
 It opens the output folder's files (path in argv[1]), reads /proc/*/cmdline and
-/proc/*/environ of every process, its own environment, and files of the arena
-under /tmp and /dev/shm, and reports on stderr what it could open and every
-64-digit hexadecimal string it found (a key candidate). Then it plays legally.
+/proc/*/environ of every process (and the file named after ``--key-file`` on a
+command line), its own environment, and files of the arena under /tmp and
+/dev/shm, and reports on stderr what it could open and every 64-digit
+hexadecimal string it found (a key candidate). Files named in argv[2:] are read
+too (controls: files any user may read, to show the hunt can read). Then it
+plays legally.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import sys
@@ -42,15 +46,31 @@ def hunt(out: str) -> None:
     for name in listing:
         grab(os.path.join(out, name))
     procs = 0
+    key_files: set[str] = set()
     for pid in os.listdir("/proc"):
         if pid.isdigit() and int(pid) != os.getpid():
             procs += 1
             for part in ("cmdline", "environ"):
                 try:
                     with open(f"/proc/{pid}/{part}", "rb") as f:
-                        candidates.update(HEX64.findall(f.read(1 << 16)))
+                        data = f.read(1 << 16)
                 except OSError:
-                    pass
+                    continue
+                candidates.update(HEX64.findall(data))
+                words = data.split(b"\0")
+                for flag, word in itertools.pairwise(words):
+                    if flag == b"--key-file":
+                        key_files.add(os.fsdecode(word))
+    key_files_opened = 0
+    for path in key_files:
+        before = len(opened)
+        grab(path)
+        key_files_opened += len(opened) > before
+    controls_opened = 0
+    for path in sys.argv[2:]:
+        before = len(opened)
+        grab(path)
+        controls_opened += len(opened) > before
     for value in os.environ.values():
         candidates.update(HEX64.findall(value.encode()))
     for root in ("/tmp", "/dev/shm"):
@@ -60,7 +80,11 @@ def hunt(out: str) -> None:
                 if "hearts" in path:
                     grab(path)
     out_files = [p for p in opened if p.startswith(out)]
-    sys.stderr.write(f"HUNT procs={procs} out_opened={len(out_files)} denied={len(denied)}\n")
+    sys.stderr.write(
+        f"HUNT procs={procs} out_opened={len(out_files)} denied={len(denied)} "
+        f"key_files_seen={len(key_files)} key_files_opened={key_files_opened} "
+        f"controls_opened={controls_opened}\n"
+    )
     for path in out_files:
         sys.stderr.write(f"HUNT opened {path}\n")
     for c in sorted(candidates)[:50]:

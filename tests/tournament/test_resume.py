@@ -135,6 +135,7 @@ def test_kill_9_then_resume_with_a_secret_key(tmp_path: Path) -> None:
     args = [a for a in ARGS if a not in ("--seed", "99")]
     key_file = tmp_path / "k.key"
     key_file.write_text(MasterKey.generate().hex())
+    key_file.chmod(0o600)  # a key file others may read is refused
     reference = tmp_path / "reference"
     assert (
         run_arena(["run", *ENTRANTS, *args, "--key-file", str(key_file), "--out", str(reference)])

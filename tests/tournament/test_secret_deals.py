@@ -10,6 +10,8 @@ import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,6 +127,18 @@ def test_key_file_replays_a_tournament_exactly(
     key_file = tmp_path / "k.key"
     key_file.write_text(key_hex + "\n")
     again = tmp_path / "again"
+    # A key file others may read is refused (an unsealed bot finds its name in
+    # /proc/PID/cmdline): one line, exit 2, nothing played.
+    for mode, shown in ((0o644, "-rw-r--r--"), (0o640, "-rw-r-----")):
+        key_file.chmod(mode)
+        capsys.readouterr()
+        args = ["run", *FOUR, *SHORT, "--key-file", str(key_file), "--out", str(again)]
+        assert run_arena(args) == EXIT_USAGE
+        err = capsys.readouterr().err
+        assert f"key file {key_file} can be read by other users ({shown})" in err
+        assert f"chmod 600 {key_file}" in err and err.count("\n") == 1
+        assert not again.exists()
+    key_file.chmod(0o600)
     assert run_arena(["run", *FOUR, *SHORT, "--key-file", str(key_file), "--out", str(again)]) == 0
     (r1, g1), (r2, g2) = load_outputs(first), load_outputs(again)
     assert _play(g1) == _play(g2)
@@ -248,22 +262,69 @@ def test_no_two_games_of_one_deal_are_in_play_at_once(
             assert start >= end - 0.001, f"two games of {deal} overlap"
 
 
+def test_bots_of_the_arenas_own_user_unsealed_are_told_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 11: where bots run as the arena's own user without the seal, nothing
+    keeps them out of the output folder: the arena says so in one line. Bots of
+    other uids (the arena as root) are kept out by the folder's mode: no line."""
+    note = (
+        "note: bots run as this arena's own user without the sandbox: they can read "
+        "the output folder, its key and the journal"
+    )
+    cases = [(["--same-user", "--no-sandbox"], 1)]
+    if os.geteuid() == 0:
+        cases.append((["--no-sandbox"], 0))
+    for flags, lines in cases:
+        out = tmp_path / str(len(flags))
+        args = ["run", *FOUR, "--hands", "1", "--rounds", "1", "--quiet", *flags, "--out", str(out)]
+        assert run_arena(args) == EXIT_OK
+        err = capsys.readouterr().err
+        assert err.splitlines().count(note) == lines, (flags, err)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="bots run as other users only when the arena is root")
-def test_a_bot_hunting_for_the_key_finds_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("flags", [[], ["--no-sandbox"]], ids=["sealed", "unsealed"])
+def test_a_bot_hunting_for_the_key_finds_nothing(open_tmp: Path, flags: list[str]) -> None:
     """Attacks 1-2 of issue 11: a bot that reads the output folder (run.json,
     the journal, the key file, the lock), /proc/*/cmdline and environ of every
-    process and the arena's files in /tmp finds neither the key nor a deal."""
-    out = tmp_path / "o"
-    hunter = f"hunter={BOTS / 'hostile_key_hunter.py'} {out}"
-    assert run_arena(["run", hunter, *FOUR[:3], *SHORT, "--out", str(out)]) == 0
+    process, the file named after ``--key-file`` on a command line, and the
+    arena's files in /tmp finds neither the key nor a deal, sealed or not.
+
+    The output folder and the key file (owner-only) lie in a folder every user
+    may enter, so only their own modes keep the hunter out; the arena runs as a
+    process of its own, the key file's name on its command line. A control file
+    any user may read shows that an unsealed hunter reads what it may, and it
+    does find the key file's name; sealed, it sees neither."""
+    out = open_tmp / "o"
+    key = MasterKey.generate().hex()
+    key_file = open_tmp / "k.key"
+    key_file.write_text(key + "\n")
+    key_file.chmod(0o600)
+    control = open_tmp / "control.txt"
+    control.write_text("readable by every user\n")
+    control.chmod(0o644)
+    hunter = f"hunter={BOTS / 'hostile_key_hunter.py'} {out} {control}"
+    args = [*FOUR[:3], *SHORT, *flags, "--key-file", str(key_file), "--out", str(out)]
+    done = subprocess.run(
+        [sys.executable, "-m", "arena", "run", hunter, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == EXIT_OK, done.stderr
     results, records = load_outputs(out)
-    key = results["key"]
+    assert results["key"] == key
     reports = [r["stderr"][r["seats"].index("hunter")] for r in records]
-    assert all("HUNT procs=" in text for text in reports)
+    assert len(reports) == 4 and all("HUNT procs=" in text for text in reports)
     for text in reports:
-        assert "out_opened=0" in text, text
+        assert "out_opened=0" in text and "key_files_opened=0" in text, text
+        if flags:  # unsealed: it reads what any user may, and sees the arena's command line
+            assert "controls_opened=1" in text and "key_files_seen=0" not in text, text
+        else:  # sealed: it sees no other process and no file of the machine's /tmp
+            assert "controls_opened=0" in text and "key_files_seen=0" in text, text
         assert key not in text
-        assert "HUNT candidate " + key not in text
         # No card list of any hand of any game either.
         for rec in records:
             for hand in rec["hands"]:
