@@ -329,8 +329,17 @@ def _entries(folder: Path) -> list[Path]:
         return []
 
 
-#: World-writable folders searched for a released uid's files.
-WORLD_WRITABLE: Final = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
+#: World-writable folders searched for a released uid's files: ``/tmp``,
+#: ``/var/tmp``, ``/dev/shm``, and ``/run/lock`` (``/var/lock``) where the
+#: machine has it (world-writable on most systems: an unsealed bot could
+#: leave a deal's cards there for the entrant's next process, issue 11).
+_RUN_LOCK: Final = Path("/run/lock")
+WORLD_WRITABLE: Final = (
+    Path("/tmp"),
+    Path("/var/tmp"),
+    Path("/dev/shm"),
+    *((_RUN_LOCK,) if _RUN_LOCK.is_dir() and not _RUN_LOCK.is_symlink() else ()),
+)
 
 
 def purge_uid(

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -240,17 +241,22 @@ def test_without_the_seal_a_released_uid_leaves_nothing(
 @needs_root
 @pytest.mark.parametrize("killed", [False, True])
 def test_the_next_holder_of_a_uid_finds_nothing(killed: bool) -> None:
-    """What a uid left in /tmp, /var/tmp and /dev/shm and its System V IPC are
-    removed when the uid is released; if its arena was killed instead, all
-    that and its POSIX message queues are removed when it is leased again."""
+    """What a uid left in /tmp, /var/tmp, /dev/shm and /run/lock (where it is
+    world-writable) and its System V IPC are removed when the uid is
+    released; if its arena was killed instead, all that and its POSIX message
+    queues are removed when it is leased again."""
     import subprocess
 
     lease = lease_uid(base=3_900_200, size=1)
     uid = lease.uid
+    folders = [str(f) for f in WORLD_WRITABLE if f.stat().st_mode & stat.S_IWOTH]
+    lock = Path("/run/lock")
+    if lock.is_dir() and not lock.is_symlink() and lock.stat().st_mode & stat.S_IWOTH:
+        assert str(lock) in folders  # a place an unsealed bot may write is searched
     script = f"""
 import ctypes, ctypes.util, os
 libc = ctypes.CDLL(ctypes.util.find_library("c"))
-for folder in ("/tmp", "/var/tmp", "/dev/shm"):
+for folder in {folders!r}:
     os.makedirs(f"{{folder}}/hearts-purge-test-{uid}/deep", exist_ok=True)
     open(f"{{folder}}/hearts-purge-note-{uid}", "w").write("for the next holder")
 assert libc.shmget(0x4845_5254, 64, 0o1000 | 0o600) >= 0
