@@ -299,8 +299,10 @@ def replay_command(args: argparse.Namespace) -> int:
 
 
 def draw_seed() -> int:
-    """A fresh seed for a game without ``--seed``."""
-    return secrets.randbelow(2**31)
+    """A fresh seed for a game without ``--seed``, below 2^63: too many for a
+    bot to search from the ``seed`` it is given (issue 11; below 2^31 a bot
+    found it in minutes and knew every hand)."""
+    return secrets.randbelow(2**63)
 
 
 def play_command(args: argparse.Namespace) -> int:

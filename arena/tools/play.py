@@ -30,6 +30,9 @@ from arena.seats.seat import Reply, Seat
 from arena.seats.stand_ins import InProcessSeat, Message, SeatProxy
 
 HUMAN = "you"
+#: The game id the bots are given: the same for every game, so that nothing a
+#: bot is given names the seed its deals come from.
+GAME_ID = "play"
 
 
 class Quit(Exception):
@@ -319,13 +322,14 @@ async def play_game(
     key = MasterKey.from_seed(f"play:{seed}")
     spec = GameSpec(
         game_index=0,
-        game_id=f"play-{seed}",
+        # Never the seed: a bot given it would compute every hand (issue 11).
+        game_id=GAME_ID,
         round=1,
         table=0,
         rotation=0,
         seats=(names[0], names[1], names[2], names[3]),
         deal_key=f"play:{seed}",
-        bot_seeds=key.bot_seeds(f"play-{seed}"),
+        bot_seeds=key.bot_seeds(GAME_ID),
         target_score=target_score,
         hands=hands,
         table_key=key.table_key(f"play:{seed}"),

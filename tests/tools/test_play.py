@@ -4,6 +4,7 @@ through a pseudo-terminal (the ``pty`` module), as a person would type."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pty
 import re
@@ -14,9 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, bot, run_arena
+from conftest import BOTS, ROOT, bot, run_arena
 
 from arena.cli.main import EXIT_USAGE
+from arena.cli.tools import draw_seed
+from arena.core.keys import MasterKey
 from arena.tools.play import parse_cards, show_cards
 
 
@@ -147,11 +150,36 @@ def test_four_bots_play_a_game_to_the_end(capsys: pytest.CaptureFixture[str]) ->
     four = [bot("first_legal", n) for n in "abcd"]
     assert run_arena(["play", *four, "--hands", "2", "--seed", "3"]) == 0
     out = capsys.readouterr().out
-    assert "game play-3, 2 hands" in out
+    assert "game play, 2 hands" in out
     assert out.count("== hand") == 2
     assert "seat 0 (a): " in out and "seat 3 (d) receives" in out  # every hand and pass shown
     assert out.count("trick 13:") == 2
     assert "game over: totals" in out
+
+
+def test_bots_are_not_given_the_seed_of_the_deals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 11: the game id a bot got was ``play-SEED``, and with the seed it
+    computed every hand, the human's too; a drawn seed was below 2^31, within
+    a search from the bot's own ``seed``. Now the game id is ``play`` and a
+    drawn seed is below 2^63."""
+    log = tmp_path / "messages.jsonl"
+    rec = f"rec={BOTS / 'recorder.py'} {log}"
+    others = [bot("first_legal", n) for n in "abc"]
+    # Unsealed and as the arena's user, so that the recorder may write its file.
+    flags = ["--hands", "1", "--seed", "12345", "--no-sandbox", "--same-user"]
+    assert run_arena(["play", rec, *others, *flags]) == 0
+    capsys.readouterr()
+    start = next(
+        m["msg"]
+        for line in log.read_text().splitlines()
+        if (m := json.loads(line))["msg"]["type"] == "game_start"
+    )
+    assert start["game_id"] == "play" and "12345" not in json.dumps(start)
+    assert start["seed"] == MasterKey.from_seed("play:12345").bot_seeds("play")[start["seat"]]
+    draws = [draw_seed() for _ in range(64)]
+    assert all(0 <= d < 2**63 for d in draws) and max(draws) >= 2**40
 
 
 def test_too_many_bots_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
