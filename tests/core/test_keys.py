@@ -111,18 +111,26 @@ def test_seed_keys_are_public_and_reproducible() -> None:
 def test_bot_seed_does_not_lead_back_to_the_key() -> None:
     """Attack 3 of issue 11: the old seeds were below 2^31 and a bot searched
     them from its own game_start seed. A drawn key is 256 bits; a bounded
-    search of 2^20 seed keys (the whole old space takes 2^31) finds nothing."""
+    search of 2^20 seed keys (the whole old space takes 2^31) finds nothing,
+    neither from a bot seed nor from the commitment."""
     key = MasterKey.generate()
     target = key.bot_seeds("r1-t0-k0")[0]
+    commitment = bytes.fromhex(key.commitment())
     label = b"hearts-arena/2/bot"
     found = []
     for s in range(2**20):
         master = hmac.new(b"hearts-arena/2/seed", str(s).encode(), hashlib.sha256).digest()
         bot_key = hmac.new(master, label, hashlib.sha256).digest()
         seed = int.from_bytes(hmac.new(bot_key, b"r1-t0-k0:0", hashlib.sha256).digest()[:8]) >> 1
-        if seed == target:
+        if seed == target or hashlib.sha256(master).digest() == commitment:
             found.append(s)
     assert found == []
+    # The commitment search works too: it finds a seed key from its commitment.
+    seven = bytes.fromhex(MasterKey.from_seed(7).commitment())
+    assert (
+        hashlib.sha256(hmac.new(b"hearts-arena/2/seed", b"7", hashlib.sha256).digest()).digest()
+        == seven
+    )
     # The search itself works: it finds a seed key's bot seed.
     assert MasterKey.from_seed(12345).bot_seeds("r1-t0-k0")[0] == (
         int.from_bytes(

@@ -61,6 +61,7 @@ def test_drawn_key_is_committed_then_revealed_and_verifies(
     results, records = load_outputs(out)
     commitment = run["settings"]["key_commitment"]
     assert f"key commitment: SHA-256 {commitment}" in err
+    assert f"SHA-256 {commitment}" in (out / "index.html").read_text()  # and on the report
     assert run["settings"]["seed"] is None
     assert run["format_version"] == 2
     key = MasterKey.from_hex(results["key"])
