@@ -979,7 +979,8 @@ def verify_command(args: argparse.Namespace) -> int:
             print(f"FAIL {line}")
         if len(problems) > MAX_PROBLEMS:
             print(f"... and {len(problems) - MAX_PROBLEMS} more")
-        print(f"verify: {len(problems)} problems in {games} games of {folder}")
+        noun = "problem" if len(problems) == 1 else "problems"
+        print(f"verify: {len(problems)} {noun} in {games} games of {folder}")
         return EXIT_FAILED
     print(
         f"verified: {games} games of {folder}: the key matches its commitment, and every "

@@ -95,6 +95,7 @@ def test_verify_fails_on_a_tampered_journal_and_a_wrong_key(
     assert run_arena(["verify", str(out)]) == EXIT_FAILED
     printed = capsys.readouterr().out
     assert f"FAIL game {rec['game_id']} hand 1: dealt cards are not the key's deal (R2)" in printed
+    assert f"verify: 2 problems in {len(journal)} games of {out}" in printed
 
     # A changed score.
     journal = list(original)
@@ -111,7 +112,9 @@ def test_verify_fails_on_a_tampered_journal_and_a_wrong_key(
     results["key"] = MasterKey.generate().hex()
     (out / "results.json").write_text(json.dumps(results))
     assert run_arena(["verify", str(out)]) == EXIT_FAILED
-    assert "is not the commitment" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "is not the commitment" in printed
+    assert f"verify: 1 problem in 0 games of {out}" in printed  # no game checked with a wrong key
 
     # No key revealed: cannot be verified.
     del results["key"]
