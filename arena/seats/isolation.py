@@ -136,6 +136,24 @@ def _new_session_keyring() -> None:
         _LIBC.syscall(_KEYCTL, 1, None)
 
 
+#: ``keyctl`` operation KEYCTL_CLEAR, and the special ids of the calling
+#: user's keyrings: KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING.
+_KEYCTL_CLEAR: Final = 7
+_USER_KEYRINGS: Final = (-4, -5)
+
+
+def clear_user_keyrings() -> None:
+    """Empty the calling uid's user and user-session keyrings (``keyctl``
+    ``KEYCTL_CLEAR``). Run in a bot's child after it has dropped to its uid,
+    before ``exec``: these keyrings belong to the uid, not to a process, and
+    outlive all its processes, so without this a bot could leave keys (a
+    hand, a history) for the uid's next holder. Failure (no keyring
+    support) is ignored: there is then nothing to find."""
+    if _KEYCTL is not None:
+        for keyring in _USER_KEYRINGS:
+            _LIBC.syscall(_KEYCTL, _KEYCTL_CLEAR, keyring)
+
+
 def cpu_seconds_used(pid: int) -> float | None:
     """User plus system CPU seconds of a process, or ``None`` if it is gone."""
     try:

@@ -42,6 +42,7 @@ from arena.seats.cores import CoreGate
 from arena.seats.isolation import (
     Limits,
     UidLease,
+    clear_user_keyrings,
     kill_all,
     process_tree,
     release_leases,
@@ -536,13 +537,16 @@ def _child_setup(spec: LaunchSpec) -> Callable[[], None] | None:
     bot's uid, in that order: the group's ``cgroup.procs`` files are opened
     before ``RLIMIT_NOFILE`` is lowered (the arena's descriptors are still
     open in the child then) and before the uid is the bot's (which could no
-    longer write them). A failure is written to the bot's stderr and the
-    child exits with :data:`SETUP_FAILED`: a bot that could not start."""
+    longer write them). Last, as the bot's uid, its user keyrings are
+    emptied (:func:`~arena.seats.isolation.clear_user_keyrings`: keys a
+    previous holder of the uid left). A failure is written to the bot's
+    stderr and the child exits with :data:`SETUP_FAILED`: a bot that could
+    not start."""
     limits = spec.preexec
     group = spec.cgroup
-    if group is None and limits is None:
-        return None
     uid, gid = spec.user, spec.group
+    if group is None and limits is None and uid is None:
+        return None
 
     def setup() -> None:
         try:
@@ -553,13 +557,14 @@ def _child_setup(spec: LaunchSpec) -> Callable[[], None] | None:
                 group.join_self()
             if limits is not None:
                 limits()
-            if group is None:
-                return
-            if gid is not None:
-                os.setgroups([])
-                os.setresgid(gid, gid, gid)
+            if group is not None:  # without a group, Popen dropped the uid before this
+                if gid is not None:
+                    os.setgroups([])
+                    os.setresgid(gid, gid, gid)
+                if uid is not None:
+                    os.setresuid(uid, uid, uid)
             if uid is not None:
-                os.setresuid(uid, uid, uid)
+                clear_user_keyrings()  # never the arena's own: only as the bot's uid
         except BaseException as exc:
             # Say why on the bot's stderr (fd 2 is its pipe by now) and exit: the
             # arena records a bot that could not start, and the tournament goes on.

@@ -2,10 +2,13 @@
 on one machine might share with another (tests/seats/test_seal.py).
 
 argv: ROLE (A sends, B receives) PORT_TCP PORT_UDP OUT_IP PORT_OUT_TCP PORT_OUT_UDP
-PORT_SERVICE MACHINE_FILE (a file of the machine that any user may read). B also
-reports whether it could read MACHINE_FILE and write to its own folder. A publishes its hand at each deal on every channel; B tries
-every channel at each request and, at its last three plays of a hand, writes on stderr
-a line ``COLLUDE {"channel": what it received or null, ...}``. Both play the
+PORT_SERVICE MACHINE_FILE (a file of the machine that any user may read) TAG (hex
+digits naming this run's files, sockets, IPC keys and queues, so that two runs on
+one machine do not see each other's). B also reports whether it could read
+MACHINE_FILE and write to its own folder. A publishes its hand at each deal on every
+channel; B forgets what it found at each deal, tries every channel at each request
+and, at its first play from trick 11 on, writes on stderr one line per hand
+``COLLUDE {"hand": N, "channel": what it received or null, ...}``. Both play the
 first legal card.
 """
 
@@ -28,13 +31,15 @@ PORT_TCP, PORT_UDP = int(sys.argv[2]), int(sys.argv[3])
 OUT_IP, PORT_OUT_TCP, PORT_OUT_UDP = sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
 PORT_SERVICE = int(sys.argv[7])
 MACHINE_FILE = sys.argv[8]
+TAG = sys.argv[9]
 RANKS = "23456789TJQKA"
 CARDS = [r + s for s in "CDSH" for r in RANKS]
 FILES = {"tmp": "/tmp", "shm": "/dev/shm", "vartmp": "/var/tmp"}
-ABSTRACT = b"\0hearts-collude"
-UNIX_PATH = "/tmp/hearts-collude.sock"
-SYSV_KEY = 0x4845_4152
-MQ_NAME = b"/hearts-collude"
+NAME = f"hearts-collude-{TAG}"  # files, sockets, queues and keys of this run
+ABSTRACT = b"\0" + NAME.encode()
+UNIX_PATH = f"/tmp/{NAME}.sock"
+SYSV_KEY = int(TAG, 16) % 0x7FFF_FFFF + 1  # System V shared memory and message queue
+MQ_NAME = b"/" + NAME.encode()
 libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 libc.shmat.restype = ctypes.c_void_p
 libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
@@ -45,6 +50,7 @@ KEYCTL_READ = 11
 libc.syscall.restype = ctypes.c_long
 hand_text = ""  # A: the hand being published
 got: dict[str, str | None] = {}
+reported = 0  # B: the last hand reported
 
 
 def library() -> str:
@@ -83,11 +89,11 @@ def publish(cards: list[str]) -> None:
     hand_text = " ".join(cards)
     for folder in FILES.values():
         with contextlib.suppress(OSError):
-            path = os.path.join(folder, "hearts-collude-hand")
+            path = os.path.join(folder, f"{NAME}-hand")
             with open(path, "w") as f:
                 f.write(hand_text)
             os.chmod(path, 0o666)
-        note = os.path.join(folder, f"hearts-uid-note-{os.getuid()}")  # for the uid's next holder
+        note = os.path.join(folder, f"hearts-uid-note-{TAG}-{os.getuid()}")  # for its next holder
         with contextlib.suppress(OSError), open(note, "w") as f:
             f.write(hand_text)
     with contextlib.suppress(OSError):
@@ -117,9 +123,7 @@ def publish(cards: list[str]) -> None:
         libc.mq_send(mq, hand_text.encode(), len(hand_text), 0)
     if KEY_CALLS:  # the hand in a key of the user's keyring
         data = hand_text.encode()
-        libc.syscall(
-            KEY_CALLS[0], b"user", b"hearts-collude", data, len(data), KEY_SPEC_USER_KEYRING
-        )
+        libc.syscall(KEY_CALLS[0], b"user", NAME.encode(), data, len(data), KEY_SPEC_USER_KEYRING)
     with contextlib.suppress(OSError), open(WATCHED, "rb") as f:
         f.read(1)  # an event for whoever watches the interpreter
     # The hand in this process's name, one letter a card.
@@ -191,7 +195,7 @@ def receive() -> None:
     found: dict[str, str | None] = {}
     for channel, folder in FILES.items():
         try:
-            with open(os.path.join(folder, "hearts-collude-hand")) as f:
+            with open(os.path.join(folder, f"{NAME}-hand")) as f:
                 found[channel] = f.read() or None
         except OSError:
             found[channel] = None
@@ -230,7 +234,7 @@ def receive() -> None:
     found["proc"], found["code"] = read_proc()
     found["keyring"] = None
     if KEY_CALLS:
-        key = libc.syscall(KEY_CALLS[1], b"user", b"hearts-collude", None, 0)
+        key = libc.syscall(KEY_CALLS[1], b"user", NAME.encode(), None, 0)
         if key >= 0:
             buf = ctypes.create_string_buffer(256)
             n = libc.syscall(KEY_CALLS[2], KEYCTL_READ, key, buf, 256)
@@ -242,7 +246,7 @@ def receive() -> None:
             found["inotify"] = f"{len(events)} bytes of events on {WATCHED}"
     note = None
     for folder in FILES.values():  # a note a previous holder of this uid left
-        path = os.path.join(folder, f"hearts-uid-note-{os.getuid()}")
+        path = os.path.join(folder, f"hearts-uid-note-{TAG}-{os.getuid()}")
         with contextlib.suppress(OSError), open(path) as f:
             note = f.read()
     found["uid-note"] = note
@@ -281,17 +285,23 @@ else:
 
 
 def on_message(msg: dict) -> None:
-    if ROLE == "A" and msg["type"] == "deal":
-        publish(msg["hand"])
+    if msg["type"] == "deal":
+        if ROLE == "A":
+            publish(msg["hand"])
+        else:
+            got.clear()  # what B reports for a hand was found during it
 
 
 def on_request(msg: dict, counts: dict) -> bool:
+    global reported
     if ROLE == "A" and msg["type"] in ("pass", "play"):
         publish(msg["hand"]) if not hand_text else None
     if ROLE == "B":
         receive()
-        if msg["type"] == "play" and msg["trick_number"] >= 11:  # before the game ends
-            print("COLLUDE " + json.dumps(got), file=sys.stderr, flush=True)
+        hand = msg.get("hand_number")  # none in the handshake
+        if msg["type"] == "play" and msg["trick_number"] >= 11 and hand != reported:
+            reported = hand  # one line a hand (a bot's stderr is capped)
+            print("COLLUDE " + json.dumps({"hand": hand, **got}), file=sys.stderr, flush=True)
     return False
 
 

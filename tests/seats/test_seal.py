@@ -12,6 +12,7 @@ import ctypes
 import ctypes.util
 import json
 import os
+import secrets
 import shutil
 import socket
 import stat
@@ -46,8 +47,11 @@ OPEN_WITHOUT_SEAL_AS_ROOT = {
     "tmp", "shm", "vartmp", "abstract", "unix-path", "tcp", "udp", "tcp-service", "tcp-out",
     "udp-out", "lock-library", "sysv-ipc", "sysv-msg", "proc", "machine-file", "inotify",
 }  # fmt: skip
-SYSV_KEY = 0x4845_4152
-MQ_NAME = b"/hearts-collude"
+
+
+def sysv_key(tag: str) -> int:
+    """The System V IPC key the colluders of run ``tag`` use (tests/bots/collude.py)."""
+    return int(tag, 16) % 0x7FFF_FFFF + 1
 
 
 def free_port(kind: int = socket.SOCK_STREAM) -> int:
@@ -66,37 +70,43 @@ def outside_ip() -> str:
         return str(s.getsockname()[0])
 
 
-def leftovers() -> list[str]:
-    """Files the colluders wrote in world-writable folders, and their IPC objects."""
+def patterns(tag: str) -> tuple[str, str]:
+    """Names of the files the colluders of run ``tag`` write (tests/bots/collude.py)."""
+    return (f"hearts-collude-{tag}*", f"hearts-uid-note-{tag}-*")
+
+
+def leftovers(tag: str) -> list[str]:
+    """Files the colluders of run ``tag`` wrote in world-writable folders, and
+    their IPC objects (another run's, with its own tag, are not counted)."""
     found = [
         str(p)
         for folder in WORLD_WRITABLE
-        for pattern in ("hearts-collude*", "hearts-uid-note-*")
+        for pattern in patterns(tag)
         for p in folder.glob(pattern)
     ]
     for kind in ("shm", "msg"):
         lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
-        found += [f"{kind} key {x.split()[0]}" for x in lines if int(x.split()[0]) == SYSV_KEY]
+        found += [f"{kind} key {x.split()[0]}" for x in lines if int(x.split()[0]) == sysv_key(tag)]
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    mq = libc.mq_open(MQ_NAME, os.O_RDONLY | os.O_NONBLOCK)
+    mq = libc.mq_open(f"/hearts-collude-{tag}".encode(), os.O_RDONLY | os.O_NONBLOCK)
     if mq >= 0:
         libc.mq_close(mq)
-        found.append("POSIX message queue /hearts-collude")
+        found.append(f"POSIX message queue /hearts-collude-{tag}")
     return found
 
 
-def clean_leftovers() -> None:
+def clean_leftovers(tag: str) -> None:
     for folder in WORLD_WRITABLE:
-        for pattern in ("hearts-collude*", "hearts-uid-note-*"):
+        for pattern in patterns(tag):
             for p in folder.glob(pattern):
                 with contextlib.suppress(OSError):
                     p.unlink()
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    libc.mq_unlink(MQ_NAME)
-    shm = libc.shmget(SYSV_KEY, 0, 0)
+    libc.mq_unlink(f"/hearts-collude-{tag}".encode())
+    shm = libc.shmget(sysv_key(tag), 0, 0)
     if shm >= 0:
         libc.shmctl(shm, 0, None)
-    queue = libc.msgget(SYSV_KEY, 0)
+    queue = libc.msgget(sysv_key(tag), 0)
     if queue >= 0:
         libc.msgctl(queue, 0, None)
 
@@ -104,8 +114,10 @@ def clean_leftovers() -> None:
 def collude(out: Path, *mode: str) -> tuple[dict[str, Any], list[str]]:
     """Run colA (sender) and colB (receiver), the same program, at one table
     with two well-behaved bots; B's findings merged over the games, and what
-    was left on the machine afterwards."""
-    clean_leftovers()
+    was left on the machine afterwards. The colluders' names are unique to
+    this call (a tag), so that two test runs at once on one machine do not
+    see or remove each other's."""
+    tag = secrets.token_hex(4)
     ip = outside_ip()
     secret = Path(tempfile.mkdtemp(prefix="arena-test-", dir="/var/tmp"))
     secret.chmod(0o755)
@@ -130,6 +142,7 @@ def collude(out: Path, *mode: str) -> tuple[dict[str, Any], list[str]]:
             out_udp.getsockname()[1],
             service.getsockname()[1],
             secret / "notes.txt",
+            tag,
         ]
         args = " ".join(map(str, ports))
         program = bot_path("collude")
@@ -170,8 +183,8 @@ def collude(out: Path, *mode: str) -> tuple[dict[str, Any], list[str]]:
     assert run_processes(out) == []
     run_id = json.loads((out / "run.json").read_text())["run_id"]
     assert list(Path(tempfile.gettempdir()).glob(f"hearts-bot-{run_id}-*")) == []  # copies too
-    left = leftovers()
-    clean_leftovers()
+    left = leftovers(tag)
+    clean_leftovers(tag)
     return merged, left
 
 
@@ -482,3 +495,52 @@ def test_cleanup_removes_only_the_package_copies_of_arenas_that_are_gone(tmp_pat
     assert seal.remove_package_copies_of_dead_arenas(tmp_path) == 1
     assert not left.exists() and running.exists() and other.exists()
     assert seal.remove_package_copies_of_dead_arenas(tmp_path) == 0
+
+
+@needs_root
+@pytest.mark.parametrize(
+    "mode",
+    [
+        pytest.param("sealed", marks=needs_seal),
+        "--no-sandbox",
+        "--no-sandbox, no control groups",
+    ],
+)
+def test_a_bot_finds_nothing_a_previous_holder_of_its_uid_left(
+    mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four copies of tests/bots/uid_leftovers.py, a process a game: from the
+    second game on, each bot runs as a uid a copy ran as before, and finds
+    neither its note in /tmp, /var/tmp, /dev/shm nor its key in the uid's user
+    and user-session keyrings (these outlive the uid's processes: they are
+    emptied in the child before exec). Without control groups the uid is
+    dropped by Popen rather than by the arena's child setup."""
+    from arena.seats import cgroups
+
+    if mode.endswith("no control groups"):
+        monkeypatch.setattr(cgroups, "_PLAN", cgroups.Plan(notes=("test",)))
+    tag = secrets.token_hex(4)
+    program = bot_path("uid_leftovers")
+    out = tmp_path / "out"
+    entrants = [f"u{i}={program} {tag}" for i in range(4)]
+    extra = [] if mode == "sealed" else ["--no-sandbox"]
+    args = ["run", *entrants, "--hands", "1", "--rounds", "1", "--fresh-processes", "--jobs", "1"]
+    try:
+        code = run_arena([*args, "--seed", "6", "--out", str(out), "--quiet", *extra])
+    finally:
+        for folder in WORLD_WRITABLE:
+            for p in folder.glob(f"hearts-uid-leftover-{tag}-*"):
+                p.unlink()
+    assert code == 0
+    results, records = load_outputs(out)
+    assert len(records) == 4
+    assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
+    reports = []
+    for rec in records:
+        for text in rec["stderr"]:
+            line = next(x for x in text.splitlines() if x.startswith("LEFTOVER "))
+            reports.append(json.loads(line.removeprefix("LEFTOVER ")))
+    assert len(reports) == 16
+    if mode != "sealed":  # the pool gave uids again: the test can fail
+        assert len({r["uid"] for r in reports}) < 16
+    assert [(r["notes"], r["keys"]) for r in reports] == [([], [])] * 16
