@@ -76,6 +76,7 @@ def serve_socket(sock: socket.socket) -> None:
 
 def listen(family: int, address: object) -> None:
     sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the port of an earlier A
     sock.bind(address)
     if family == socket.AF_UNIX and isinstance(address, str):
         os.chmod(address, 0o777)
@@ -256,8 +257,9 @@ def receive() -> None:
     except OSError:
         found["machine-file"] = None
     try:
-        with open("written-by-collude.txt", "w") as f:
+        with open(f"written-by-collude-{os.getpid()}.txt", "w") as f:
             f.write("x")
+        os.remove(f"written-by-collude-{os.getpid()}.txt")
         found["write-folder"] = "written"
     except OSError:
         found["write-folder"] = None

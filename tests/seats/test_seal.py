@@ -544,3 +544,89 @@ def test_a_bot_finds_nothing_a_previous_holder_of_its_uid_left(
     if mode != "sealed":  # the pool gave uids again: the test can fail
         assert len({r["uid"] for r in reports}) < 16
     assert [(r["notes"], r["keys"]) for r in reports] == [([], [])] * 16
+
+
+@needs_seal
+def test_a_sealed_bots_tmp_and_shm_stop_at_the_tmp_size(tmp_path: Path) -> None:
+    """A bot trying to write 48 MiB into /tmp and into /dev/shm stops at
+    --tmp-size (4 MiB each): both are private tmpfs mounts of that size (they
+    had no bound: the machine's shared memory grew by what a bot wrote)."""
+    out = tmp_path / "out"
+    fill = f"fill={bot_path('hostile_fills_tmp')} 48"
+    args = ["run", fill, "sample:low", "sample:duck", "sample:random", "--tmp-size", "4"]
+    code = run_arena([*args, "--hands", "1", "--rounds", "1", "--out", str(out), "--quiet"])
+    assert code == 0
+    results, records = load_outputs(out)
+    assert results["settings"]["isolation"]["tmp_mb"] == 4
+    assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
+    for rec in records:
+        text = rec["stderr"][rec["seats"].index("fill")]
+        line = next(x for x in text.splitlines() if x.startswith("FILLED "))
+        filled = json.loads(line.removeprefix("FILLED "))
+        # A tmpfs of 4 MiB holds 4 MiB of data (a 1 MiB write that does
+        # not fit is refused or cut short).
+        assert 3 * 1024 * 1024 <= filled["/tmp"] <= 4 * 1024 * 1024, filled
+        assert 3 * 1024 * 1024 <= filled["/dev/shm"] <= 4 * 1024 * 1024, filled
+
+
+@needs_seal
+def test_where_bots_cannot_be_sealed_one_line_says_what_is_not_isolated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The default (no --sandbox, no --no-sandbox) without bubblewrap: the
+    tournament plays unsealed, and one line on stderr says why and what is
+    not isolated (--sandbox makes it an error: test_isolation.py)."""
+    from arena.seats import seal
+
+    monkeypatch.setattr(seal, "bwrap_path", lambda: None)
+    out = tmp_path / "out"
+    bots = ["sample:low", "sample:duck", "sample:random", "sample:heuristic"]
+    code = run_arena(["run", *bots, "--hands", "1", "--rounds", "1", "--out", str(out), "--quiet"])
+    assert code == 0
+    lines = [x for x in capsys.readouterr().err.splitlines() if "NOT sealed" in x]
+    assert lines == [
+        "hearts-arena: bubblewrap (the 'bwrap' command, Debian package 'bubblewrap') is not "
+        f"installed: {seal.NOT_ISOLATED}"
+    ]
+    assert "network" in lines[0] and "file locks" in lines[0]
+    results, _ = load_outputs(out)
+    assert results["settings"]["isolation"]["sandbox"] is False
+
+
+@needs_seal
+@pytest.mark.parametrize("given", [False, True])
+def test_sandbox_ro_shows_a_path_outside_the_allowlist(open_tmp: Path, given: bool) -> None:
+    """A folder outside the allowlist (here under /var/tmp, readable by
+    everyone) is not in a sealed bot's root unless the organiser names it
+    with --sandbox-ro (a runtime in /opt, say)."""
+    runtime = Path(tempfile.mkdtemp(prefix="arena-test-runtime-", dir="/var/tmp"))
+    try:
+        runtime.chmod(0o755)
+        (runtime / "lib.txt").write_text("runtime 7\n")
+        (runtime / "lib.txt").chmod(0o644)
+        folder = open_tmp / "user"
+        folder.mkdir()
+        (folder / "user.py").write_text(
+            "import sys\n"
+            "from botlib import serve\n"
+            "try:\n"
+            "    seen = open(sys.argv[1]).read().strip()\n"
+            "except OSError as exc:\n"
+            "    seen = type(exc).__name__\n"
+            "print('RUNTIME', seen, file=sys.stderr, flush=True)\n"
+            "serve('user')\n"
+        )
+        shutil.copy(bot_path("first_legal").parent / "botlib.py", folder / "botlib.py")
+        out = open_tmp / "out"
+        extra = ["--sandbox-ro", str(runtime)] if given else []
+        args = ["run", f"u={folder / 'user.py'} {runtime / 'lib.txt'}", "sample:low"]
+        args += ["sample:duck", "sample:random", "--hands", "1", "--rounds", "1"]
+        code = run_arena([*args, "--out", str(out), "--quiet", *extra])
+        assert code == 0
+        results, records = load_outputs(out)
+        assert results["settings"]["isolation"]["sandbox_ro"] == ([str(runtime)] if given else [])
+        want = "RUNTIME runtime 7" if given else "RUNTIME FileNotFoundError"
+        for rec in records:
+            assert want in rec["stderr"][rec["seats"].index("u")].splitlines()
+    finally:
+        shutil.rmtree(runtime)
