@@ -6,9 +6,11 @@ only once it holds a token, and it is frozen again (its control group,
 thinking, whatever ``--jobs`` is and whatever the other bots do.
 
 Token ``i`` is an exclusive ``flock`` on the lock file
-``/tmp/hearts-arena-cores/<i>`` (owner-only), so the tokens are shared by every
-worker process of ``--jobs`` and by every arena on the machine, and a token
-held by a process that dies is given back by the kernel. Tokens are polled
+``/tmp/hearts-arena-cores/<i>`` (owner-only; ``/tmp/hearts-arena-cores-<uid>``
+for an arena not run by root: it could not open root's files), so the tokens
+are shared by every worker process of ``--jobs`` and by every arena of the
+same user on the machine, and a token held by a process that dies is given
+back by the kernel. Tokens are polled
 from Trio without blocking a thread; inside one process, waiters queue in
 order (a FIFO ``trio.Lock``). Token ``i`` stands for the ``i``-th CPU this
 process may run on, so the bot holding it can be pinned there.
@@ -27,8 +29,19 @@ import trio
 _WAITERS: trio.lowlevel.RunVar[dict[int, _Waiters]] = trio.lowlevel.RunVar("core_gate_waiters")
 #: Longest pause between two tries for a token held by another process, in seconds.
 MAX_POLL: float = 0.002
-#: Folder of the tokens' lock files.
+#: Folder of the tokens' lock files (of arenas run by root; see :func:`default_token_dir`).
 TOKEN_DIR: Final = Path("/tmp/hearts-arena-cores")
+
+
+def default_token_dir() -> Path:
+    """The folder of this user's core tokens: :data:`TOKEN_DIR` for root,
+    ``/tmp/hearts-arena-cores-<uid>`` for any other user. The files are
+    owner-only (a bot running as another user must not hold a token and
+    starve every arena), so an arena of a normal user could not open those
+    of an arena run by root before it on the machine: every bot it started
+    failed with "Permission denied"."""
+    uid = os.geteuid()
+    return TOKEN_DIR if uid == 0 else TOKEN_DIR.with_name(f"{TOKEN_DIR.name}-{uid}")
 
 
 class _Waiters:
@@ -64,17 +77,18 @@ class CoreGate:
     Args:
         cores: tokens (0: :func:`machine_cores`).
         ponder: bots may think on others' time (they are not frozen off move).
-        token_dir: folder of the lock files (tests use their own).
+        token_dir: folder of the lock files (default :func:`default_token_dir`;
+            tests use their own).
     """
 
     def __init__(
-        self, cores: int = 0, ponder: bool = False, token_dir: Path | str = TOKEN_DIR
+        self, cores: int = 0, ponder: bool = False, token_dir: Path | str | None = None
     ) -> None:
         if cores < 0:
             raise ValueError("cores must be at least 0")
         self.cores = cores or machine_cores()
         self.ponder = ponder
-        self.token_dir = Path(token_dir)
+        self.token_dir = Path(token_dir) if token_dir is not None else default_token_dir()
         self._fds: list[int] | None = None  # opened in the process that uses them
         self._pid = 0
         self._mine: set[int] = set()  # tokens held by this process

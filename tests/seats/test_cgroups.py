@@ -616,3 +616,40 @@ def test_close_ends_a_bot_whose_io_tasks_were_cancelled() -> None:
     pid, status = trio.run(main)
     assert not alive(pid)
     assert status != "running"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing to another user needs root")
+def test_an_arena_of_a_normal_user_gets_core_tokens_after_root_made_its_own() -> None:
+    """Core tokens are owner-only files: an arena run by a normal user on a
+    machine where root's arena made /tmp/hearts-arena-cores could not open
+    them, and every bot it started "crashed" with "Permission denied". A
+    normal user's tokens are in a folder of its own."""
+    import shutil
+
+    from arena.seats.cores import TOKEN_DIR
+
+    CoreGate(1)._files()  # root's tokens exist (as after any arena run by root)
+    assert CoreGate(1).token_dir == TOKEN_DIR
+    uid = 3_950_123
+    mine = Path(f"/tmp/hearts-arena-cores-{uid}")
+    shutil.rmtree(mine, ignore_errors=True)
+    pid = os.fork()
+    if pid == 0:  # the child: a normal user making a gate and taking a token
+        code = 3
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            gate = CoreGate(1)
+            code = 0 if gate.token_dir == mine and gate._try() == 0 else 1
+        except PermissionError:
+            code = 2
+        finally:
+            os._exit(code)
+    try:
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert mine.stat().st_uid == uid
+        assert (mine.stat().st_mode & 0o777) == 0o700
+    finally:
+        shutil.rmtree(mine, ignore_errors=True)
