@@ -232,15 +232,16 @@ def _dry_run(entrants: Sequence[Entrant], settings: TournamentSettings, games: S
     """Print the plan of a round-robin or gauntlet. Counts are computed and at
     most 50 tables are made, so a schedule of millions prints at once."""
     names = [e.name for e in entrants]
-    tables = iter_tables(names)
+    # Tables keep their round-robin number, as in the game ids (r1-t3-k0).
+    tables: Iterator[tuple[int, tuple[str, str, str, str]]] = enumerate(iter_tables(names))
     if settings.candidate is not None:  # a gauntlet: only the candidate's tables
         candidate = settings.candidate
-        tables = (t for t in tables if candidate in t)
+        tables = ((t, table) for t, table in tables if candidate in table)
     count = len(games) // (settings.rounds * (24 if settings.seating == "full" else 4))
     seatings = "24 seatings" if settings.seating == "full" else "4 rotations"
     print(f"{len(entrants)} entrants, {count} tables, {settings.rounds} rounds x {seatings}")
-    for i, table in enumerate(itertools.islice(tables, 50)):
-        print(f"  table {i}: {', '.join(table)}")
+    for t, table in itertools.islice(tables, 50):
+        print(f"  table {t}: {', '.join(table)}")
     if count > 50:
         print(f"  ... and {count - 50} more tables")
     est = estimate(games, settings)

@@ -232,6 +232,26 @@ def test_gauntlet_dry_run_lists_only_the_candidates_tables(
     assert "32 games" in out
 
 
+def test_gauntlet_dry_run_numbers_tables_as_the_game_ids_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 14 item 3: a gauntlet's tables keep their round-robin numbers
+    (game ids r1-t0, r1-t1, r1-t3, r1-t4 for ``c``); the dry run printed 0..3."""
+    args = ["run", *FIVE, "--format", "gauntlet", "--candidate", "c", "--dry-run", "--seed", "1"]
+    assert run_arena([*args, "--rounds", "1", "--out", str(tmp_path / "o")]) == EXIT_OK
+    lines = [line for line in capsys.readouterr().out.splitlines() if "table " in line]
+    assert lines == [
+        "  table 0: a, b, c, d",
+        "  table 1: a, b, c, e",
+        "  table 3: a, c, d, e",
+        "  table 4: b, c, d, e",
+    ]
+    games = schedule_gauntlet(
+        list("abcde"), TournamentSettings(seed=1, format="gauntlet", candidate="c")
+    )
+    assert sorted({g.table for g in games}) == [0, 1, 3, 4]
+
+
 def junit_suite(path: Path) -> tuple[ET.Element, dict[str, ET.Element]]:
     suite = ET.parse(path).getroot().find("testsuite")
     assert suite is not None
