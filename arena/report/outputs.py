@@ -143,14 +143,20 @@ def number_text(value: float | None, digits: int = 2) -> str:
     live page's one way of writing a number)."""
     if value is None:
         return "–"
-    return f"{value:.{digits}f}".replace("-", MINUS)
+    return f"{_unsigned_zero(value, digits):.{digits}f}".replace("-", MINUS)
 
 
 def signed_text(value: float | None, digits: int = 2) -> str:
     """As :func:`number_text`, with the sign always written."""
     if value is None:
         return "–"
-    return f"{value:+.{digits}f}".replace("-", MINUS)
+    return f"{_unsigned_zero(value, digits):+.{digits}f}".replace("-", MINUS)
+
+
+def _unsigned_zero(value: float, digits: int) -> float:
+    """``value`` rounded to ``digits`` decimals, a zero without its sign (an
+    interval's end of ``-0.0001`` or ``-0.0`` reads ``0.00``, not ``−0.00``)."""
+    return round(value, digits) + 0.0
 
 
 def card_html(name: str) -> Markup:

@@ -279,12 +279,14 @@ def _gap_words(value: float, other: str) -> str:
 
 def _range(lo: float, hi: float) -> str:
     """A 95% interval of ``second - first`` in words, as the first row's
-    points per hand: ``"2.14 to 5.81 fewer"``, ``"0.50 more to 1.20 fewer"``."""
-    if lo > 0:
-        return f"{lo:.2f} to {hi:.2f} fewer"
-    if hi < 0:
-        return f"{-hi:.2f} to {-lo:.2f} more"
-    return f"{-lo:.2f} more to {hi:.2f} fewer"
+    points per hand: ``"2.14 to 5.81 fewer"``, ``"0.50 more to 1.20 fewer"``;
+    an end that rounds to zero is ``0.00`` (``"0.00 to 3.33 more"``, never ``-0.00``)."""
+    lo, hi = round(lo, 2), round(hi, 2)
+    if lo >= 0:
+        return f"{abs(lo):.2f} to {abs(hi):.2f} fewer"
+    if hi <= 0:
+        return f"{abs(hi):.2f} to {abs(lo):.2f} more"
+    return f"{abs(lo):.2f} more to {abs(hi):.2f} fewer"
 
 
 def top_settled(

@@ -204,3 +204,15 @@ def test_terminal_table_escapes_hostile_names() -> None:
     assert "\x1b" not in "".join(lines) and "\u202e" not in "".join(lines)
     assert "red\\x1b[31mX\\u202e" in lines[1]
     assert len({display_width(line) for line in lines[1:]}) == 1
+
+
+def test_a_number_that_rounds_to_zero_has_no_sign() -> None:
+    """Issue 14 item 12: an interval end of -0.0 (a negated 0.0) or -0.001
+    was written "−0.00" in the head-to-head titles."""
+    assert [report.number_text(x) for x in (-0.0, -0.001, 0.004, -0.006)] == [
+        "0.00", "0.00", "0.00", "−0.01",
+    ]  # fmt: skip
+    assert [report.signed_text(x) for x in (-0.0, -0.004, 0.3, -0.3)] == [
+        "+0.00", "+0.00", "+0.30", "−0.30",
+    ]  # fmt: skip
+    assert report.number_text(-0.04, 1) == "0.0" and report.number_text(None) == "–"

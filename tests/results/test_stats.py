@@ -265,3 +265,21 @@ def test_verdict_is_about_the_first_two_rows_and_says_when_duplicate_disagrees()
     v = stats.top_settled(standings, result, rounds_played=2)
     assert v["leader"] == "b" and v["agrees"] is True and "disagree" not in v["text"]
     assert f"b, first, takes {v['difference']:.2f} fewer points per hand than a" in v["text"]
+
+
+def test_an_interval_end_at_zero_reads_0_00_never_minus_zero() -> None:
+    """Issue 14 items 10 and 12: a pair's interval ending at 0.0 is negated
+    when the pair is read the other way round; the sentence said
+    "3.33 more to -0.00 fewer" (an ASCII minus, and a sign on zero)."""
+    standings = [{"name": "a", "games": 8}, {"name": "b", "games": 8}]
+    pair = {"a": "a", "b": "b", "difference": 1.67, "low": 0.0, "high": 3.33, "significant": False}
+    statistics = {
+        "entrants": {"a": {"duplicate_hands": 20}, "b": {"duplicate_hands": 20}},
+        "pairs": {stats.DUPLICATE: [pair]},
+        "bootstrap": {"reliable": True, "deals": 20},
+    }
+    v = stats.top_settled(standings, statistics, rounds_played=1)
+    assert v["high"] == 0.0 and math.copysign(1.0, v["high"]) == -1.0  # the pair read b-a
+    assert "a, first, takes 1.67 more points per hand than b" in v["text"]
+    assert "95% interval 0.00 to 3.33 more)" in v["text"]
+    assert "-0" not in v["text"] and "−0" not in v["text"]
