@@ -36,6 +36,7 @@ from arena.core.keys import BadKeyError, MasterKey
 from arena.protocol.records import FaultJSON, GameRecordJSON
 from arena.report.outputs import GAMES_FILE, INDEX_FILE, RESULTS_FILE, RUN_FILE, write_outputs
 from arena.report.runfile import write_run_file
+from arena.report.verdict import ConditionError, parse_condition
 from arena.seats import cgroups, seal
 from arena.seats.entrants import (
     Entrant,
@@ -126,7 +127,8 @@ def apply_resume(args: argparse.Namespace, argv: list[str]) -> None:
     """``run --resume --out DIR`` with no bots and no ``--config``: take the
     entrants and every setting not given on the command line (``argv``) from
     ``DIR/run.json`` (the key itself comes from ``DIR``'s key file, or
-    ``--key-file``, as for any resume). Settings that are given and differ
+    ``--key-file``, as for any resume), and, when neither ``--fail-if`` nor
+    ``--junit`` is given, the run's recorded ones. Settings that are given and differ
     from the record are refused later, by :func:`_prepare_out` (exit 3),
     naming both values.
 
@@ -163,10 +165,44 @@ def apply_resume(args: argparse.Namespace, argv: list[str]) -> None:
             args.sandbox_ro = [Path(str(p)) for p in isolation["sandbox_ro"]]
         if "separate_users" in isolation and "same_user" not in given:
             args.same_user = os.geteuid() == 0 and not isolation["separate_users"]
+    if not given & {"fail_if", "junit"}:
+        _restore_verdict_options(args, info.get("verdict"), path)
     try:
         args.entrants = [entrant_from_record(e) for e in recorded["entrants"]]
     except EntrantError as exc:
         raise CliError(f"--resume: {path}: {exc}", EXIT_OUTPUT) from None
+
+
+def verdict_record(args: argparse.Namespace) -> dict[str, Any]:
+    """``run.json``'s ``verdict``: the run's ``--fail-if`` conditions (as given)
+    and its ``--junit`` file (an absolute path, or ``None``), so that ``run
+    --resume --out DIR`` alone judges the run as its first command would
+    have. Not a setting: a resume may judge by other conditions."""
+    junit: Path | None = getattr(args, "junit", None)
+    return {
+        "fail_if": [c.text for c in getattr(args, "fail_if", None) or []],
+        "junit": str(junit.absolute()) if junit is not None else None,
+    }
+
+
+def _restore_verdict_options(args: argparse.Namespace, recorded: Any, path: Path) -> None:
+    """Set ``--fail-if`` and ``--junit`` from ``run.json``'s ``verdict`` (see
+    :func:`verdict_record`; absent in older files: nothing is set).
+
+    Raises:
+        CliError: exit 3: a recorded condition cannot be parsed.
+    """
+    if not isinstance(recorded, dict):
+        return
+    texts = recorded.get("fail_if")
+    if isinstance(texts, list) and texts:
+        try:
+            args.fail_if = [parse_condition(str(t)) for t in texts]
+        except ConditionError as exc:
+            raise CliError(f"--resume: {path}: {exc}", EXIT_OUTPUT) from None
+    junit = recorded.get("junit")
+    if isinstance(junit, str) and junit:
+        args.junit = Path(junit)
 
 
 def _fit_jobs(
@@ -546,6 +582,7 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         "settings": settings_json,
         "games_total": plan.total,
         "run_id": launcher.options.run_id,
+        "verdict": verdict_record(args),
     }
     folder = _take_out_folder(args, stack, run_info, launcher.options, plan.key)
     _announce(args, plan.key, launcher, folder.left_in_groups, old_run_id)

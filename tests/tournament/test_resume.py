@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ from conftest import (
     run_processes,
 )
 
-from arena.cli.main import EXIT_OUTPUT
+from arena.cli.main import EXIT_FAILED, EXIT_OUTPUT
 from arena.core.keys import MasterKey
 
 ENTRANTS = [
@@ -281,3 +282,32 @@ def test_resume_with_only_out_keeps_a_secret_key_and_disqualification(
     results, records = load_outputs(out)
     assert len(records) == 12 and results["standings"] == whole["standings"]
     assert results["settings"] == whole["settings"]
+
+
+def test_resume_with_only_out_judges_by_the_runs_fail_if_and_junit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 14, items 4 and 13: an interrupted CI run resumed with only
+    --out gave exit 0 and no JUnit file, though its --fail-if held: the
+    verdict options are kept in run.json and judge the resumed run."""
+    out, junit = tmp_path / "o", tmp_path / "j.xml"
+    entrants = [*ENTRANTS[1:], bot("illegal", "bad")]
+    verdict = ["--fail-if", "faults>0", "--fail-if", "mean_rank > 3.9", "--junit", str(junit)]
+    assert run_arena(["run", *entrants, *ARGS, *verdict, "--out", str(out)]) == EXIT_FAILED
+    info = json.loads((out / "run.json").read_text())
+    assert info["verdict"] == {"fail_if": ["faults>0", "mean_rank > 3.9"], "junit": str(junit)}
+    journal = out / "games.jsonl"
+    journal.write_text("".join(journal.read_text().splitlines(keepends=True)[:4]))
+    junit.unlink()
+    capsys.readouterr()
+    assert run_arena(["run", "--resume", "--out", str(out), "--quiet"]) == EXIT_FAILED
+    assert len(load_outputs(out)[1]) == 12
+    err = capsys.readouterr().err
+    assert [x.split(":")[0] for x in err.splitlines() if x.startswith("fail-if")] == [
+        "fail-if faults>0"
+    ]
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and (suite.get("tests"), suite.get("failures")) == ("4", "1")
+    # Conditions given on the command line replace the recorded ones.
+    assert run_arena(["run", "--resume", "--out", str(out), "--fail-if", "games<1"]) == 0
+    assert "fail-if" not in capsys.readouterr().err
