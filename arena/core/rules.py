@@ -611,11 +611,8 @@ class Hand:
             )
 
     def _broken_rule(self, card: int) -> str:
-        if not self.trick:
-            return "R5" if self.trick_number == 1 else "R9"
-        if self.hands[self.turn] & SUIT_MASKS[self.led_suit]:
-            return "R6"
-        return "R7"
+        holds_led = bool(self.trick) and bool(self.hands[self.turn] & SUIT_MASKS[self.led_suit])
+        return broken_play_rule(not self.trick, self.trick_number, holds_led)
 
     def play(self, card: int) -> TrickRecord | None:
         """Play ``card`` for :attr:`turn`; returns the trick if this card completed it.
@@ -798,6 +795,16 @@ class Hand:
         if not include_tricks:
             del view["tricks"]
         return view
+
+
+def broken_play_rule(leading: bool, trick_number: int, holds_led_suit: bool) -> str:
+    """The rule a held card that is not legal now breaks: leading, ``R5`` on
+    trick 1 (the 2 of clubs leads) else ``R9`` (hearts not broken);
+    following, ``R6`` when the seat holds the led suit, else ``R7`` (no
+    points on trick 1). The referee and ``replay`` name faults with it."""
+    if leading:
+        return "R5" if trick_number == 1 else "R9"
+    return "R6" if holds_led_suit else "R7"
 
 
 def competition_ranks(scores: Sequence[int]) -> list[int]:

@@ -27,6 +27,7 @@ from typing import Any
 import trio
 
 from arena.core.cards import mask_of_names
+from arena.core.rules import broken_play_rule
 from arena.game.referee import (
     DealSource,
     GameSpec,
@@ -349,7 +350,7 @@ async def replay_decision(
                     answer, fault = None, f"{ex.fault}: {ex.detail}" if ex.fault else None
                     if ex.reply is not None:
                         answer = ex.reply["cards"] if ex.kind == "pass" else ex.reply["card"]
-                        why = illegal_reason(ex.request, answer)
+                        why = illegal_reason(ex.request, answer, seat)
                         fault = f"illegal: {why}" if why else None
                     then: Any = recorded
                     if rf is not None:
@@ -412,21 +413,37 @@ def recorded_illegal_move(fault: Fault) -> str | list[str] | None:
     return list(fault.answer) if isinstance(fault.answer, list) else fault.answer
 
 
-def illegal_reason(request: Message, answer: Any) -> str | None:
-    """Why a schema-valid ``answer`` to ``request`` is illegal (R3 for a pass:
-    three distinct cards of the hand; a play: one card of ``legal``), or
-    ``None`` when it is legal."""
+def illegal_reason(request: Message, answer: Any, seat: int) -> str | None:
+    """Why a schema-valid ``answer`` of ``seat`` to ``request`` is illegal, in
+    the referee's words and with its rule id (a pass: R3, three distinct
+    cards of the hand; a play: R2, a card not held, else the rule of
+    :func:`~arena.core.rules.broken_play_rule`), or ``None`` when it is legal.
+    Example: ``"played 2C: seat 3: does not hold 2C (R2); legal: 5C 6C"``."""
     if request["type"] == "pass":
-        hand = set(request["hand"])
-        if len(answer) != 3 or len(set(answer)) != 3:
-            return f"pass {' '.join(answer)}: a pass is three distinct cards (R3)"
-        foreign = [c for c in answer if c not in hand]
+        shown = f"pass {' '.join(answer)}: seat {seat}:"
+        if len(answer) != 3:
+            return f"{shown} a pass is three distinct cards, got {len(answer)} cards (R3)"
+        if len(set(answer)) != 3:
+            return f"{shown} a pass is three distinct cards, got {len(set(answer))} (R3)"
+        foreign = sorted({c for c in answer if c not in request["hand"]}, key=_card_order)
         if foreign:
-            return f"pass {' '.join(answer)}: {foreign[0]} is not in the hand (R3)"
+            return f"{shown} passes cards it does not hold: {' '.join(foreign)} (R3)"
         return None
-    if answer not in request["legal"]:
-        return f"played {answer}: not in legal: {' '.join(request['legal'])}"
-    return None
+    if answer in request["legal"]:
+        return None
+    legal = " ".join(request["legal"])
+    if answer not in request["hand"]:
+        return f"played {answer}: seat {seat}: does not hold {answer} (R2); legal: {legal}"
+    trick = request["trick"]
+    led = trick[0]["card"][-1] if trick else None
+    holds_led = led is not None and any(c[-1] == led for c in request["hand"])
+    rule = broken_play_rule(not trick, request["trick_number"], holds_led)
+    return f"played {answer}: seat {seat}: may not play {answer} ({rule}); legal: {legal}"
+
+
+def _card_order(name: str) -> int:
+    """A card's place in the protocol's sort order (suit C, D, S, H, then rank)."""
+    return mask_of_names([name]).bit_length()
 
 
 def _faulted_reply(ex: Exchange, fault: Fault, rid: int) -> Reply:

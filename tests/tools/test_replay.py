@@ -267,6 +267,8 @@ def test_a_repeated_malformed_line_is_same_as_recorded_like_an_illegal_card(
         out = capsys.readouterr().out
         assert out.rstrip().endswith(f"same as recorded (the same {reason} fault)"), out
         assert code == EXIT_OK
+        if reason == "illegal":  # explained as the referee did, with its rule id
+            assert f"(illegal: {first['detail']}; " in out, (first["detail"], out)
 
 
 def test_the_illegal_card_is_recorded_as_data_and_old_records_still_replay(faulty: Path) -> None:
@@ -342,3 +344,39 @@ def test_replay_settings_are_the_recorded_ones_unless_given() -> None:
         default.strikes,
         default.grace,
     )
+
+
+def test_an_illegal_answer_is_explained_in_the_referees_words() -> None:
+    """Replay named every illegal play "not in legal"; the record said which
+    rule the move broke (R2 a card not held, R5-R9 a card the rules forbid now)."""
+    from arena.tools.replay import illegal_reason
+
+    hand = ["5C", "6C", "2D", "3S", "2H"]
+    follow = {"type": "play", "trick_number": 2, "hand": hand, "legal": ["5C", "6C"],
+              "trick": [{"seat": 1, "card": "9C"}]}  # fmt: skip
+    assert (
+        illegal_reason(follow, "2D", 2) == "played 2D: seat 2: may not play 2D (R6); legal: 5C 6C"
+    )
+    assert illegal_reason(follow, "AS", 2) == (
+        "played AS: seat 2: does not hold AS (R2); legal: 5C 6C"
+    )
+    assert illegal_reason(follow, "6C", 2) is None
+    void = dict(follow, trick_number=1, hand=["2D", "QS", "2H"], legal=["2D"])
+    assert illegal_reason(void, "QS", 0) == "played QS: seat 0: may not play QS (R7); legal: 2D"
+    lead = dict(follow, trick=[], trick_number=3, legal=["5C", "6C", "2D", "3S"])
+    assert illegal_reason(lead, "2H", 1) == (
+        "played 2H: seat 1: may not play 2H (R9); legal: 5C 6C 2D 3S"
+    )
+    first = dict(lead, trick_number=1, hand=["2C", "3C"], legal=["2C"])
+    assert illegal_reason(first, "3C", 1) == "played 3C: seat 1: may not play 3C (R5); legal: 2C"
+    pass_ = {"type": "pass", "hand": hand}
+    assert illegal_reason(pass_, ["AH", "5C", "KD"], 3) == (
+        "pass AH 5C KD: seat 3: passes cards it does not hold: KD AH (R3)"
+    )
+    assert illegal_reason(pass_, ["5C", "5C", "6C"], 3) == (
+        "pass 5C 5C 6C: seat 3: a pass is three distinct cards, got 2 (R3)"
+    )
+    assert illegal_reason(pass_, ["5C", "6C"], 3) == (
+        "pass 5C 6C: seat 3: a pass is three distinct cards, got 2 cards (R3)"
+    )
+    assert illegal_reason(pass_, ["5C", "6C", "2H"], 3) is None
