@@ -12,6 +12,7 @@ import fcntl
 import itertools
 import json
 import os
+import shlex
 import stat
 import sys
 from collections.abc import Iterator, Sequence, Sized
@@ -881,7 +882,7 @@ def _finish(
     if verdict is None:
         print(
             f"interrupted: {results['games_played']} of {played.total} games kept; "
-            f"continue with: hearts-arena run ... --out {out} --resume",
+            f"continue with: {resume_command(out)}",
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
@@ -910,13 +911,18 @@ class _OutputFailed(Exception):
     """A game's line could not be written to ``games.jsonl``: stop the run."""
 
 
+def resume_command(out: Path) -> str:
+    """The command line that continues the run in ``out`` (settings, entrants
+    and verdict are read back from its ``run.json``), quoted for a shell."""
+    return f"hearts-arena run --resume --out {shlex.quote(str(out))}"
+
+
 def _output_error(out: Path, exc: OSError) -> CliError:
     """The one-line error (exit code 3) for an output folder that cannot be written."""
     kept = len(read_journal(out / GAMES_FILE, checked=False)) if (out / GAMES_FILE).exists() else 0
     return CliError(
         f"cannot write to the output folder {out}: {exc.strerror or exc}; {kept} games are "
-        f"kept in {GAMES_FILE}: make room, then continue with: hearts-arena run ... "
-        f"--out {out} --resume",
+        f"kept in {GAMES_FILE}: make room, then continue with: {resume_command(out)}",
         EXIT_OUTPUT,
     )
 

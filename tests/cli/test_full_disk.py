@@ -52,7 +52,8 @@ def test_a_full_disk_is_one_error_and_resume_continues_exactly(
     assert run_arena(["run", *ENTRANTS, *ARGS, "--out", str(out)]) == EXIT_OUTPUT
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: cannot write to the output folder ")
-    assert "No space left on device" in err[0] and "--resume" in err[0]
+    assert "No space left on device" in err[0]
+    assert err[0].endswith(f"continue with: hearts-arena run --resume --out {out}")
     text = (out / "games.jsonl").read_text()
     assert text == "" or text.endswith("\n")  # only whole lines
     kept = _games(out)
@@ -63,7 +64,8 @@ def test_a_full_disk_is_one_error_and_resume_continues_exactly(
     assert not (out / "results.json").exists()
 
     subprocess.run(["mount", "-o", "remount,size=10m", str(small_disk)], check=True)
-    assert run_arena(["run", *ENTRANTS, *ARGS, "--out", str(out), "--resume"]) == 0
+    # The command the error line gives: settings and entrants come from run.json.
+    assert run_arena(["run", "--resume", "--out", str(out)]) == 0
     results, records = load_outputs(out)
     assert results["complete"] is True
     assert results["standings"] == ref_results["standings"]

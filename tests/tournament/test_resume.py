@@ -190,7 +190,8 @@ def test_ctrl_c_stops_cleanly_with_partial_standings(tmp_path: Path, signum: int
     proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
-    assert "interrupted:" in stderr and "--resume" in stderr
+    assert "interrupted:" in stderr
+    assert f"continue with: hearts-arena run --resume --out {out}\n" in stderr
     results = json.loads((out / "results.json").read_text())
     records = [json.loads(x) for x in (out / "games.jsonl").read_text().splitlines()]
     assert results["complete"] is False
