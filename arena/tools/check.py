@@ -882,7 +882,11 @@ async def _run_all(
                     result.skipped, result.passed = True, True
                     result.reason = "not selected (--only)"
                 results.append(result)
-            results.extend(names.values())  # the scenario's other requests, if they faulted
+            for other in names.values():  # the scenario's other requests, if they faulted
+                if only is not None:  # --only judges the named checks alone (-v shows it)
+                    other.skipped, other.passed = True, True
+                    other.reason = f"not judged (--only): {other.reason}"
+                results.append(other)
             for ex in run.exchanges:
                 if ex.kind == "hello" or ex.reply is None:
                     continue  # the handshake has its own (start-up) allowance

@@ -276,6 +276,15 @@ def test_an_illegal_play_on_trick_3_is_not_blamed_on_pass_left() -> None:
     }  # fmt: skip
     assert all(" hand 1 trick 3 play request " in f" {why}" for why in failed.values())
 
+    # --only judges the named check alone: the fault at another request of its
+    # scenario is listed (with -v) but decides nothing.
+    only = by_name(run_checks(parse_entrant(bot("check_illegal_trick3")), load_scenarios(),
+                              only=["pass-left"]))  # fmt: skip
+    assert only["pass-left"].passed and not only["pass-left"].skipped
+    assert only["passes-other-requests"].skipped
+    assert only["passes-other-requests"].reason.startswith("not judged (--only): hand 1 trick 3 ")
+    assert run_arena(["check", bot("check_illegal_trick3"), "--only", "pass-left"]) == EXIT_OK
+
 
 def test_verbose_shows_each_check_with_what_the_bot_answered(
     capsys: pytest.CaptureFixture[str],
