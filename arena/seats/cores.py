@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 from pathlib import Path
 from typing import Any, Final
 
@@ -116,10 +117,29 @@ class CoreGate:
         cpus = self._cpus
         return cpus[token] if self.cores <= len(cpus) else None
 
+    def check(self) -> None:
+        """Make the token folder (if needed) and open its lock files, so that a
+        folder that cannot serve is found before any bot starts.
+
+        Raises:
+            OSError: the folder cannot be made or its files opened;
+                ``PermissionError`` when it is not an owner-only folder of
+                this user (another user made it first: it could then hold
+                the tokens and starve every arena of this user).
+        """
+        self._files()
+
     def _files(self) -> list[int]:
         if self._fds is None or self._pid != os.getpid():
             with contextlib.suppress(FileExistsError):
                 self.token_dir.mkdir(mode=0o700)
+            st = os.lstat(self.token_dir)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+                raise PermissionError(
+                    f"the core token folder {self.token_dir} is not an owner-only folder of "
+                    f"this user (uid {st.st_uid}, mode {stat.filemode(st.st_mode)}): another "
+                    "user could hold the tokens; remove it and run again"
+                )
             fds = []
             for i in range(self.cores):
                 path = self.token_dir / str(i)

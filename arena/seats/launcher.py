@@ -190,7 +190,9 @@ class Launcher:
             IsolationError: with one line saying what is wrong: separate users
                 without root, ``--sandbox`` where sealing cannot work, a
                 missing ``--sandbox-ro`` path, a missing program or folder,
-                two sealed entrants sharing a folder, a folder too large.
+                two sealed entrants sharing a folder, a folder too large, a
+                core token folder that is not this user's own
+                (:meth:`arena.seats.cores.CoreGate.check`).
         """
         opts = self.options
         if opts.separate_users is True and os.geteuid() != 0:
@@ -210,6 +212,11 @@ class Launcher:
                 raise IsolationError(f"entrant {e.name!r}: {program} is not a regular file")
             if not e.cwd.is_dir():
                 raise IsolationError(f"entrant {e.name!r}: its folder {e.cwd} does not exist")
+        if opts.gate is not None:
+            try:
+                opts.gate.check()
+            except OSError as exc:
+                raise IsolationError(str(exc)) from None
         if self.sealed:
             _check_own_folders(entrants)
         if opts.uses_separate_users and self._python is None:

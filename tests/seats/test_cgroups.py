@@ -653,3 +653,34 @@ def test_an_arena_of_a_normal_user_gets_core_tokens_after_root_made_its_own() ->
         assert (mine.stat().st_mode & 0o777) == 0o700
     finally:
         shutil.rmtree(mine, ignore_errors=True)
+
+
+def test_a_core_token_folder_another_user_made_is_refused_before_any_bot_starts(
+    tmp_path: Path,
+) -> None:
+    """Another user who made the token folder first could hold every token
+    (flock) and starve this user's arenas: such a folder is refused, up front,
+    with one line naming it."""
+    from arena.seats.isolation import IsolationError
+    from arena.seats.launcher import Launcher, LaunchOptions
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, 3_950_124, 3_950_124)
+    with pytest.raises(PermissionError, match="not an owner-only folder of this user"):
+        CoreGate(1, token_dir=theirs).check()
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(PermissionError, match=r"uid 0, mode drwxrwxrwx"):
+        CoreGate(1, token_dir=shared).check()
+    mine = tmp_path / "mine"
+    CoreGate(2, token_dir=mine).check()
+    assert sorted(p.name for p in mine.iterdir()) == ["0", "1"]
+
+    launcher = Launcher(LaunchOptions(gate=CoreGate(1, token_dir=theirs), sandbox=False))
+    try:
+        with pytest.raises(IsolationError, match=f"core token folder {theirs} is not"):
+            launcher.check([])
+    finally:
+        launcher.close()
