@@ -17,6 +17,7 @@ import trio
 from conftest import BOTS, ROOT, bot, load_outputs, processes_matching, run_arena
 
 from arena.game.referee import handshake
+from arena.protocol.faults import Fault
 from arena.seats import cgroups
 from arena.seats.cores import CoreGate
 from arena.seats.entrants import parse_entrants
@@ -376,6 +377,141 @@ def test_memory_of_a_bot_with_many_children_is_bound_by_one_limit(tmp_path: Path
         assert rec["timing"][seat]["oom_kills"] >= 3
         # A child killed for memory is recorded, and is no fault: the bot answers.
         assert [f for f in rec["faults"] if f["entrant"] == "hog"] == []
+
+
+@needs_memory
+@pytest.mark.parametrize("grouped", [True, False], ids=["memory group", "no groups"])
+def test_where_the_memory_group_binds_the_address_space_is_not_limited(
+    grouped: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RLIMIT_AS is dropped where the group bounds the bot's memory (a JVM or a
+    Go program reserves far more address space than it uses): a bot reserving
+    1 GiB under a 128 MiB bound starts with the group and fails without it."""
+    from arena.seats.isolation import Limits
+
+    if not grouped:
+        monkeypatch.setattr(cgroups, "_PLAN", cgroups.Plan(notes=("test",)))
+    spec = spec_for("reserves_address_space", limits=Limits(memory_mb=128))
+    assert (spec.cgroup is not None) is grouped
+
+    async def main() -> tuple[Fault | None, str, str]:
+        async with trio.open_nursery() as nursery:
+            bot = await BotProcess.start(spec, nursery)
+            try:
+                fault = await handshake(bot, 0, 20.0)
+                limits = bound = ""
+                if fault is None:
+                    limits = cgroups._read(f"/proc/{bot.pid}/limits")
+                    memory = spec.cgroup.dirs[PLAN.memory]  # type: ignore[union-attr]
+                    name = (
+                        "memory.max" if PLAN.memory == cgroups.UNIFIED else "memory.limit_in_bytes"
+                    )
+                    bound = cgroups._read(memory / name).strip()
+                return fault, limits, bound
+            finally:
+                await bot.close(0.2)
+
+    fault, limits, bound = trio.run(main)
+    if grouped:
+        assert fault is None
+        assert bound == str(128 << 20)  # the bot as a whole is bound instead
+        [line] = [x for x in limits.splitlines() if x.startswith("Max address space")]
+        assert line.split()[3:5] == ["unlimited", "unlimited"]
+    else:
+        assert fault is not None and fault.reason == "crashed"
+        assert "handshake" in fault.detail
+
+
+@pytest.mark.skipif(not PLAN.pids, reason="no pids control group here")
+def test_processes_of_a_bot_running_as_root_are_bound_by_its_group() -> None:
+    """With --same-user nothing else bounds a root bot's processes
+    (RLIMIT_NPROC binds no root process): the group's pids bound does."""
+    from arena.seats.isolation import Limits
+
+    spec = spec_for("hostile_fork_bomb", limits=Limits(processes=24), separate_users=False)
+    assert spec.user is None and spec.cgroup is not None
+    pids_dir = spec.cgroup.dirs[PLAN.pids]
+    assert cgroups._read(pids_dir / "pids.max").strip() == "24"
+
+    async def main() -> str:
+        async with trio.open_nursery() as nursery:
+            bot = await BotProcess.start(spec, nursery)
+            try:
+                assert await handshake(bot, 0, 20.0) is None
+                await trio.to_thread.run_sync(
+                    wait_until, lambda: "fork failed after" in bot.stderr.text(), "reported"
+                )
+                return bot.stderr.text()
+            finally:
+                await bot.close(0.2)
+
+    text = trio.run(main)
+    made = int(text.split("fork failed after ")[1].split(":")[0])
+    # The bot itself (and bubblewrap's two processes, when sealed) count too.
+    assert 0 < made < 24
+    assert spec.cgroup.pids() == []
+
+
+@needs_groups
+def test_a_bot_is_started_only_once_it_gets_a_core(tmp_path: Path) -> None:
+    """The handshake follows the core rule: a new bot's process does not
+    exist, and its hello is not sent, while every core token is held."""
+    gate = CoreGate(1, token_dir=tmp_path / "cores")
+    spec = spec_for("first_legal", gate=gate)
+    group = spec.cgroup
+    assert group is not None
+
+    async def main() -> None:
+        token = await gate.acquire()  # another bot is thinking on the only core
+        started: list[BotProcess] = []
+        done = trio.Event()
+        async with trio.open_nursery() as nursery:
+
+            async def start() -> None:
+                started.append(await BotProcess.start(spec, nursery))
+                done.set()
+
+            nursery.start_soon(start)
+            await trio.sleep(0.3)
+            assert started == [] and group.pids() == []  # not even forked
+            gate.release(token)
+            with trio.fail_after(30):
+                await done.wait()
+            bot = started[0]
+            try:
+                assert group.pids() != []
+                assert await handshake(bot, 0, 20.0) is None
+                assert gate.held == 0  # given back with the hello's answer
+            finally:
+                await bot.close(0.2)
+
+    trio.run(main)
+
+
+def test_the_run_prints_one_line_saying_where_each_bound_comes_from(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    entrants = [bot("first_legal", n) for n in "abcd"]
+    args = ["run", *entrants, "--hands", "1", "--rounds", "1", "--seed", "3", "--jobs", "1"]
+    args += ["--memory-limit", "300", "--max-processes", "40", "--cores", "1"]
+    assert run_arena([*args, "--out", str(tmp_path / "o")]) == 0
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("bot groups: ")]
+    assert lines == [LaunchOptions(cores=1).describe_bounds().replace("4096", "300").replace(
+        "256 processes", "40 processes"
+    )]  # fmt: skip
+    [line] = lines
+    assert "; not enforced here: " in line
+    assert line.endswith("; 1 bots think at once (--cores), bots off move frozen")
+    if PLAN.memory:
+        assert "memory 300 MiB per bot (" in line
+    else:
+        assert "memory 300 MiB per process (RLIMIT_AS)" in line
+    if PLAN.pids:
+        assert "40 processes per bot (" in line
+    pondering = LaunchOptions(cores=3, ponder=True).describe_bounds()
+    assert pondering.endswith(
+        "; 3 bots think at once (--cores), bots think on others' time (--ponder)"
+    )
 
 
 def _run_dirs(out: Path) -> list[Path]:
