@@ -34,6 +34,7 @@ from arena.cli.errors import (
 from arena.cli.live import add_watch_command, watch_command
 from arena.cli.options import UsageParser, add_run_options
 from arena.cli.tools import TOOL_COMMANDS, add_tool_commands
+from arena.seats import cgroups
 
 __all__ = [
     "EXIT_ENVIRONMENT",
@@ -162,6 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main_with_signals(argv)
     finally:
+        # A referee's CPU weight is for the run only (main may run in-process: tests).
+        cgroups.leave_referees()
         for safe in (safe_out, safe_err):
             if safe is not None:
                 safe.flush()

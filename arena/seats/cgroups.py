@@ -17,7 +17,8 @@ once per process by trying (never assuming that root means writable):
   pondering bot off move) and the cpuset controller (pinned to the core of its
   token), from cgroup2 where enabled, else v1 ``cpu`` and ``cpuset``. The
   referee itself moves to ``<base>/referees`` at the highest weight
-  (:func:`prioritize_self`): it keeps the clocks.
+  (:func:`prioritize_self`): it keeps the clocks; it moves back when its
+  command ends (:func:`leave_referees`).
 
 Layout, in each hierarchy used: ``<the arena's own group>/hearts-arena/<run>/<bot>``,
 where ``<run>`` and ``<bot>`` are random hex tokens (opaque names) and every
@@ -197,6 +198,22 @@ def _own_groups(text: str) -> dict[str, str]:
     return out
 
 
+#: Where :func:`prioritize_self` puts a referee, below its arena's own group.
+REFEREES: Final = "referees"
+
+
+def _outside_referees(path: str) -> str:
+    """``path`` (a group in ``/proc/self/cgroup``) without a trailing
+    ``/hearts-arena/referees``: a process in the referees' group (a worker
+    process of ``--jobs``, which inherits it) keeps its bots' groups, and the
+    referees' group, where the arena that moved there keeps them (not nested
+    in ``referees``, where a run's record would not find them)."""
+    tail = f"/{BASE_NAME}/{REFEREES}"
+    if path == tail or path.endswith(tail):
+        return path[: -len(tail)] or "/"
+    return path
+
+
 def _group_dir(mount: _Mount, path: str) -> Path:
     rel = path
     if mount.root != "/" and (path == mount.root or path.startswith(mount.root + "/")):
@@ -285,7 +302,7 @@ def probe_plan(
     unified_ctrls: list[str] = []
     for m in _mounts(mountinfo):
         if m.version == 2 and UNIFIED not in bases and UNIFIED in groups:
-            base = _group_dir(m, groups[UNIFIED]) / BASE_NAME
+            base = _group_dir(m, _outside_referees(groups[UNIFIED])) / BASE_NAME
             try:
                 if not (base.parent / "cgroup.procs").exists():
                     continue
@@ -299,7 +316,7 @@ def probe_plan(
             for c in sorted(m.controllers):
                 if c in bases or c not in groups:
                     continue
-                base = _group_dir(m, groups[c]) / BASE_NAME
+                base = _group_dir(m, _outside_referees(groups[c])) / BASE_NAME
                 try:
                     _make_dir(base)
                     if c == "cpuset":
@@ -833,18 +850,41 @@ def _remove_dir(d: Path, tries: int = 40) -> None:
             time.sleep(0.005)
 
 
+#: The group this process was in before :func:`prioritize_self` moved it
+#: (its ``cgroup.procs`` file), for :func:`leave_referees`; ``None`` if not moved.
+_LEFT: Path | None = None
+
+
+def _own_procs_file(key: str) -> Path | None:
+    """The ``cgroup.procs`` of this process's group in hierarchy ``key``
+    (``"unified"`` or a v1 controller), or ``None`` if it cannot be told."""
+    try:
+        own = _own_groups(_read("/proc/self/cgroup"))
+        mounts = _mounts(_read("/proc/self/mountinfo"))
+    except OSError:
+        return None
+    for m in mounts:
+        if (key == UNIFIED and m.version == 2) or key in m.controllers:
+            path = own.get(key)
+            return None if path is None else _group_dir(m, path) / "cgroup.procs"
+    return None
+
+
 def prioritize_self(plan: Plan) -> bool:
     """Move this process (the referee: it keeps the bots' clocks) into
     ``<base>/referees`` of the CPU controller's hierarchy, at the highest
     weight, so that other load on the machine does not delay its reading of
     a reply. Its worker processes inherit it; bots join their own groups.
+    :func:`leave_referees` moves it back (the CLI does, when a command ends).
 
     Returns:
-        Whether it was moved (``False`` without a CPU controller or rights).
+        Whether it is there (``False`` without a CPU controller or rights).
     """
+    global _LEFT
     if not plan.share:
         return False
-    d = plan.bases[plan.share] / "referees"
+    d = plan.bases[plan.share] / REFEREES
+    before = _own_procs_file(plan.share)
     try:
         _make_dir(d)
         if plan.cpuset == plan.share:  # one folder for both: give it every CPU
@@ -852,6 +892,28 @@ def prioritize_self(plan: Plan) -> bool:
         _set_weight(d.parent, True)
         _set_weight(d, True)
         _write(d / "cgroup.procs", str(os.getpid()))
+    except OSError:
+        return False
+    if _LEFT is None and before is not None and before.parent != d:
+        _LEFT = before
+    return True
+
+
+def leave_referees() -> bool:
+    """Move this process back to the group :func:`prioritize_self` took it
+    from: a process that ran an arena in-process (a test session, a program
+    calling :func:`arena.cli.main.main`) must not keep the referees' weight,
+    which only the bots on move share, for whatever it runs next.
+
+    Returns:
+        Whether it was moved back (``False``: never moved, or the group is gone).
+    """
+    global _LEFT
+    left, _LEFT = _LEFT, None
+    if left is None:
+        return False
+    try:
+        _write(left, str(os.getpid()))
     except OSError:
         return False
     return True

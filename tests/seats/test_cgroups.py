@@ -514,6 +514,69 @@ def test_the_run_prints_one_line_saying_where_each_bound_comes_from(
     )
 
 
+def test_a_process_in_the_referees_group_keeps_the_arenas_base() -> None:
+    assert cgroups._outside_referees("/a/b/hearts-arena/referees") == "/a/b"
+    assert cgroups._outside_referees("/hearts-arena/referees") == "/"
+    assert cgroups._outside_referees("/a/b") == "/a/b"
+    assert cgroups._outside_referees("/a/hearts-arena/referees/x") == "/a/hearts-arena/referees/x"
+
+
+_REFEREE_CHILD = """
+import json
+from arena.seats import cgroups
+
+def own():
+    return open("/proc/self/cgroup").read()
+
+first = cgroups.probe()
+before = own()
+moved = cgroups.prioritize_self(first)
+during = own()
+cgroups._PLAN = None  # probed again, as a worker process of --jobs does
+second = cgroups.probe()
+back = cgroups.leave_referees()
+print(json.dumps({
+    "moved": moved, "back": back, "again": cgroups.leave_referees(),
+    "before": before, "during": during, "after": own(),
+    "first": {k: str(v) for k, v in first.bases.items()},
+    "second": {k: str(v) for k, v in second.bases.items()},
+}))
+"""
+
+
+@pytest.mark.skipif(not PLAN.share, reason="no cpu controller here")
+def test_a_referee_leaves_its_group_and_its_workers_nest_no_bot_groups() -> None:
+    """A referee moved to the referees' group (highest weight) goes back to
+    its own group when the command ends: a test session that ran an arena
+    in-process kept the weight that only bots on move share for all it ran
+    next. A process probing from inside the referees' group (a worker process
+    of --jobs) puts its bots' groups where its arena's record says, not in a
+    ``referees/hearts-arena`` of its own."""
+    done = subprocess.run(
+        [sys.executable, "-c", _REFEREE_CHILD], env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    seen = json.loads(done.stdout)
+    assert seen["moved"] is True and seen["back"] is True and seen["again"] is False
+    assert f"/{cgroups.BASE_NAME}/{cgroups.REFEREES}\n" in seen["during"]
+    assert seen["before"] != seen["during"] and seen["after"] == seen["before"]
+    assert seen["second"] == seen["first"]
+    assert not any(f"/{cgroups.REFEREES}/" in d for d in seen["second"].values())
+
+
+def test_the_cli_moves_the_referee_back_when_a_command_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(cgroups, "leave_referees", lambda: calls.append("left") or True)
+    entrants = [bot("first_legal", n) for n in "abcd"]
+    args = ["run", *entrants, "--hands", "1", "--rounds", "1", "--quiet"]
+    assert run_arena([*args, "--out", str(tmp_path / "o")]) == 0
+    assert calls == ["left"]
+    assert run_arena(["run", "--rounds", "0"]) != 0  # a usage error: moved back all the same
+    assert calls == ["left", "left"]
+
+
 def _run_dirs(out: Path) -> list[Path]:
     data = json.loads((out / cgroups.RECORD_FILE).read_text())
     return [Path(d) for d in data["dirs"]]
