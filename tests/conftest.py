@@ -16,6 +16,14 @@ import pytest
 
 from arena.cli.main import main
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one test process more than the cores. Most tests wait on
+    bot processes (time limits, handshakes, kills) more than they compute, so a
+    third process on two cores shortens the suite (measured: 267 to 272 s
+    against 297 s with two)."""
+    return (os.cpu_count() or 1) + 1
+
+
 TESTS = Path(__file__).resolve().parent
 BOTS = TESTS / "bots"
 ROOT = TESTS.parent
