@@ -16,6 +16,7 @@ import pytest
 
 from arena.cli.main import main
 
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: one test process more than the cores. Most tests wait on
     bot processes (time limits, handshakes, kills) more than they compute, so a

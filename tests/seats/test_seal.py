@@ -367,19 +367,26 @@ def test_two_entrants_sharing_a_folder_are_refused_when_sealed(
 
 
 @needs_seal
+def _write_bot(program: Path, before_serving: str) -> None:
+    """A test bot at ``program`` (beside a copy of ``botlib.py``) that runs
+    ``before_serving`` (with ``sys`` imported), then plays as ``first_legal``
+    does under the name of its file."""
+    program.write_text(
+        f"import sys\nfrom botlib import serve\n{before_serving}serve({program.stem!r})\n"
+    )
+    shutil.copy(bot_path("first_legal").parent / "botlib.py", program.parent / "botlib.py")
+
+
 def test_a_sealed_bot_reads_a_file_next_to_itself(open_tmp: Path) -> None:
     """The entrant folder is bound read-only (a copy); a NAME=COMMAND entrant
     runs in its program's folder, so a relative path works."""
     folder = open_tmp / "reader"
     folder.mkdir()
     (folder / "model.txt").write_text("weights 42\n")
-    (folder / "reader.py").write_text(
-        "import sys\n"
-        "from botlib import serve\n"
-        "print('MODEL', open('model.txt').read().strip(), file=sys.stderr, flush=True)\n"
-        "serve('reader')\n"
+    _write_bot(
+        folder / "reader.py",
+        "print('MODEL', open('model.txt').read().strip(), file=sys.stderr, flush=True)\n",
     )
-    shutil.copy(bot_path("first_legal").parent / "botlib.py", folder / "botlib.py")
     out = open_tmp / "out"
     code = run_arena(
         [
@@ -606,17 +613,14 @@ def test_sandbox_ro_shows_a_path_outside_the_allowlist(open_tmp: Path, given: bo
         (runtime / "lib.txt").chmod(0o644)
         folder = open_tmp / "user"
         folder.mkdir()
-        (folder / "user.py").write_text(
-            "import sys\n"
-            "from botlib import serve\n"
+        _write_bot(
+            folder / "user.py",
             "try:\n"
             "    seen = open(sys.argv[1]).read().strip()\n"
             "except OSError as exc:\n"
             "    seen = type(exc).__name__\n"
-            "print('RUNTIME', seen, file=sys.stderr, flush=True)\n"
-            "serve('user')\n"
+            "print('RUNTIME', seen, file=sys.stderr, flush=True)\n",
         )
-        shutil.copy(bot_path("first_legal").parent / "botlib.py", folder / "botlib.py")
         out = open_tmp / "out"
         extra = ["--sandbox-ro", str(runtime)] if given else []
         args = ["run", f"u={folder / 'user.py'} {runtime / 'lib.txt'}", "sample:low"]
