@@ -16,8 +16,9 @@ once per process by trying (never assuming that root means writable):
   (a CFS quota of one core, the highest weight on move, the lowest for a
   pondering bot off move) and the cpuset controller (pinned to the core of its
   token), from cgroup2 where enabled, else v1 ``cpu`` and ``cpuset``. The
-  referee itself moves to ``<base>/referees`` at the highest weight
-  (:func:`prioritize_self`): it keeps the clocks; it moves back when its
+  referee itself moves to ``<base>/referees``, above the machine's other
+  load but below a bot on move (:func:`prioritize_self`,
+  :data:`WEIGHT_REFEREES`): it keeps the clocks; it moves back when its
   command ends (:func:`leave_referees`).
 
 Layout, in each hierarchy used: ``<the arena's own group>/hearts-arena/<run>/<bot>``,
@@ -60,6 +61,15 @@ _V1_USED: Final = ("freezer", "cpuacct", "cpu", "cpuset", "memory", "pids")
 WEIGHT_ON_MOVE: Final = {"v2": "10000", "v1": "262144"}
 #: ... and of a pondering bot off move (``--ponder``): the lowest, idle CPU only.
 WEIGHT_OFF_MOVE: Final = {"v2": "1", "v1": "2"}
+#: ... and of the referees' group (every arena's referee and its workers):
+#: a sixteenth of a bot on move, so that a busy referee (this arena's, or
+#: another's on the same machine) takes at most about 6% of the core of a
+#: bot on move, yet still far above the machine's other load (its group sits
+#: beside the runs' groups, under the arena's base at the highest weight).
+#: Measured: four bots needing 0.9 of a 250 ms budget, next to an arena of
+#: four instant bots, timed out 25 and 5 of 448 times at a referee weight
+#: equal to a bot on move, 1 and 1 of 448 at this one.
+WEIGHT_REFEREES: Final = {"v2": "625", "v1": "16384"}
 #: CFS period in microseconds; a bot's quota is one period per period: one core.
 CPU_PERIOD_US: Final = 100_000
 
@@ -813,8 +823,11 @@ def _init_cpuset(d: Path) -> None:
             _write(d / name, value)
 
 
-def _set_weight(d: Path, high: bool) -> None:
-    table = WEIGHT_ON_MOVE if high else WEIGHT_OFF_MOVE
+def _set_weight(d: Path, high: bool, table: dict[str, str] | None = None) -> None:
+    """Write ``table`` (default: :data:`WEIGHT_ON_MOVE` if ``high``, else
+    :data:`WEIGHT_OFF_MOVE`) as the CPU weight of group ``d``; errors ignored."""
+    if table is None:
+        table = WEIGHT_ON_MOVE if high else WEIGHT_OFF_MOVE
     with contextlib.suppress(OSError):
         if (d / "cpu.weight").exists():
             _write(d / "cpu.weight", table["v2"])
@@ -872,9 +885,12 @@ def _own_procs_file(key: str) -> Path | None:
 
 def prioritize_self(plan: Plan) -> bool:
     """Move this process (the referee: it keeps the bots' clocks) into
-    ``<base>/referees`` of the CPU controller's hierarchy, at the highest
-    weight, so that other load on the machine does not delay its reading of
-    a reply. Its worker processes inherit it; bots join their own groups.
+    ``<base>/referees`` of the CPU controller's hierarchy: under the
+    arena's base (the highest weight), so that other load on the machine
+    does not delay its reading of a reply, at :data:`WEIGHT_REFEREES` (a
+    sixteenth of a bot on move), so that a busy referee does not eat into
+    the clock of a bot on move. Its worker processes inherit it; bots join
+    their own groups.
     :func:`leave_referees` moves it back (the CLI does, when a command ends).
 
     Returns:
@@ -890,7 +906,7 @@ def prioritize_self(plan: Plan) -> bool:
         if plan.cpuset == plan.share:  # one folder for both: give it every CPU
             _init_cpuset(d)
         _set_weight(d.parent, True)
-        _set_weight(d, True)
+        _set_weight(d, True, WEIGHT_REFEREES)
         _write(d / "cgroup.procs", str(os.getpid()))
     except OSError:
         return False

@@ -532,6 +532,10 @@ first = cgroups.probe()
 before = own()
 moved = cgroups.prioritize_self(first)
 during = own()
+ref = first.bases[first.share] / cgroups.REFEREES
+name = "cpu.weight" if (ref / "cpu.weight").exists() else "cpu.shares"
+weights = {"referees_weight": (ref / name).read_text().strip(),
+           "base_weight": (ref.parent / name).read_text().strip()}
 cgroups._PLAN = None  # probed again, as a worker process of --jobs does
 second = cgroups.probe()
 back = cgroups.leave_referees()
@@ -540,14 +544,15 @@ print(json.dumps({
     "before": before, "during": during, "after": own(),
     "first": {k: str(v) for k, v in first.bases.items()},
     "second": {k: str(v) for k, v in second.bases.items()},
+    **weights,
 }))
 """
 
 
 @pytest.mark.skipif(not PLAN.share, reason="no cpu controller here")
 def test_a_referee_leaves_its_group_and_its_workers_nest_no_bot_groups() -> None:
-    """A referee moved to the referees' group (highest weight) goes back to
-    its own group when the command ends: a test session that ran an arena
+    """A referee moved to the referees' group (above other load, below a bot
+    on move) goes back to its own group when the command ends: a test session that ran an arena
     in-process kept the weight that only bots on move share for all it ran
     next. A process probing from inside the referees' group (a worker process
     of --jobs) puts its bots' groups where its arena's record says, not in a
@@ -559,6 +564,11 @@ def test_a_referee_leaves_its_group_and_its_workers_nest_no_bot_groups() -> None
     seen = json.loads(done.stdout)
     assert seen["moved"] is True and seen["back"] is True and seen["again"] is False
     assert f"/{cgroups.BASE_NAME}/{cgroups.REFEREES}\n" in seen["during"]
+    # Above other load (its base has a bot on move's weight), below a bot on move.
+    version = "v2" if PLAN.share == cgroups.UNIFIED else "v1"
+    assert seen["referees_weight"] == cgroups.WEIGHT_REFEREES[version]
+    assert seen["base_weight"] == cgroups.WEIGHT_ON_MOVE[version]
+    assert int(seen["referees_weight"]) * 16 == int(cgroups.WEIGHT_ON_MOVE[version])
     assert seen["before"] != seen["during"] and seen["after"] == seen["before"]
     assert seen["second"] == seen["first"]
     assert not any(f"/{cgroups.REFEREES}/" in d for d in seen["second"].values())
