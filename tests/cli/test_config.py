@@ -150,9 +150,8 @@ def test_a_missing_config_file_is_a_usage_error(
 
 
 def test_the_ci_guide_job_runs(open_tmp: Path) -> None:
-    """README.md, "Testing your bot in CI": its check step and its gauntlet config work."""
-    readme = (ROOT / "README.md").read_text()
-    guide = readme.split("## Testing your bot in CI", 1)[1]
+    """docs/ci.md, "A complete job": its check step and its gauntlet config work."""
+    guide = (ROOT / "docs" / "ci.md").read_text()
     toml = guide.split("```toml\n", 1)[1].split("```", 1)[0]
     (open_tmp / "ci").mkdir()
     (open_tmp / "ci").chmod(0o755)
