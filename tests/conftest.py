@@ -12,9 +12,51 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import logging
+from collections.abc import Generator
+
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from arena.cli.main import main
+
+# Hypothesis on a busy machine: no deadline per example and no "too slow" health
+# check (data generation slowed by other load is no defect); each test's own
+# @settings still sets its number of examples.
+hypothesis_settings.register_profile(
+    "arena", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+hypothesis_settings.load_profile("arena")
+
+
+class _ErrorRecords(logging.Handler):
+    """Collects the log records at ERROR and above emitted while a test runs."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """A test that passes while something logged an ERROR fails (python-chess's
+    rule): an error swallowed into a log is a defect a test should see. A test
+    that provokes one on purpose says so with ``@pytest.mark.allow_error_logs``."""
+    handler = _ErrorRecords()
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        result = yield
+    finally:
+        root.removeHandler(handler)
+    if handler.records and item.get_closest_marker("allow_error_logs") is None:
+        lines = [f"{r.name}: {r.getMessage()}" for r in handler.records[:5]]
+        pytest.fail("ERROR logged during the test:\n" + "\n".join(lines), pytrace=False)
+    return result
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

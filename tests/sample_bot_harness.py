@@ -98,11 +98,26 @@ class BotError(AssertionError):
     """A bot answered with something the referee would call a fault."""
 
 
-def load_bot(name: str, instance: str = "") -> ModuleType:
+class FrozenClock:
+    """A stand-in for a bot's ``time`` module whose clock never moves: a search
+    bot's time cap (a share of ``time_ms``) never stops it, so its answers depend
+    on its seed and budget alone, however busy the machine is."""
+
+    @staticmethod
+    def perf_counter() -> float:
+        return 0.0
+
+    @staticmethod
+    def monotonic() -> float:
+        return 0.0
+
+
+def load_bot(name: str, instance: str = "", untimed: bool = False) -> ModuleType:
     """Import ``sample_bots/<name>_bot.py`` as a fresh module.
 
     Each call makes a separate module object, so two seats played by the
-    random bot have separate generators, as two processes would.
+    random bot have separate generators, as two processes would. With
+    ``untimed`` the module's clock is a :class:`FrozenClock` (no time cap).
     """
     path = SAMPLE_DIR / f"{name}_bot.py"
     spec = importlib.util.spec_from_file_location(f"_sample_{name}_bot_{instance}", path)
@@ -110,6 +125,8 @@ def load_bot(name: str, instance: str = "") -> ModuleType:
         raise FileNotFoundError(path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    if untimed and hasattr(module, "time"):
+        module.time = FrozenClock  # type: ignore[attr-defined]
     return module
 
 
@@ -203,9 +220,11 @@ class Stats:
         return 1.96 * math.sqrt(var / n)
 
 
-def _run_deals(field_names: tuple[str, ...], deal_ids: list[int], prefix: str) -> list[dict]:
+def _run_deals(
+    field_names: tuple[str, ...], deal_ids: list[int], prefix: str, untimed: bool = False
+) -> list[dict]:
     """Play the given deals (4 rotations each); one record per deal."""
-    entries = [load_bot(name, str(i)) for i, name in enumerate(field_names)]
+    entries = [load_bot(name, str(i), untimed) for i, name in enumerate(field_names)]
     records = []
     for d in deal_ids:
         sums: dict[str, float] = {}
@@ -231,9 +250,14 @@ def _run_deals(field_names: tuple[str, ...], deal_ids: list[int], prefix: str) -
 
 
 def run_match(
-    field_names: Sequence[str], deals: int, prefix: str = "sample-harness", jobs: int = 1
+    field_names: Sequence[str],
+    deals: int,
+    prefix: str = "sample-harness",
+    jobs: int = 1,
+    untimed: bool = False,
 ) -> dict[str, Stats]:
-    """Play ``deals`` duplicate deals with the four named bots; stats per bot name."""
+    """Play ``deals`` duplicate deals with the four named bots; stats per bot name
+    (``untimed``: no bot's clock moves, see :class:`FrozenClock`)."""
     if len(field_names) != 4:
         raise ValueError("a field is four bot names")
     names = tuple(field_names)
@@ -241,10 +265,12 @@ def run_match(
     if jobs > 1:
         chunks = [ids[i::jobs] for i in range(jobs)]
         with ProcessPoolExecutor(jobs) as pool:
-            parts = list(pool.map(_run_deals, [names] * jobs, chunks, [prefix] * jobs))
+            parts = list(
+                pool.map(_run_deals, [names] * jobs, chunks, [prefix] * jobs, [untimed] * jobs)
+            )
         records = [r for part in parts for r in part]
     else:
-        records = _run_deals(names, ids, prefix)
+        records = _run_deals(names, ids, prefix, untimed)
     stats = {n: Stats() for n in dict.fromkeys(names)}
     for rec in records:
         for n, (avg, count, moons) in rec.items():

@@ -598,8 +598,9 @@ class Hand:
             raise IllegalMoveError(seat, "R5", "no play is due now")
         if seat != self.turn:
             raise IllegalMoveError(seat, "R5", f"it is seat {self.turn}'s turn")
-        if not 0 <= card < 52:
-            # R1: the deck is the 52 cards 0..51; anything else is no card at all.
+        if type(card) is not int or not 0 <= card < 52:
+            # R1: the deck is the 52 cards 0..51; anything else (a name, None, a
+            # bool) is no card at all.
             raise IllegalMoveError(seat, "R1", f"{card!r} is not a card of the 52-card deck")
         bit = 1 << card
         if not self.hands[seat] & bit:
@@ -618,57 +619,16 @@ class Hand:
         """Play ``card`` for :attr:`turn`; returns the trick if this card completed it.
 
         Raises:
-            IllegalMoveError: see :meth:`check_play` (``play(52)`` and
-                ``play(-1)`` too: rule ``"R1"``); the hand is unchanged.
+            IllegalMoveError: see :meth:`check_play` (``play(52)``, ``play(-1)``
+                and anything not an ``int``, such as ``None`` or ``"3H"``: rule
+                ``"R1"``); the hand is unchanged.
         """
         legal = self._legal
         if legal < 0:
             legal = self.legal_mask()  # 0 when not in play
-        if card < 0 or not legal >> card & 1:
+        if type(card) is not int or card < 0 or not legal >> card & 1:
             self.check_play(self.turn, card)  # raises: says which rule
-        # The body of play_unchecked, inlined (one call less per card on the
-        # referee's path; tests/core/test_rules.py proves both paths equal).
-        bit = 1 << card
-        turn = self.turn
-        self.hands[turn] ^= bit
-        self.played |= bit
-        self._legal = -1
-        trick = self.trick
-        if not trick:
-            self.led_suit = _SUIT_OF[card]
-        elif card >= _FIRST_HEART and self.led_suit != HEARTS:
-            self.hearts_broken = True  # R8: a heart discarded breaks hearts.
-        trick.append(card)
-        if len(trick) < 4:
-            self.turn = (turn + 1) & 3
-            return None
-        # The body of _end_trick, inlined (R10, R11).
-        c0, c1, c2, c3 = trick
-        led = self.led_suit
-        best, top = 0, c0
-        if c1 > top and _SUIT_OF[c1] == led:
-            best, top = 1, c1
-        if c2 > top and _SUIT_OF[c2] == led:
-            best, top = 2, c2
-        if c3 > top and _SUIT_OF[c3] == led:
-            best = 3
-        leader = self.leader
-        winner = (leader + best) & 3
-        points = CARD_POINTS[c0] + CARD_POINTS[c1] + CARD_POINTS[c2] + CARD_POINTS[c3]
-        record = _new_tuple(TrickRecord, (leader, (c0, c1, c2, c3), winner, points))
-        self.tricks.append(record)
-        self.taken[winner] |= (1 << c0) | (1 << c1) | (1 << c2) | (1 << c3)
-        if points:
-            self.taken_points[winner] += points
-        self.trick = []
-        self.led_suit = -1
-        self.leader = self.turn = winner
-        if self.trick_number == 13:
-            self.phase = _OVER
-            self._legal = 0
-        else:
-            self.trick_number += 1
-        return record
+        return self.play_unchecked(card)
 
     def play_unchecked(self, card: int) -> TrickRecord | None:
         """Play a card already known to be legal (for simulations). See :meth:`play`."""

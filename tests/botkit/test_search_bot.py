@@ -33,7 +33,8 @@ SUITS = "CDSH"
 
 @pytest.fixture(scope="module")
 def search() -> Any:
-    return load_bot("search", "tests")
+    # Untimed: its answers depend on the seed and budget alone, not on the machine's load.
+    return load_bot("search", "tests", untimed=True)
 
 
 # -- positions -------------------------------------------------------------------
@@ -203,14 +204,42 @@ def test_runs_from_the_installed_package_layout(open_tmp: Path) -> None:
     assert proc.stderr == ""
 
 
-def test_answers_within_a_tiny_time_limit_over_pipes() -> None:
-    # A huge budget: only the time cap (half of time_ms) or the world cap stops the search.
-    play = play_request(midgame(trick=2), 2, time_ms=200)
+class _Ticking:
+    """A clock that moves on at every reading: with ``time_ms`` 0 the deadline is the
+    start, so the search stops after its first world."""
+
+    now = 0.0
+
+    @classmethod
+    def perf_counter(cls) -> float:
+        cls.now += 1.0
+        return cls.now
+
+
+def test_the_time_cap_stops_the_search_over_pipes(monkeypatch: Any) -> None:
+    """With ``time_ms`` 0 the time cap (half of ``time_ms``) has passed after the first
+    world whatever the machine's speed, so the bot over pipes answers what one world
+    gives, and a position is chosen where that differs from the uncapped search's
+    answer: a bot that ignored the cap would answer the latter (no wall time measured)."""
+    one_world = load_bot("search", "one-world")
+    monkeypatch.setattr(one_world, "time", _Ticking)
+    uncapped = load_bot("search", "uncapped", untimed=True)
+    for seed in range(40):
+        play = play_request(midgame(seed=f"time-cap-{seed}", trick=2), 2, time_ms=0)
+        for bot_module in (one_world, uncapped):
+            bot_module.handle({"type": "game_start", "seed": seed})
+        capped_card = one_world.choose_play(play, budget=10**9)
+        if capped_card != uncapped.choose_play(play, budget=10**9):
+            break
+    else:
+        pytest.fail("no position where one world and the full search disagree")
     bot = search_pipe("--budget", "1000000000")
     try:
         bot.ask({"type": "hello", "id": 1, "protocol": "hearts-arena/1", "time_ms": 10000})
+        bot.send({"type": "game_start", "game_id": "g", "seat": play["seat"],
+                  "players": list("abcd"), "target_score": None, "hands": 1, "seed": seed})  # fmt: skip
         reply = bot.ask(play)
-        assert reply["card"] in play["legal"]
+        assert reply["card"] == capped_card
         code, _, err = bot.close()
     finally:
         bot.kill()
@@ -224,15 +253,16 @@ def test_deterministic_for_its_seed(search: Any) -> None:
     msg = play_request(midgame(trick=2))
     search.handle({"type": "game_start", "seed": 11})
     first = [search.choose_play(msg) for _ in range(2)]
-    other = load_bot("search", "determinism")
+    other = load_bot("search", "determinism", untimed=True)
     other.handle({"type": "game_start", "seed": 11})
     assert other.choose_play(msg) == first[0] == first[1]
 
 
 def test_deterministic_over_whole_hands() -> None:
     # The harness replays the same deals with the same game seeds: the same points.
-    a = run_match(["search", "heuristic", "random", "low"], deals=2, prefix="search-det")
-    b = run_match(["search", "heuristic", "random", "low"], deals=2, prefix="search-det")
+    field = ["search", "heuristic", "random", "low"]
+    a = run_match(field, deals=2, prefix="search-det", untimed=True)
+    b = run_match(field, deals=2, prefix="search-det", untimed=True)
     assert {n: s.per_deal for n, s in a.items()} == {n: s.per_deal for n, s in b.items()}
     assert a["search"].hands == 8
 

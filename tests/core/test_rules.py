@@ -94,6 +94,23 @@ def test_r1_a_hand_has_exactly_four_seats() -> None:
         Hand.new(1, [*dealt, 0])
 
 
+@pytest.mark.parametrize("thing", [None, "3H", 3.0, True, [0], -1, 52])
+def test_r1_playing_what_is_not_a_card_is_an_illegal_move(thing: object) -> None:
+    """R1: only the 52 cards 0..51 can be played; a name, None, a float, a bool or
+    a number off the deck raises IllegalMoveError naming R1 (never a TypeError),
+    and the hand is unchanged."""
+    hand = Hand.new(1, deal_hands("r1-not-a-card"))
+    hand.apply_passes([default_pass(h) for h in hand.hands])
+    before = hand.copy()
+    for attempt in (hand.play, lambda c: hand.check_play(hand.turn, c)):
+        with pytest.raises(IllegalMoveError) as exc:
+            attempt(thing)  # type: ignore[operator]
+        assert rule_of(exc) == "R1"
+        assert exc.value.seat == hand.turn
+    assert hand.hands == before.hands and hand.trick == before.trick
+    assert hand.legal_mask() == before.legal_mask()
+
+
 def test_r2_deal_gives_13_disjoint_cards_to_each_seat() -> None:
     """R2: all 52 cards dealt, 13 to each seat, no card twice."""
     for seed in ("a", "b", "7:1:1", "tournament:3:12"):
@@ -113,8 +130,9 @@ def test_r2_deal_is_deterministic_fixed_value() -> None:
         cards("9C TC JC KC 5D QD 7S 8S JS 3H 9H JH QH"),
         cards("4C 5C 6C AC TD KD 3S 6S AS 2H 6H 7H TH"),
     ]
-    assert deal_hands("1", key) == deal_hands("1", key)
+    # The key matters as much as the label: another key, another deal.
     assert deal_hands("1", key) != deal_hands("1", bytes(32))
+    assert deal_hands("1", key) != deal_hands("2", key)
 
 
 def test_r2_different_seeds_give_different_deals() -> None:

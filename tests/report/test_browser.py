@@ -101,6 +101,7 @@ def page(browser: Any) -> Iterator[tuple[Any, Watch]]:
 
     context.route("**/*", route)
     pg = context.new_page()
+    pg.set_default_timeout(0)  # no wall-clock bound: pytest-timeout bounds the test
     pg.on("console", lambda msg: watch.errors.append(msg.text) if msg.type == "error" else None)
     pg.on("pageerror", lambda exc: watch.errors.append(str(exc)))
     pg.on("request", lambda req: watch.requests.append(req.url))

@@ -182,6 +182,7 @@ def test_standings_rows_are_even_at_1280_px(run: Any) -> None:
         b = p.chromium.launch(executable_path=CHROMIUM, args=flags, headless=True)
         try:
             pg = b.new_page(viewport={"width": 1280, "height": 900})
+            pg.set_default_timeout(0)  # no wall-clock bound: pytest-timeout bounds the test
             pg.goto((out / "index.html").as_uri())
             heights = [
                 round(r.bounding_box()["height"]) for r in pg.locator("#standings tbody tr").all()

@@ -50,7 +50,9 @@ def test_check_passes_every_sample_bot(path: Path) -> None:
     failed = [f"{r.name}: {r.reason}" for r in report.results if not r.passed]
     assert report.passed, failed
     assert [r.name for r in report.results] == ALL_CHECKS
-    assert report.slowest is not None and 0 < report.slowest[0] < 1.0
+    # A reply's time is positive and, every check having passed, within the time limit
+    # (no wall-time bound beyond the rule's own: the machine may be busy).
+    assert report.slowest is not None and 0 < report.slowest[0] <= CheckSettings().time_limit
     # Named by its file, as `check --list` shows it.
     file_name = report.slowest[1].removeprefix("scenario ").split(",", 1)[0]
     assert file_name in {s.path.name for s in load_scenarios()}
@@ -139,7 +141,12 @@ def test_no_answer_to_hello_stops_the_checker_early() -> None:
     results = by_name(report)
     assert "timeout: no valid reply within 300 ms" in results["handshake"].reason
     assert results["one-legal-card"].reason.startswith("not run: the bot did not answer hello")
-    assert report.duration < 5
+    # Stopped early: no check after the handshake was played (counted, not timed).
+    assert all(
+        r.reason.startswith("not run: the bot did not answer hello")
+        for r in report.results
+        if r.name != "handshake"
+    )
     assert not any(r.passed for r in report.results)
 
 

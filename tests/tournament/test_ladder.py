@@ -55,11 +55,21 @@ def test_choose_tables_focus_and_window() -> None:
 
 def test_choose_tables_spreads_one_batch_over_the_field() -> None:
     ratings = {n: (25.0, 25 / 3) for n in NAMES}
-    tables = choose_tables(ratings, {}, 3, random.Random(2))
-    focuses = Counter(n for t in tables for n in t)
-    assert len(tables) == 3 and all(len(set(t)) == 4 for t in tables)
-    # Each table's focus had the fewest games planned so far in the batch.
-    assert len(focuses) >= 6
+    # Distinct game counts: the entrant with the fewest games planned is unique at
+    # every table, so a chooser that does not seat it is caught at once.
+    games = {n: 10 * i for i, n in enumerate(NAMES)}  # +4 a table: no ties in 4 tables
+    for seed in range(5):
+        tables = choose_tables(ratings, games, 4, random.Random(seed))
+        assert len(tables) == 4 and all(len(set(t)) == 4 for t in tables)
+        planned = dict(games)
+        for table in tables:
+            fewest = min(NAMES, key=planned.__getitem__)
+            # Each table's focus had the fewest games planned so far in the batch...
+            assert fewest in table, (seed, table, fewest)
+            for n in table:
+                planned[n] += 4  # ...counting the games chosen earlier in the batch
+        # Four tables of four from twelve: at least eight entrants seated.
+        assert len(Counter(n for t in tables for n in t)) >= 8
 
 
 def test_planner_batches_tables_rotations_and_deals() -> None:

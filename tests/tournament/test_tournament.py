@@ -165,6 +165,10 @@ def test_same_seed_gives_same_standings_for_any_jobs(
         assert code == 0
         outputs.append(load_outputs(out))
     (res1, rec1), (res2, rec2) = outputs
+    # No fault at all: equal standings made of default moves would prove nothing.
+    for records in (rec1, rec2):
+        assert [f for r in records for f in r.get("faults", [])] == []
+    assert all(sum(row["faults"].values()) == 0 for res in (res1, res2) for row in res["standings"])
     assert res1["standings"] == res2["standings"]
     assert res1["settings"]["jobs"] == 1 and res2["settings"]["jobs"] == 2
     strip = ("duration_s", "started_at", "timing")
