@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
-
-import logging
-from collections.abc import Generator
 
 import pytest
 from hypothesis import HealthCheck
