@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import atexit
 import json
-import logging
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,34 +26,9 @@ hypothesis_settings.register_profile(
 )
 hypothesis_settings.load_profile("arena")
 
-
-class _ErrorRecords(logging.Handler):
-    """Collects the log records at ERROR and above emitted while a test runs."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
-    """A test that passes while something logged an ERROR fails (python-chess's
-    rule): an error swallowed into a log is a defect a test should see. A test
-    that provokes one on purpose says so with ``@pytest.mark.allow_error_logs``."""
-    handler = _ErrorRecords()
-    root = logging.getLogger()
-    root.addHandler(handler)
-    try:
-        result = yield
-    finally:
-        root.removeHandler(handler)
-    if handler.records and item.get_closest_marker("allow_error_logs") is None:
-        lines = [f"{r.name}: {r.getMessage()}" for r in handler.records[:5]]
-        pytest.fail("ERROR logged during the test:\n" + "\n".join(lines), pytrace=False)
-    return result
+# The suite's own rules (tests/suite_hooks.py): an ERROR log record fails a test,
+# and no test leaves Trio's run state set for the next.
+from suite_hooks import pytest_runtest_call, pytest_runtest_teardown  # noqa: E402, F401
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
