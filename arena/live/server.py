@@ -623,7 +623,8 @@ class LiveServer:
     def close(self) -> None:
         """Stop the server (after the delay, so the page shows the end)."""
         self._stop.set()
-        self._proc.join(self.delay + 5)
+        # The delay, then the last rating of every game (about a millisecond a game).
+        self._proc.join(self.delay + 30)
         if self._proc.is_alive():
             self._proc.kill()
             self._proc.join()

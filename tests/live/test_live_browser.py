@@ -197,14 +197,27 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
         "2",
         "--no-sandbox",
     ]
-    proc, url = _start([*args, "--out", str(out), "--quiet", "--live", "0"], tmp_path / "run.log")
+    log = tmp_path / "run.log"
+    proc, viewer_url = _start([*args, "--out", str(out), "--quiet", "--live", "0"], log)
     try:
-        origin = url.split("/?")[0]
-        token = url.split("token=")[1]  # bots run unsealed: a token is required
+        origin = viewer_url.split("/?")[0]
+        token = viewer_url.split("token=")[1]  # bots run unsealed: a token is required
         with pytest.raises(urllib.error.HTTPError) as denied:
             urllib.request.urlopen(f"{origin}/events", timeout=10)
         assert denied.value.code == 403
-        stream = Stream(f"{origin}/events?token={token}")
+        _wait(lambda: "organiser's" in log.read_text(), 10, "the organiser's address")
+        found = re.search(r"live view, organiser's .*?: (http://\S+)", log.read_text())
+        assert found, log.read_text()
+        url = found.group(1)  # the tables in play are on the organiser's address only
+        organiser = url.split("token=")[1]
+        assert organiser != token
+        # The viewer's stream never carries a table in play.
+        with urllib.request.urlopen(f"{origin}/events?token={token}", timeout=20) as reply:
+            head = b""
+            while b"event: finished" not in head:
+                head += reply.readline()
+        assert b"event: tables" not in head and b'"organiser":false' in head
+        stream = Stream(f"{origin}/events?token={organiser}")
         stream.start()
         context = browser.new_context(viewport={"width": 1280, "height": 1000})
         watch = Watch(origin)
@@ -296,9 +309,8 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
         first_hand = page.locator("#hands table.hands tr").first
         assert first_hand.locator(".card").count() == 52
         assert HOSTILE in page.inner_text("#standings")
+        page.wait_for_selector("#player:not([hidden]) .pl-table", timeout=30_000)
         page.screenshot(path=str(SHOTS / "live-watch.png"), full_page=False)
-        watch.check()
-        context.close()
         time.sleep(0.5)
         for _, event, data in stream.messages:
             assert event != "tables" or data["tables"] == []
@@ -307,6 +319,42 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
         shown = [m for m in stream.messages if m[1] == "standings"][-1][2]
         assert [r["name"] for r in shown["rows"]] == [r["name"] for r in results["standings"]]
         assert shown["verdict"]["text"] == results["confidence"]["verdict"]["text"]
+        # Issue 24 item 8: another run replaces this one (as run --overwrite
+        # does: the journal and run.json removed, then the new run's written).
+        from arena.tournament.runner import TournamentSettings
+        from arena.tournament.synthetic import synthesize
+
+        run_info = json.loads((out / "run.json").read_text())
+        (out / "games.jsonl").unlink()
+        (out / "run.json").unlink()
+        new_names = ["fay", "gus", "hal", "ivy"]
+        new_settings = TournamentSettings(seed=9, rounds=1, hands=1, target_score=None)
+        new_records = synthesize(new_names, new_settings)
+        entrants = [
+            {**run_info["settings"]["entrants"][i], "name": n} for i, n in enumerate(new_names)
+        ]
+        run_info.update(
+            settings={**new_settings.to_json(), "entrants": entrants},
+            games_total=len(new_records),
+        )
+        (out / "run.json").write_text(json.dumps(run_info))
+        (out / "games.jsonl").write_text("".join(json.dumps(r) + "\n" for r in new_records[:2]))
+        _wait(lambda: "2 of 4 games" in page.inner_text("#played"), 30, "the new run's games")
+        rows = page.eval_on_selector_all("#standings tbody td.name", "els => els.map(e => e.title)")
+        _wait(
+            lambda: (
+                set(
+                    page.eval_on_selector_all(
+                        "#standings tbody td.name", "els => els.map(e => e.title)"
+                    )
+                )
+                == set(new_names)
+            ),
+            30,
+            f"the new run's standings (shown: {rows})",
+        )
+        watch.check()
+        context.close()
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 130

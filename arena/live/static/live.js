@@ -67,7 +67,10 @@ function renderInfo(info) {
   note.textContent = parts.join(" ");
   note.hidden = parts.length === 0;
   if (state.info && state.info.run !== undefined && state.runSeen !== undefined && info.run !== state.runSeen) {
-    restartPaced(); // another run in the folder (run --overwrite): its games only
+    // Another run in the folder (run --overwrite): its games only.
+    restartPaced();
+    state.finishedBefore = null;
+    document.getElementById("hands").replaceChildren();
   }
   state.runSeen = info.run;
   showTablesSection();
