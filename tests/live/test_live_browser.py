@@ -527,6 +527,7 @@ def test_paced_view_follows_finished_deals_card_by_card(browser: Any, tmp_path: 
     # A long name is cut: the standings stay on the screen.
     right = page.evaluate("document.querySelector('#standings').getBoundingClientRect().right")
     assert right <= 1280
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280  # nothing wider
 
     # Pause, step card by card, pick another table.
     page.click("#player button[data-action=play]")

@@ -408,11 +408,15 @@ async function feature(index) {
   if (paced.playing) player.start();
 }
 
-/** Autoplay reached a game's last card: the next one, after a pause of three cards. */
+/** Autoplay reached a game's last card: the next one, after a pause of three
+ * cards, unless the viewer took the player meanwhile (played or stepped). */
 function ended(player) {
   player.ended = true;
   paced.playing = true;
-  paced.timer = window.setTimeout(nextReplay, 3 * (Number(player.speed.value) || 1000));
+  paced.timer = window.setTimeout(() => {
+    const untouched = paced.player === player && player.timer === null && player.i === player.list.length - 1;
+    if (untouched) nextReplay();
+  }, 3 * (Number(player.speed.value) || 1000));
 }
 
 document.getElementById("paced-pick").addEventListener("change", (event) => {
