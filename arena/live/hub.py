@@ -385,14 +385,20 @@ class Hub:
         self.deal_games[deal].append(index)
         if self.deal_done[deal] == self.seatings:
             self.revealed_order.extend(sorted(self.deal_games[deal]))
+        if len(self.records) >= self.games_total:
+            # A complete run (a ladder's budget can end inside a table): no
+            # game is still to be played, so every deal is revealed.
+            shown = set(self.revealed_order)
+            self.revealed_order.extend(i for i in sorted(self.records) if i not in shown)
         game_id = str(record.get("game_id"))
         self._finished_ids.add(game_id)
         self.tables.pop(game_id, None)
         self._standings_dirty = True
 
     def revealed(self, deal_key: str) -> bool:
-        """Whether every game of ``deal_key`` is finished (its hands may be shown)."""
-        return self.deal_done[deal_key] >= self.seatings
+        """Whether every game of ``deal_key`` is finished (its hands may be
+        shown): all its seatings, or every game of the run."""
+        return self.deal_done[deal_key] >= self.seatings or len(self.records) >= self.games_total
 
     def finished(self, before: int | None = None) -> dict[str, Any]:
         """The ``finished`` part (see the module docstring): the newest

@@ -523,3 +523,20 @@ def test_dask_runs_serve_finished_games_only_and_the_token_is_checked(tmp_path: 
             assert len(json.loads(reply.read())["hands"]) == 2
     finally:
         server.close()
+
+
+def test_a_complete_run_reveals_every_deal(tmp_path: Path) -> None:
+    # A ladder's budget can end inside a table: once every scheduled game is
+    # played, no deal is still to be played.
+    settings = _settings()
+    records = synthesize(NAMES, settings)
+    hub = _hub(tmp_path, settings)
+    hub.games_total = 6  # games 4 and 5 of deal r1-t1, the last two of the run
+    for r in records[:5]:
+        hub.add_record(r, now=0.0)
+    hub.tick(now=0.0)
+    assert hub.game_replay(4) is None
+    hub.add_record(records[5], now=1.0)
+    hub.tick(now=1.0)
+    assert hub.game_replay(4) is not None and hub.game_hands(5) is not None
+    assert json.loads(hub.texts["replays"])["revealed"] == 6

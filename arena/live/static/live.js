@@ -386,7 +386,7 @@ async function feature(index) {
   const node = document.getElementById("player");
   const before = paced.player;
   if (before) {
-    paced.playing = before.timer !== null || before.ended === true;
+    paced.playing = before.timer !== null || (before.ended === true && before.i === before.list.length - 1);
     paced.speed = before.speed.value;
     paced.seat = before.seat;
     before.stop();
