@@ -3,10 +3,12 @@
 
 * ``run ... --live [HOST:]PORT [--live-delay S]``: :func:`open_live` starts
   the page's server (:class:`arena.live.server.LiveServer`) before the first
-  game and prints its address; the run closes it at the end.
+  game and prints its addresses (the viewer's, and the organiser's with the
+  tables in play); the run closes it at the end.
 * ``watch DIR --live [HOST:]PORT``: :func:`watch_command` serves the page of
   a finished run, or of a run in progress (finished games only), following
-  its ``games.jsonl``; it runs until Ctrl-C.
+  its ``games.jsonl`` (and starting over when another run replaces it,
+  ``run --overwrite``); it runs until Ctrl-C.
 
 The access token (:func:`arena.live.server.needs_token`) is required on a
 host other than loopback, and on loopback as well while bots run without the
@@ -92,12 +94,14 @@ def open_live(
         args.live_delay,
         mode="finished" if dask else "live",
         note=note,
+        # The tables in play, card by card, only on the organiser's address.
+        organiser=None if dask else new_token(),
     )
     try:
         url = server.start()
     except LiveError as exc:
         raise CliError(str(exc), EXIT_OUTPUT) from None
-    print_url(url, token)
+    print_url(url, token, server.organiser_url)
     return server
 
 
@@ -118,14 +122,24 @@ def watch_command(args: argparse.Namespace) -> int:
     # No bot of this command can reach the port, but another run's might: the
     # page shows only finished games and revealed deals, so loopback is open.
     token = new_token() if needs_token(address, True) else None
+
+    def reload() -> tuple[dict[str, Any], int] | None:
+        # Another run in the folder (run --overwrite): its run.json, once written.
+        try:
+            fresh = read_run_file(folder / RUN_FILE)
+        except (CliError, OSError, ValueError):
+            return None
+        return fresh["settings"], fresh["games_total"]
+
     hub = Hub(
         info["settings"],
         info["games_total"],
         folder / GAMES_FILE,
         "finished",
-        "Watching a tournament folder: finished games and standings only "
-        "(games in play are not shown).",
+        "Watching a tournament folder: finished games, replays of finished deals "
+        "and standings only (games in play are not shown).",
         args.live_delay,
+        reload,
     )
     try:
         trio.run(serve, hub, address, token, None, lambda url: print_url(url, token))

@@ -4,19 +4,31 @@ The hub takes table states from the game processes (:mod:`arena.game.feed`)
 and finished games from the run's ``games.jsonl`` as it grows (the journal
 the ``run`` command appends to, flushed as each game ends), stamps each with
 its arrival time and applies it ``delay`` seconds later (``--live-delay``).
-The page gets four parts, each with a version that grows when it changes:
+The page gets these parts, each with a version that grows when it changes:
 
 * ``info``: ``{"mode": "live" | "finished", "note", "delay", "games_total",
-  "entrants", "seatings"}``;
+  "entrants", "seatings", "run"}`` (``run`` counts the tournaments this hub
+  has followed: it grows when the journal is replaced, ``run --overwrite``);
 * ``tables``: ``{"now": wall-clock seconds, "tables": [TableState.to_json(),
   ...]}``, the games in play by game index; a game leaves when its record
-  is applied;
+  is applied. Sent only to the organiser's streams (:data:`VIEWER_PARTS`
+  leaves it out): the cards played to a trick of a game in play are the
+  deal a later rotation of its table will be dealt;
+* ``replays``: ``{"revealed", "games": [...]}``, the newest
+  :data:`REPLAYS_SHOWN` finished games whose deal is revealed, in the order
+  they were revealed (``game_index``, ``game_id``, ``deal_key``, ``seats``,
+  ``scores``): the paced view plays them back card by card
+  (:meth:`Hub.game_replay`);
 * ``finished``: ``{"played", "games_total", "games": [...]}``, the newest
   :data:`FINISHED_SHOWN` finished games (``game_index``, ``game_id``,
   ``deal_key``, ``seats``, ``scores``, ``ranks``, ``faults``, ``revealed``);
-* ``standings``: the report's standings of the *finished prefix* of the
-  schedule (games ``0..k-1`` all finished), rated in schedule order as the
-  report does (:func:`arena.report.outputs.analyse`), recomputed at most once a second;
+  older ones page by page from :meth:`Hub.finished` (``before``);
+* ``standings``: the report's standings of *every finished game*, rated in
+  schedule order as the report does (:func:`arena.report.outputs.analyse`:
+  a game still in play is skipped, and rated in its place once finished, so
+  the standings become the report's when the last game ends), recomputed
+  at most once a second, and once more, whatever the interval, before
+  ``end`` (:meth:`Hub.finish`);
 * ``end``: ``{}``, once, when the run is over and the server stops.
 
 Each part is encoded once when it changes: its JSON text (:attr:`Hub.texts`)
@@ -25,26 +37,29 @@ gives an event stream what it has not sent yet, one ``bytes`` shared by
 every stream at the same versions (100 viewers: one join per change, not
 100 encodings).
 
-Hidden hands: a finished game's dealt hands are given (:meth:`Hub.game_hands`)
-only once every game of its deal key is finished -- the four rotations (or
-24 seatings) of a table in a round share their deals (R2), so until the last
-of them ends the cards are still secret. Cards played to a trick are public
-as they are played; no other card of a game in play ever reaches the hub.
+Hidden hands: a finished game's dealt hands and its card-by-card replay are
+given (:meth:`Hub.game_hands`, :meth:`Hub.game_replay`) only once every game
+of its deal key is finished -- the four rotations (or 24 seatings) of a table
+in a round share their deals (R2), so until the last of them ends the cards
+are still secret. Cards played to a trick are public as they are played (to
+the organiser); no other card of a game in play ever reaches the hub.
 """
 
 from __future__ import annotations
 
 import collections
 import json
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, cast
 
 from arena.protocol.records import GameRecordJSON
-from arena.report.outputs import analyse
+from arena.report.outputs import analyse, replay_data
 from arena.report.outputs import number_text as _num
 from arena.report.outputs import signed_text as _signed
+from arena.results.stats import seatings_per_table
 
 #: Finished games listed on the page (the newest).
 FINISHED_SHOWN: Final = 12
@@ -58,8 +73,15 @@ STANDINGS_INTERVAL: Final = 1.0
 #: about a millisecond per game, so a run of thousands of games is rated
 #: every few seconds rather than every second).
 STANDINGS_SHARE: Final = 0.1
+#: Revealed games listed for the paced view (the newest).
+REPLAYS_SHOWN: Final = 60
+#: Game ids named in the standings' "not yet counted" (the first ones).
+MISSING_SHOWN: Final = 8
 #: The parts, in the order a stream sends them.
-PARTS: Final = ("info", "standings", "finished", "tables", "end")
+PARTS: Final = ("info", "standings", "replays", "finished", "tables", "end")
+#: The parts a viewer's stream gets: every part but ``tables`` (the cards of
+#: games in play, for the organiser's address only).
+VIEWER_PARTS: Final = tuple(p for p in PARTS if p != "tables")
 #: Joined messages kept for streams at different versions (a stream that
 #: just connected, or one that lags); more clears them.
 JOINED_ROOM: Final = 32
@@ -102,6 +124,12 @@ def standings_rows(standings: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+#: What :class:`Hub` reloads when the journal is replaced (``watch`` after
+#: ``run --overwrite``): the new run's ``(settings, games_total)``, or
+#: ``None`` when its ``run.json`` cannot be read yet.
+Reload = Callable[[], "tuple[dict[str, Any], int] | None"]
+
+
 class Hub:
     """See the module docstring.
 
@@ -110,10 +138,15 @@ class Hub:
         games_total: games scheduled (a ladder's budget).
         journal: the run's ``games.jsonl`` (followed as it grows; it may not
             exist yet).
-        mode: ``"live"`` (tables in play are shown) or ``"finished"``
-            (finished games and standings only: ``watch``, Dask).
+        mode: ``"live"`` (tables in play are shown to the organiser) or
+            ``"finished"`` (finished games, replays and standings only:
+            ``watch``, Dask).
         note: a sentence for the page about what it shows.
         delay: seconds the view is held back (``--live-delay``).
+        reload: called when the journal was replaced by another run's (it
+            shrank, is another file, or its first line changed): the new
+            settings and games total (``watch`` reads ``run.json`` again);
+            without it the hub keeps its settings and starts over.
     """
 
     def __init__(
@@ -124,40 +157,60 @@ class Hub:
         mode: str,
         note: str,
         delay: float = 0.0,
+        reload: Reload | None = None,
     ) -> None:
+        self.journal = journal
+        self.delay = delay
+        self.mode = mode
+        self.note = note
+        self.reload = reload
+        self.run = 0
+        self.versions = dict.fromkeys(PARTS, 0)
+        self.texts = dict.fromkeys(PARTS, "{}")
+        self.frames = {name: b"" for name in PARTS}
+        self._joined: dict[tuple[Any, ...], bytes] = {}
+        self.errors: list[str] = []
+        self._start(settings, games_total)
+
+    def _start(self, settings: dict[str, Any], games_total: int) -> None:
+        """(Re)set every state of the run ``settings`` and publish its parts."""
+        self.run += 1
         self.settings = settings
         self.names = [e["name"] for e in settings["entrants"]]
         self.games_total = games_total
-        self.journal = journal
-        self.delay = delay
-        self.seatings = 24 if settings.get("seating") == "full" else 4
+        self.seatings = seatings_per_table(settings)
         self.info = {
-            "mode": mode,
-            "note": note,
-            "delay": delay,
+            "mode": self.mode,
+            "note": self.note,
+            "delay": self.delay,
             "games_total": games_total,
             "entrants": self.names,
             "seatings": self.seatings,
+            "run": self.run,
         }
         self.records: dict[int, GameRecordJSON] = {}
         self.deal_done: collections.Counter[str] = collections.Counter()
+        self.deal_games: dict[str, list[int]] = collections.defaultdict(list)
+        self.revealed_order: list[int] = []  # game indexes, as their deals were revealed
         self.tables: dict[str, dict[str, Any]] = {}
         self._pending: collections.deque[tuple[float, str, Any]] = collections.deque()
         self._offset = 0
         self._partial = b""
+        self._identity: tuple[int, int] | None = None  # the journal's (device, inode)
+        self._first_line = b""  # its first complete line, to tell another run's
         self._finished_ids: set[str] = set()
-        self.versions = dict.fromkeys(PARTS, 0)
-        self.texts = dict.fromkeys(PARTS, "{}")
-        self.frames = {name: b"" for name in PARTS}
-        self._joined: dict[tuple[int, ...], bytes] = {}
-        self._publish("info", json.dumps(self.info))
-        self.texts["tables"] = '{"now":0,"tables":[]}'
+        self._reload_pending = False
         self._standings_dirty = True
         self._standings_at = -1e9
         self._standings_cost = 0.0  # CPU seconds of the last computation
-        # The last prefix rated: (its length, standings rows, verdict).
+        # The last set of games rated: (how many, standings rows, verdict).
         self._analysed: tuple[int, list[dict[str, Any]], dict[str, Any]] | None = None
-        self.errors: list[str] = []
+        self._publish("info", json.dumps(self.info))
+        self._publish("tables", '{"now":0,"tables":[]}')
+        self._publish("replays", json.dumps(self.replays(), separators=(",", ":")))
+        self._publish("finished", json.dumps(self.finished(), separators=(",", ":")))
+        if self.versions["standings"]:  # a run replaced: clear the old standings now
+            self.publish_standings(self.standings_part([]))
 
     def _publish(self, name: str, text: str) -> None:
         """Make ``text`` (JSON) part ``name``'s new version."""
@@ -166,22 +219,25 @@ class Hub:
         self.frames[name] = f"event: {name}\ndata: {text}\n\n".encode()
         self._joined.clear()
 
-    def message(self, sent: dict[str, int]) -> bytes:
+    def message(self, sent: dict[str, int], parts: Sequence[str] = PARTS) -> bytes:
         """The server-sent events a stream that has sent the part versions
         ``sent`` (name -> version; updated here) must write now: every part
-        published since, in :data:`PARTS` order; ``b""`` when none. Streams
-        at the same versions get the same ``bytes`` object, joined once."""
-        key = tuple(sent.get(name, 0) for name in PARTS)
+        of ``parts`` (:data:`PARTS` for the organiser, :data:`VIEWER_PARTS`
+        for a viewer) published since, in :data:`PARTS` order; ``b""`` when
+        none. Streams at the same versions get the same ``bytes`` object,
+        joined once."""
+        names = tuple(name for name in PARTS if name in parts)
+        key = (names, *(sent.get(name, 0) for name in names))
         joined = self._joined.get(key)
         if joined is None:
             if len(self._joined) >= JOINED_ROOM:
                 self._joined.clear()
             joined = self._joined[key] = b"".join(
                 self.frames[name]
-                for name, version in zip(PARTS, key, strict=True)
+                for name, version in zip(names, key[1:], strict=True)
                 if self.versions[name] != version
             )
-        sent.update(self.versions)
+        sent.update({name: self.versions[name] for name in names})
         return joined
 
     # -- input ----------------------------------------------------------------
@@ -195,24 +251,75 @@ class Hub:
         """A finished game's record; applied ``delay`` seconds from now."""
         self._pending.append((time.monotonic() if now is None else now, "record", record))
 
+    def _replaced(self, f: Any, size: int) -> bool:
+        """Whether the open journal ``f`` (``size`` bytes) is another run's
+        than the one read so far: another file, shorter than what was read,
+        or another first line."""
+        st = os.fstat(f.fileno())
+        identity = (st.st_dev, st.st_ino)
+        if self._identity is not None and identity != self._identity:
+            return True
+        self._identity = identity
+        if size < self._offset:
+            return True
+        if self._first_line:
+            f.seek(0)
+            return bool(f.read(len(self._first_line)) != self._first_line)
+        return False
+
+    def restart(self) -> None:
+        """Forget the run followed so far (its records, revealed deals, tables,
+        standings) and start over with :attr:`reload`'s settings; every part
+        is published again, so open pages show the new run."""
+        fresh = self.reload() if self.reload is not None else None
+        settings, total = fresh if fresh is not None else (self.settings, self.games_total)
+        self._start(settings, total)
+        # The new run's run.json may not be written yet: ask again later.
+        self._reload_pending = self.reload is not None and fresh is None
+
+    def _retry_reload(self) -> None:
+        """Take the new run's settings once its ``run.json`` can be read."""
+        fresh = self.reload() if self.reload is not None else None
+        if fresh is None:
+            return
+        self._reload_pending = False
+        self.settings, self.games_total = fresh
+        self.names = [e["name"] for e in self.settings["entrants"]]
+        self.seatings = seatings_per_table(self.settings)
+        self.info.update(games_total=self.games_total, entrants=self.names, seatings=self.seatings)
+        self._publish("info", json.dumps(self.info))
+        self._analysed = None
+        self._standings_dirty = True
+
     def read_journal(self, now: float | None = None) -> int:
         """Take the complete lines added to the journal since the last call;
-        returns how many records were new. A journal that shrank (a run
-        started over with ``--overwrite``) is read again from the start; a
-        line that is not a JSON object is skipped (and counted in ``errors``)."""
+        returns how many records were new. A journal replaced by another
+        run's (``run --overwrite``: it shrank, is a new file, or its first
+        line changed) makes the hub :meth:`restart` and read it from the
+        start; a line that is not a JSON object is skipped (and counted in
+        ``errors``). A journal that was read and is gone (``--overwrite``
+        removes it first) makes the hub :meth:`restart` as well."""
+        if self._reload_pending:
+            self._retry_reload()
         try:
             with self.journal.open("rb") as f:
                 size = f.seek(0, 2)
-                if size < self._offset:
-                    self._offset, self._partial = 0, b""
+                if self._replaced(f, size):
+                    self.restart()
+                    st = os.fstat(f.fileno())
+                    self._identity = (st.st_dev, st.st_ino)
                 f.seek(self._offset)
                 data = f.read()
         except FileNotFoundError:
+            if self._identity is not None:
+                self.restart()
             return 0
         self._offset += len(data)
         data = self._partial + data
         lines = data.split(b"\n")
         self._partial = lines.pop()
+        if not self._first_line and lines:
+            self._first_line = lines[0] + b"\n"
         count = 0
         for line in lines:
             if not line.strip():
@@ -231,12 +338,24 @@ class Hub:
         """Publish the ``end`` part: the run is over and the server stops."""
         self._publish("end", "{}")
 
+    def finish(self) -> None:
+        """The run is over: take the rest of the journal, apply everything
+        still held back, rate every game (whatever
+        :data:`STANDINGS_INTERVAL`), then :meth:`end`: the last standings a
+        page gets are those of every game, the report's."""
+        self.read_journal()
+        self.tick(now=float("inf"))
+        if self._standings_dirty or not self.versions["standings"]:
+            self.compute_standings()
+        self.end()
+
     # -- applying ---------------------------------------------------------------
 
     def tick(self, now: float | None = None) -> bool:
         """Apply what has waited out the delay; returns whether a part changed."""
         now = time.monotonic() if now is None else now
         tables_changed = finished_changed = False
+        revealed = len(self.revealed_order)
         while self._pending and self._pending[0][0] + self.delay <= now:
             _, kind, item = self._pending.popleft()
             if kind == "table":
@@ -252,6 +371,8 @@ class Hub:
             self._publish("tables", json.dumps(part, separators=(",", ":")))
         if finished_changed:
             self._publish("finished", json.dumps(self.finished(), separators=(",", ":")))
+        if len(self.revealed_order) != revealed:
+            self._publish("replays", json.dumps(self.replays(), separators=(",", ":")))
         return tables_changed or finished_changed
 
     def _apply_record(self, record: GameRecordJSON) -> None:
@@ -259,19 +380,35 @@ class Hub:
         if index in self.records:
             return
         self.records[index] = record
-        self.deal_done[str(record.get("deal_key"))] += 1
+        deal = str(record.get("deal_key"))
+        self.deal_done[deal] += 1
+        self.deal_games[deal].append(index)
+        if self.deal_done[deal] == self.seatings:
+            self.revealed_order.extend(sorted(self.deal_games[deal]))
+        if len(self.records) >= self.games_total:
+            # A complete run (a ladder's budget can end inside a table): no
+            # game is still to be played, so every deal is revealed.
+            shown = set(self.revealed_order)
+            self.revealed_order.extend(i for i in sorted(self.records) if i not in shown)
         game_id = str(record.get("game_id"))
         self._finished_ids.add(game_id)
         self.tables.pop(game_id, None)
         self._standings_dirty = True
 
     def revealed(self, deal_key: str) -> bool:
-        """Whether every game of ``deal_key`` is finished (its hands may be shown)."""
-        return self.deal_done[deal_key] >= self.seatings
+        """Whether every game of ``deal_key`` is finished (its hands may be
+        shown): all its seatings, or every game of the run."""
+        return self.deal_done[deal_key] >= self.seatings or len(self.records) >= self.games_total
 
-    def finished(self) -> dict[str, Any]:
-        """The ``finished`` part (see the module docstring)."""
-        newest = sorted(self.records)[-FINISHED_SHOWN:]
+    def finished(self, before: int | None = None) -> dict[str, Any]:
+        """The ``finished`` part (see the module docstring): the newest
+        :data:`FINISHED_SHOWN` finished games, or with ``before`` (a game
+        index) the newest of those with a smaller index (an older page);
+        ``older`` says whether a page of older games follows."""
+        indexes = sorted(self.records)
+        if before is not None:
+            indexes = [i for i in indexes if i < before]
+        newest = indexes[-FINISHED_SHOWN:]
         games = []
         for index in reversed(newest):
             r = self.records[index]
@@ -287,15 +424,44 @@ class Hub:
                     "revealed": self.revealed(str(r.get("deal_key"))),
                 }
             )
-        return {"played": len(self.records), "games_total": self.games_total, "games": games}
+        return {
+            "played": len(self.records),
+            "games_total": self.games_total,
+            "games": games,
+            "before": before,
+            "older": len(indexes) > len(newest),
+        }
+
+    def replays(self) -> dict[str, Any]:
+        """The ``replays`` part: the newest :data:`REPLAYS_SHOWN` games whose
+        deal is revealed, in the order their deals were revealed."""
+        games = []
+        for index in self.revealed_order[-REPLAYS_SHOWN:]:
+            r = self.records[index]
+            games.append(
+                {
+                    "game_index": index,
+                    "game_id": r.get("game_id"),
+                    "deal_key": r.get("deal_key"),
+                    "seats": r.get("seats"),
+                    "scores": r.get("scores"),
+                }
+            )
+        return {"revealed": len(self.revealed_order), "games": games}
+
+    def _revealed_record(self, index: int) -> GameRecordJSON | None:
+        r = self.records.get(index)
+        if r is None or not self.revealed(str(r.get("deal_key"))):
+            return None
+        return r
 
     def game_hands(self, index: int) -> dict[str, Any] | None:
         """The dealt hands of every hand of finished game ``index``
         (``{"game_id", "seats", "hands": [{"hand_number", "dealt": [4 lists of
         card names], "points"}]}``), or ``None`` while the game is not
         finished or another game of its deal is still to be played."""
-        r = self.records.get(index)
-        if r is None or not self.revealed(str(r.get("deal_key"))):
+        r = self._revealed_record(index)
+        if r is None:
             return None
         return {
             "game_id": r.get("game_id"),
@@ -305,6 +471,21 @@ class Hub:
                 {"hand_number": h.get("hand_number"), "dealt": h["dealt"], "points": h["points"]}
                 for h in r.get("hands", [])
             ],
+        }
+
+    def game_replay(self, index: int) -> dict[str, Any] | None:
+        """Finished game ``index`` as the replay player reads it
+        (:func:`arena.report.outputs.replay_data`, with ``game_index``,
+        ``game_id`` and ``deal_key``), or ``None`` while the game is not
+        finished or another game of its deal is still to be played."""
+        r = self._revealed_record(index)
+        if r is None:
+            return None
+        return {
+            **replay_data(r),
+            "game_index": index,
+            "game_id": r.get("game_id"),
+            "deal_key": r.get("deal_key"),
         }
 
     # -- standings ----------------------------------------------------------------
@@ -324,40 +505,49 @@ class Hub:
         wait = max(STANDINGS_INTERVAL, self._standings_cost / STANDINGS_SHARE)
         return self._standings_dirty and now - self._standings_at >= wait
 
-    def take_prefix(self, now: float | None = None) -> list[GameRecordJSON]:
-        """The finished prefix, marking the standings computed now (call
-        :meth:`standings_part` on it, maybe in a thread, then
-        :meth:`publish_standings`)."""
+    def take_finished(self, now: float | None = None) -> list[GameRecordJSON]:
+        """Every finished game, in schedule order, marking the standings
+        computed now (call :meth:`standings_part` on it, maybe in a thread,
+        then :meth:`publish_standings`)."""
         self._standings_at = time.monotonic() if now is None else now
         self._standings_dirty = False
-        return self.prefix()
+        return [self.records[i] for i in sorted(self.records)]
 
-    def standings_part(self, prefix: Sequence[GameRecordJSON]) -> dict[str, Any]:
-        """The ``standings`` part of ``prefix``, rated as the report does:
-        ``{"prefix", "played", "games_total", "rows" (:func:`standings_rows`),
-        "verdict": {"text", "settled"}}``. The prefix is rated again only when
-        it is longer than the last one rated (its CPU seconds are kept for
-        :meth:`standings_due`). Reads nothing else of the hub that changes and
-        writes only that cache, so it may run in a thread (one at a time)."""
+    def standings_part(self, records: Sequence[GameRecordJSON]) -> dict[str, Any]:
+        """The ``standings`` part of finished games ``records`` (schedule
+        order), rated as the report does: ``{"counted" (games rated),
+        "prefix" (how many of them are games 0..k-1 of the schedule), "played",
+        "games_total", "missing" (how many scheduled games are not counted
+        yet), "missing_ids" (the first :data:`MISSING_SHOWN` of them, game
+        ids, among the games finished after), "rows"
+        (:func:`standings_rows`), "verdict": {"text", "settled"}}``. The games
+        are rated again only when there are more than the last time (its CPU
+        seconds are kept for :meth:`standings_due`). Reads nothing else of the
+        hub that changes and writes only that cache, so it may run in a
+        thread (one at a time)."""
+        indexes = [int(r["game_index"]) for r in records]
+        prefix = 0
+        while prefix < len(indexes) and indexes[prefix] == prefix:
+            prefix += 1
+        top = max(indexes, default=-1)
+        gaps = sorted(set(range(top + 1)) - set(indexes))
         part: dict[str, Any] = {
-            "prefix": len(prefix),
-            "played": len(self.records),
+            "counted": len(records),
+            "prefix": prefix,
+            "played": len(records),
             "games_total": self.games_total,
+            "missing": max(0, self.games_total - len(records)),
+            "missing_ids": [f"game {i}" for i in gaps[:MISSING_SHOWN]],
             "rows": [],
-            "verdict": {
-                "text": "No game at the start of the schedule has finished yet.",
-                "settled": False,
-            },
+            "verdict": {"text": "No game has finished yet.", "settled": False},
         }
-        if not prefix:
+        if not records:
             return part
-        if self._analysed is None or self._analysed[0] != len(prefix):
-            # Rated again only when the prefix grew (a game finished out of
-            # schedule order changes ``played`` alone).
+        if self._analysed is None or self._analysed[0] != len(records):
             started = time.thread_time()
-            a = analyse(self.settings, self.names, prefix)
+            a = analyse(self.settings, self.names, records)
             verdict = {"text": a.verdict["text"], "settled": bool(a.verdict["settled"])}
-            self._analysed = (len(prefix), standings_rows(a.standings), verdict)
+            self._analysed = (len(records), standings_rows(a.standings), verdict)
             self._standings_cost = time.thread_time() - started
         part["rows"], part["verdict"] = self._analysed[1], self._analysed[2]
         return part
@@ -367,5 +557,5 @@ class Hub:
         self._publish("standings", json.dumps(part, separators=(",", ":")))
 
     def compute_standings(self, now: float | None = None) -> None:
-        """:meth:`take_prefix`, :meth:`standings_part` and :meth:`publish_standings` at once."""
-        self.publish_standings(self.standings_part(self.take_prefix(now)))
+        """:meth:`take_finished`, :meth:`standings_part` and :meth:`publish_standings` at once."""
+        self.publish_standings(self.standings_part(self.take_finished(now)))

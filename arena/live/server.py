@@ -1,19 +1,31 @@
 """The live page and its server: Starlette on Hypercorn's Trio worker.
 
-Routes (every one but ``/static/...`` and ``/favicon.ico`` needs
-``?token=...`` when the server has a token; a wrong or missing token is a 403):
+Two roles. A *viewer* (the default page, for a room or a projector) gets
+finished games, standings and the paced view: revealed games played back
+card by card (every part but ``tables``); the *organiser* (the address with
+the organiser's token, printed by ``run --live``) gets the tables in play as
+well, whose cards are deals later rotations still play. Every route but
+``/static/...`` and ``/favicon.ico`` needs ``?token=...`` when the server
+has a viewer token; the organiser's token is accepted wherever the viewer's
+is; a wrong or missing token is a 403.
 
 * ``/``: the page (``static/live.html``); its script renders every text with
   ``textContent``, never as HTML.
-* ``/events``: server-sent events ``info``, ``standings``, ``tables`` and
-  ``finished`` (JSON, see :mod:`arena.live.hub`), each sent when it changes,
+* ``/events``: server-sent events ``role`` (first, ``{"organiser": bool}``),
+  ``info``, ``standings``, ``replays``, ``finished`` and, for the organiser,
+  ``tables`` (JSON, see :mod:`arena.live.hub`), each sent when it changes,
   at most every :data:`PUSH_INTERVAL` seconds per stream (less often with
   more than :data:`STREAMS_AT_FULL_RATE` streams open);
   a comment every 15 seconds keeps the connection open; ``end`` when the run
   is over (the stream then closes).
 * ``/api/game/{index}``: the dealt hands of a finished game whose deal is
   revealed (:meth:`arena.live.hub.Hub.game_hands`), else 404.
-* ``/static/live.js``, ``/static/live.css``: the page's assets.
+* ``/api/replay/{index}``: the same game card by card, as the report's
+  replay player reads it (:meth:`arena.live.hub.Hub.game_replay`), else 404.
+* ``/api/finished?before=INDEX``: an older page of finished games
+  (:meth:`arena.live.hub.Hub.finished`).
+* ``/static/live.js``, ``/static/live.css``, ``/static/replay.js`` (the
+  report's replay player, which the paced view drives): the page's assets.
 
 Every response carries a ``Content-Security-Policy`` of ``default-src
 'self'``: the page can make no request that leaves its origin.
@@ -41,7 +53,9 @@ from typing import Any, Final
 
 import trio
 
-from arena.live.hub import Hub
+from arena.core.resources import templates_dir
+from arena.live.hub import PARTS, VIEWER_PARTS, Hub
+from arena.report.outputs import SCRIPT_FILE
 
 #: Seconds between two looks at the queue and the journal, and between two pushes.
 TICK: Final = 0.25
@@ -115,11 +129,33 @@ def parse_address(text: str) -> Address:
 
 
 def needs_token(address: Address, bots_sealed: bool) -> bool:
-    """Whether the page must ask for the access token: always on a host
-    other than loopback; on loopback too while bots run without the sandbox,
-    since they could then connect to the port and watch other tables play
-    the deals they will be dealt later (``run --live``)."""
+    """Whether the viewer's page must ask for the access token: always on a
+    host other than loopback; on loopback too while bots run without the
+    sandbox, since they could then connect to the port (``run --live``).
+    The organiser's address always has a token of its own."""
     return not address.loopback or not bots_sealed
+
+
+def reachable_host(host: str) -> str:
+    """A host a remote viewer can open for a server bound to ``host``: for
+    ``0.0.0.0`` or ``::`` (every address), this machine's address on the
+    network its default route leads to (a UDP socket's source address: no
+    packet is sent), else its host name; other hosts as they are."""
+    if host not in ("0.0.0.0", "::", ""):
+        return host
+    import socket
+
+    family = socket.AF_INET6 if host == "::" else socket.AF_INET
+    probe = "2001:db8::1" if family == socket.AF_INET6 else "192.0.2.1"  # documentation nets
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as sock:
+            sock.connect((probe, 9))
+            found = str(sock.getsockname()[0])
+        if not ipaddress.ip_address(found).is_unspecified:
+            return found
+    except OSError:
+        pass
+    return socket.gethostname()
 
 
 def _static(name: str) -> bytes:
@@ -166,9 +202,21 @@ class Pusher:
         self._event = trio.Event()
 
 
-#: Host names a page served on loopback answers to (a request naming another
-#: host is refused: DNS rebinding by a web page the organiser has open).
-LOOPBACK_NAMES: Final = frozenset({"127.0.0.1", "localhost", "::1"})
+#: Host names a page served on loopback answers to, beside every loopback
+#: address (a request naming another host is refused: DNS rebinding by a web
+#: page the organiser has open).
+LOOPBACK_NAMES: Final = frozenset({"localhost"})
+
+
+def loopback_name(name: str) -> bool:
+    """Whether ``name`` (a ``Host`` header's host) names this machine's
+    loopback: ``localhost`` or a loopback address (127.0.0.0/8, ``::1``)."""
+    if name.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def host_name(header: str) -> str:
@@ -178,9 +226,17 @@ def host_name(header: str) -> str:
     return header.rpartition(":")[0] if ":" in header else header
 
 
-def make_app(hub: Hub, token: str | None, pusher: Pusher, loopback: bool = False) -> Any:
+def make_app(
+    hub: Hub,
+    token: str | None,
+    pusher: Pusher,
+    loopback: bool = False,
+    organiser: str | None = None,
+) -> Any:
     """The Starlette application of ``hub``; its event streams wait on
-    ``pusher``. With ``loopback`` a request whose ``Host`` is not a loopback
+    ``pusher``. ``token`` is the viewers' (``None``: the viewer's page is
+    open), ``organiser`` the organiser's (``None``: nobody gets the tables
+    in play). With ``loopback`` a request whose ``Host`` is not a loopback
     name is refused (403) as well."""
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -191,12 +247,20 @@ def make_app(hub: Hub, token: str | None, pusher: Pusher, loopback: bool = False
     assets = {
         "live.js": (_static("live.js"), "text/javascript; charset=utf-8"),
         "live.css": (_static("live.css"), "text/css; charset=utf-8"),
+        "replay.js": (
+            (templates_dir() / SCRIPT_FILE).read_bytes(),
+            "text/javascript; charset=utf-8",
+        ),
     }
 
+    def is_organiser(request: Request) -> bool:
+        given = request.query_params.get("token", "")
+        return organiser is not None and secrets.compare_digest(given.encode(), organiser.encode())
+
     def allowed(request: Request) -> bool:
-        if loopback and host_name(request.headers.get("host", "")) not in LOOPBACK_NAMES:
+        if loopback and not loopback_name(host_name(request.headers.get("host", ""))):
             return False
-        if token is None:
+        if token is None or is_organiser(request):
             return True
         given = request.query_params.get("token", "")
         return secrets.compare_digest(given.encode(), token.encode())
@@ -239,18 +303,46 @@ def make_app(hub: Hub, token: str | None, pusher: Pusher, loopback: bool = False
             )
         return JSONResponse(hands, headers=SECURITY_HEADERS)
 
+    async def replay(request: Request) -> Response:
+        if not allowed(request):
+            return forbidden()
+        try:
+            index = int(request.path_params["index"])
+        except ValueError:
+            index = -1
+        data = hub.game_replay(index)
+        if data is None:
+            return JSONResponse(
+                {"error": "not finished, or its deal is still to be played at another game"},
+                404,
+                headers=SECURITY_HEADERS,
+            )
+        return JSONResponse(data, headers=SECURITY_HEADERS)
+
+    async def finished(request: Request) -> Response:
+        if not allowed(request):
+            return forbidden()
+        try:
+            before: int | None = int(request.query_params["before"])
+        except (KeyError, ValueError):
+            before = None
+        return JSONResponse(hub.finished(before), headers=SECURITY_HEADERS)
+
     async def events(request: Request) -> Response:
         if not allowed(request):
             return forbidden()
+        role = is_organiser(request)
+        parts = PARTS if role else VIEWER_PARTS
 
         async def stream() -> AsyncIterator[bytes]:
             sent: dict[str, int] = {}
             pusher.streams += 1
             try:
+                yield f"event: role\ndata: {dumps({'organiser': role})}\n\n".encode()
                 while True:
                     # One write per wake-up, however many parts changed; the
                     # bytes are encoded once and shared by the streams.
-                    message = hub.message(sent)
+                    message = hub.message(sent, parts)
                     if message:
                         yield message
                     if hub.versions["end"]:
@@ -273,6 +365,8 @@ def make_app(hub: Hub, token: str | None, pusher: Pusher, loopback: bool = False
             Route("/", index),
             Route("/events", events),
             Route("/api/game/{index}", game),
+            Route("/api/replay/{index}", replay),
+            Route("/api/finished", finished),
             Route("/static/{name}", static),
             Route("/favicon.ico", favicon),
         ]
@@ -295,15 +389,15 @@ async def _drain(channel: Any, hub: Hub) -> None:
 async def _keep_up(hub: Hub, pusher: Pusher, channel: Any | None) -> None:
     """Every :data:`TICK`: take new table states and journal lines, apply
     what waited out the delay, recompute the standings when due (in a
-    thread, on the finished prefix), and wake the streams."""
+    thread, on every finished game), and wake the streams."""
     while True:
         if channel is not None:
             await _drain(channel, hub)
         await trio.to_thread.run_sync(hub.read_journal)
         changed = hub.tick()
         if hub.standings_due():
-            prefix = hub.take_prefix()
-            part = await trio.to_thread.run_sync(hub.standings_part, prefix)
+            records = hub.take_finished()
+            part = await trio.to_thread.run_sync(hub.standings_part, records)
             hub.publish_standings(part)
             changed = True
         if changed:
@@ -326,7 +420,16 @@ def _quiet_config(address: Address) -> Any:
 
 
 def page_url(bind: str, token: str | None) -> str:
-    """The page's address from Hypercorn's ``http://host:port`` bind."""
+    """The page's address from Hypercorn's ``http://host:port`` bind (a
+    bind on every address, ``0.0.0.0`` or ``[::]``, named by an address a
+    remote viewer can open: :func:`reachable_host`)."""
+    scheme, _, rest = bind.partition("://")
+    host, _, port = rest.rpartition(":")
+    bare = host.strip("[]")
+    if bare in ("0.0.0.0", "::"):
+        shown = reachable_host(bare)
+        host = f"[{shown}]" if ":" in shown else shown
+        bind = f"{scheme}://{host}:{port}"
     return f"{bind}/" + (f"?token={token}" if token else "")
 
 
@@ -337,9 +440,14 @@ async def serve(
     channel: Any | None = None,
     on_ready: Callable[[str], None] | None = None,
     stop: Callable[[], Awaitable[None]] | None = None,
+    organiser: str | None = None,
+    on_organiser: Callable[[str], None] | None = None,
 ) -> None:
     """Serve the page of ``hub`` on ``address`` until cancelled or ``stop``
-    returns; ``on_ready`` gets the page's URL (with the token) once listening.
+    returns; ``on_ready`` gets the viewer's URL (with the viewer's token)
+    once listening, ``on_organiser`` the organiser's (with ``organiser``,
+    its token), before it. When ``stop`` returns the hub :meth:`~Hub.finish`es
+    (the last standings are every game's), then the streams end.
 
     Raises:
         OSError: the address cannot be listened on.
@@ -347,10 +455,20 @@ async def serve(
     from hypercorn.trio import serve as hypercorn_serve
 
     pusher = Pusher()
-    app = make_app(hub, token, pusher, address.loopback)
+    app = make_app(hub, token, pusher, address.loopback, organiser)
     config = _quiet_config(address)
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_keep_up, hub, pusher, channel)
+        keeping = trio.CancelScope()
+        kept = trio.Event()
+
+        async def keep_up() -> None:
+            try:
+                with keeping:
+                    await _keep_up(hub, pusher, channel)
+            finally:
+                kept.set()
+
+        nursery.start_soon(keep_up)
         shutdown = trio.Event()
 
         async def trigger() -> None:
@@ -367,11 +485,15 @@ async def serve(
                 served.set()
 
         binds = await nursery.start(run_server)
+        if on_organiser is not None and organiser is not None:
+            on_organiser(page_url(binds[0], organiser))
         if on_ready is not None:
             on_ready(page_url(binds[0], token))
         if stop is not None:
             await stop()
-            hub.end()
+            keeping.cancel()  # a journal read or a rating in a thread ends first
+            await kept.wait()
+            await trio.to_thread.run_sync(hub.finish)
             pusher.notify()
             await trio.sleep(2 * TICK)  # the streams send their last parts
             shutdown.set()
@@ -392,6 +514,7 @@ def _server_process(
     delay: float,
     address: Address,
     token: str | None,
+    organiser: str | None,
     channel: Any,
     ready: Any,
     stop_flag: Any,
@@ -411,8 +534,13 @@ def _server_process(
         with trio.move_on_after(delay + 2 * TICK):
             await trio.sleep_forever()
 
+    urls: list[str] = []
+
+    def ready_now(url: str) -> None:
+        ready.send(("ready", url, urls[0] if urls else ""))
+
     try:
-        trio.run(serve, hub, address, token, channel, lambda url: ready.send(("ready", url)), stop)
+        trio.run(serve, hub, address, token, channel, ready_now, stop, organiser, urls.append)
     except OSError as exc:
         ready.send(("error", exc.strerror or str(exc)))
     except BaseException as exc:
@@ -426,8 +554,10 @@ class LiveServer:
 
     Table states come over :attr:`channel` (a bounded ``multiprocessing``
     queue given to the executor, :mod:`arena.game.feed`); finished games from
-    the run's journal. :meth:`start` returns the page's URL; :meth:`close`
-    lets the last states wait out the delay, then stops the process.
+    the run's journal. :meth:`start` returns the viewer's URL (and sets
+    :attr:`organiser_url`, the address with ``organiser``'s token that shows
+    the tables in play, ``""`` without one); :meth:`close` lets the last
+    states wait out the delay, then stops the process.
 
     Raises:
         LiveError: (from :meth:`start`) the port cannot be listened on.
@@ -443,6 +573,7 @@ class LiveServer:
         delay: float = 0.0,
         mode: str = "live",
         note: str = "",
+        organiser: str | None = None,
     ) -> None:
         from arena.game.feed import QUEUE_SIZE
 
@@ -451,7 +582,8 @@ class LiveServer:
         self._stop = self._ctx.Event()
         self._ready, child = self._ctx.Pipe(duplex=False)
         self.delay = delay
-        self.started_url = ""  # the page's URL once started
+        self.started_url = ""  # the viewer's URL once started
+        self.organiser_url = ""  # the organiser's, with its token
         self._proc = self._ctx.Process(
             target=_server_process,
             args=(
@@ -463,6 +595,7 @@ class LiveServer:
                 delay,
                 address,
                 token,
+                organiser,
                 self.channel,
                 child,
                 self._stop,
@@ -477,19 +610,21 @@ class LiveServer:
             self.close()
             raise LiveError("--live: the page's server did not start")
         try:
-            kind, text = self._ready.recv()
+            kind, text, *more = self._ready.recv()
         except EOFError:  # the process died before it could say why
-            kind, text = "error", f"its process ended (exit code {self._proc.exitcode})"
+            kind, text, more = "error", f"its process ended (exit code {self._proc.exitcode})", []
         if kind != "ready":
             self.close()
             raise LiveError(f"--live: cannot serve the page: {text}")
         self.started_url = str(text)
+        self.organiser_url = str(more[0]) if more else ""
         return self.started_url
 
     def close(self) -> None:
         """Stop the server (after the delay, so the page shows the end)."""
         self._stop.set()
-        self._proc.join(self.delay + 5)
+        # The delay, then the last rating of every game (about a millisecond a game).
+        self._proc.join(self.delay + 30)
         if self._proc.is_alive():
             self._proc.kill()
             self._proc.join()
@@ -498,10 +633,18 @@ class LiveServer:
             self.channel.close()
 
 
-def print_url(url: str, token: str | None) -> None:
-    """Tell the user where the page is (stderr)."""
-    extra = " (keep this address to yourself: it holds the access token)" if token else ""
+def print_url(url: str, token: str | None, organiser_url: str = "") -> None:
+    """Tell the user where the page is (stderr): the viewer's address, and
+    the organiser's when there is one."""
+    extra = " (it holds the access token: give it only to your viewers)" if token else ""
     print(f"live view: {url}{extra}", file=sys.stderr, flush=True)
+    if organiser_url:
+        print(
+            f"live view, organiser's (tables in play card by card, deals later rotations "
+            f"still play: keep it to yourself): {organiser_url}",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def new_token() -> str:

@@ -28,6 +28,7 @@ Layout of an output folder::
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -37,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, cast
 
 import jinja2
 from markupsafe import Markup, escape
@@ -399,6 +400,46 @@ def entrant_page(index: int, name: str) -> str:
 def game_page(record: GameRecordJSON) -> str:
     """File name of a game's replay page."""
     return f"{int(record['game_index'])}-{slug(str(record['game_id'])) or 'game'}.html"
+
+
+# -- deals still to be played ----------------------------------------------------------
+
+
+def hidden_deals(
+    settings: Mapping[str, Any], records: Sequence[GameRecordJSON], games_total: int
+) -> set[str]:
+    """Deal keys whose cards the report must not show yet: in a run that is
+    not complete (fewer records than ``games_total``, an interrupted run
+    that ``--resume`` will continue), every deal key with fewer games played
+    than the table's seatings (4, or 24 with ``--seating full``): the other
+    rotations of its table will be dealt the same cards (R2), and the cards
+    played to a trick are the deal. Empty once the run is complete."""
+    if len(records) >= games_total:
+        return set()
+    seatings = stats.seatings_per_table(settings)
+    played: dict[str, int] = {}
+    for r in records:
+        played[str(r["deal_key"])] = played.get(str(r["deal_key"]), 0) + 1
+    return {deal for deal, n in played.items() if n < seatings}
+
+
+def redacted(rec: GameRecordJSON) -> GameRecordJSON:
+    """A copy of ``rec`` without a card, for the pages of a game whose deal
+    is still to be played elsewhere (:func:`hidden_deals`): no dealt hand, no
+    pass, no trick, no stderr (a bot may print its hand), no fault detail,
+    answer or cards (they can name cards); seats, scores, ranks, each hand's
+    points and each fault's seat, kind and moment stay."""
+    out = dict(rec)
+    out["hands"] = [
+        {**h, "dealt": [[], [], [], []], "passes": None, "tricks": []} for h in rec["hands"]
+    ]
+    note = f"hidden until every game of deal {rec['deal_key']} has finished"
+    out["faults"] = [
+        {**f, "detail": note, "answer": None, "cards": None} for f in rec.get("faults") or []
+    ]
+    out["stderr"] = ["", "", "", ""]
+    out["hidden"] = True
+    return cast(GameRecordJSON, out)
 
 
 # -- analysis ------------------------------------------------------------------
@@ -897,6 +938,9 @@ def game_context(
         if next_rec
         else None,
         "full_seating": stats.seatings_per_table(a.settings) == 24,
+        "hidden": bool(rec.get("hidden")),
+        "deal_games": sum(1 for r in a.records if r["deal_key"] == rec["deal_key"]),
+        "seatings": stats.seatings_per_table(a.settings),
     }
 
 
@@ -946,9 +990,18 @@ def write_outputs(
     """Write ``results.json``, ``standings.csv`` and the HTML report into
     ``out_dir``; return the results. Report pages left from an earlier run in
     ``entrants/`` and ``games/`` that this run does not have are removed.
-    ``key`` is revealed only if every game was played (:func:`build_results`)."""
+    ``key`` is revealed only if every game was played (:func:`build_results`).
+    While the run is not complete, the pages of a game whose deal other games
+    still play hold none of its cards (:func:`hidden_deals`, :func:`redacted`):
+    ``--resume`` writes them in full once the deal is done."""
     a = analyse(settings, names, records)
     results = build_results(settings, names, records, games_total, a, key)
+    # The pages of an unfinished run show no card of a deal still to be played.
+    hidden = hidden_deals(settings, a.records, games_total)
+    if hidden:
+        a = dataclasses.replace(
+            a, records=[redacted(r) if r["deal_key"] in hidden else r for r in a.records]
+        )
     _write_atomic(out_dir / RESULTS_FILE, json.dumps(results, indent=2) + "\n")
     _write_atomic(out_dir / CSV_FILE, standings_csv(a.standings))
     env = _env()

@@ -179,31 +179,176 @@ def test_hub_holds_back_by_the_delay_and_drops_finished_tables(tmp_path: Path) -
     assert json.loads(hub.texts["finished"])["played"] == 1
 
 
-def test_hub_standings_are_the_reports_for_the_finished_prefix(tmp_path: Path) -> None:
+def test_hub_standings_count_every_finished_game_and_converge(tmp_path: Path) -> None:
+    # Issue 24 item 6: the schedule's first game may finish last; the
+    # standings rate every finished game (schedule order, as the report).
     settings = _settings()
     records = synthesize(NAMES, settings, faults={"eve": "played 2H: R7"})
     hub = _hub(tmp_path, settings)
-    for r in [records[0], records[1], records[3]]:  # game 2 still in play
+    hub.games_total = len(records)
+    for r in records[1:4]:  # game 0 still in play
         hub.add_record(r, now=0.0)
     hub.tick(now=0.0)
     assert hub.standings_due(now=0.0)
     hub.compute_standings(now=0.0)
     part = json.loads(hub.texts["standings"])
-    assert part["prefix"] == 2 and part["played"] == 3
-    expected = analyse(hub.settings, NAMES, records[:2])
+    assert (part["counted"], part["prefix"], part["played"]) == (3, 0, 3)
+    assert part["missing"] == len(records) - 3 and part["missing_ids"] == ["game 0"]
+    expected = analyse(hub.settings, NAMES, records[1:4])
     assert part["rows"] == standings_rows(expected.standings)
+    assert sum(r["games"] for r in part["rows"]) == 3 * 4
     assert part["verdict"]["text"] == expected.verdict["text"]
-    hub.add_record(records[2], now=0.5)
-    hub.tick(now=0.5)
+    for i, r in enumerate([records[0], *records[4:]]):
+        hub.add_record(r, now=0.5 + i)
+    hub.tick(now=100.0)
     assert not hub.standings_due(now=0.5)  # at most once a second
-    assert hub.standings_due(now=1.0)
-    hub.compute_standings(now=1.0)
-    assert json.loads(hub.texts["standings"])["prefix"] == 4
+    hub.compute_standings(now=100.0)
+    final = json.loads(hub.texts["standings"])
+    assert (final["counted"], final["missing"], final["missing_ids"]) == (len(records), 0, [])
     rows = standings_rows(analyse(hub.settings, NAMES, records).standings)
+    assert final["rows"] == rows  # the report's standings
     eve = next(r for r in rows if r["name"] == "eve")
-    assert eve["faults"] == "16 (16 illegal)"
+    assert eve["faults"] == f"{4 * len(records) // 5} ({4 * len(records) // 5} illegal)"
     assert any(r["duplicate"].startswith("−") for r in rows)  # U+2212, as the report
     assert all(r["duplicate_interval"].startswith("[") for r in rows)
+
+
+def test_the_last_standings_before_the_end_are_every_games(tmp_path: Path) -> None:
+    # Issue 24 item 7: games that end just before the run does are rated
+    # before ``end``, whatever the standings' interval.
+    settings = _settings()
+    records = synthesize(NAMES, settings)
+    hub = _hub(tmp_path, settings)
+    _journal(hub.journal, records[:3])
+    hub.read_journal(now=0.0)
+    hub.tick(now=0.0)
+    hub.compute_standings(now=0.0)
+    _journal(hub.journal, records[3:])  # the last games, 0.3 s later
+    hub.read_journal(now=0.3)
+    hub.tick(now=0.3)
+    assert not hub.standings_due(now=0.3)
+    seen: dict[str, int] = {}
+    hub.message(seen)
+    hub.finish()
+    tail = hub.message(seen).decode()
+    assert tail.endswith("event: end\ndata: {}\n\n")
+    standings = json.loads(tail.split("event: standings\ndata: ")[1].split("\n")[0])
+    assert standings["counted"] == len(records) == standings["played"]
+    assert standings["rows"] == standings_rows(analyse(hub.settings, NAMES, records).standings)
+
+
+def test_a_replaced_journal_starts_the_hub_over(tmp_path: Path) -> None:
+    # Issue 24 item 8: ``run --overwrite`` removes the journal and run.json,
+    # then writes another run's; the hub forgets the first run.
+    first = synthesize(NAMES, _settings())
+    other_settings = TournamentSettings(seed=9, rounds=1, hands=1, target_score=None)
+    other_names = ["fay", "gus", "hal", "ivy"]
+    second = synthesize(other_names, other_settings)
+    current: dict[str, Any] = {}
+
+    def reload() -> tuple[dict[str, Any], int] | None:
+        return (current["settings"], current["total"]) if current else None
+
+    info = {**_settings().to_json(), "entrants": [{"name": n} for n in NAMES]}
+    hub = Hub(info, len(first), tmp_path / "games.jsonl", "finished", "", 0.0, reload)
+    _journal(hub.journal, first)
+    hub.read_journal(now=0.0)
+    hub.tick(now=0.0)
+    hub.compute_standings(now=0.0)
+    assert len(hub.records) == len(first) and hub.revealed("r1-t0")
+    hub.journal.unlink()  # --overwrite
+    hub.read_journal(now=1.0)
+    hub.tick(now=1.0)
+    assert hub.records == {} and not hub.revealed("r1-t0")
+    assert json.loads(hub.texts["finished"])["games"] == []
+    assert json.loads(hub.texts["standings"])["rows"] == []
+    assert json.loads(hub.texts["replays"])["games"] == []
+    current.update(
+        settings={**other_settings.to_json(), "entrants": [{"name": n} for n in other_names]},
+        total=len(second),
+    )
+    _journal(hub.journal, second[:2])
+    hub.read_journal(now=2.0)
+    hub.tick(now=2.0)
+    info_part = json.loads(hub.texts["info"])
+    assert info_part["entrants"] == other_names and info_part["games_total"] == len(second)
+    assert info_part["run"] == 2
+    hub.compute_standings(now=2.0)
+    shown = json.loads(hub.texts["standings"])
+    assert {r["name"] for r in shown["rows"]} == set(other_names)
+    assert [g["game_id"] for g in json.loads(hub.texts["finished"])["games"]] == [
+        second[1]["game_id"],
+        second[0]["game_id"],
+    ]
+    # A journal rewritten in place (same file, another first line) too.
+    with hub.journal.open("r+b") as f:
+        f.write(b'{"zzzzzz": 1, ')
+    hub.read_journal(now=3.0)
+    assert hub.run == 3
+
+
+def test_replays_and_hands_of_revealed_deals_only_and_older_pages(tmp_path: Path) -> None:
+    # Issue 24 items 5 and 9: the paced view gets games of finished deals,
+    # in the order the deals were revealed; older finished games page by page.
+    settings = TournamentSettings(seed=5, rounds=4, hands=1, target_score=None)
+    records = synthesize(NAMES, settings)
+    hub = _hub(tmp_path, settings)
+    by_deal: dict[str, list[int]] = {}
+    for r in records:
+        by_deal.setdefault(r["deal_key"], []).append(r["game_index"])
+    deals = list(by_deal)
+    # The second deal's four games, and three of the first's.
+    order = by_deal[deals[1]] + by_deal[deals[0]][:3]
+    for i in order:
+        hub.add_record(records[i], now=0.0)
+    hub.tick(now=0.0)
+    part = json.loads(hub.texts["replays"])
+    assert [g["game_index"] for g in part["games"]] == sorted(by_deal[deals[1]])
+    assert hub.game_replay(by_deal[deals[0]][0]) is None
+    data = hub.game_replay(by_deal[deals[1]][2])
+    assert data is not None
+    rec = records[by_deal[deals[1]][2]]
+    assert [c for t in data["hands"][0]["tricks"] for c in t[1]] == [
+        c for t in rec["hands"][0]["tricks"] for c in t["cards"]
+    ]
+    hub.add_record(records[by_deal[deals[0]][3]], now=1.0)
+    hub.tick(now=1.0)
+    part = json.loads(hub.texts["replays"])
+    assert [g["game_index"] for g in part["games"]] == sorted(by_deal[deals[1]]) + sorted(
+        by_deal[deals[0]]
+    )
+    for r in records:
+        hub.add_record(r, now=2.0)
+    hub.tick(now=2.0)
+    newest = hub.finished()
+    assert len(newest["games"]) == 12 and newest["older"]
+    shown = [g["game_index"] for g in newest["games"]]
+    seen = list(shown)
+    page = newest
+    while page["older"]:
+        page = hub.finished(before=page["games"][-1]["game_index"])
+        seen += [g["game_index"] for g in page["games"]]
+    assert seen == sorted(range(len(records)), reverse=True)  # every game reachable
+
+
+def test_viewers_get_no_table_in_play(tmp_path: Path) -> None:
+    # Issue 24 item 5: the cards of games in play go to the organiser only.
+    settings = _settings()
+    hub = _hub(tmp_path, settings)
+    games = schedule_round_robin(NAMES, settings)
+    hub.add_table(TableState(games[0]).to_json(), now=0.0)
+    hub.tick(now=0.0)
+    organiser: dict[str, int] = {}
+    viewer: dict[str, int] = {}
+    assert b"event: tables" in hub.message(organiser)
+    from arena.live.hub import VIEWER_PARTS
+
+    seen = hub.message(viewer, VIEWER_PARTS)
+    assert b"event: tables" not in seen and b"event: info" in seen
+    hub.add_table(TableState(games[1]).to_json(), now=1.0)
+    hub.tick(now=1.0)
+    assert hub.message(viewer, VIEWER_PARTS) == b""
+    assert b"event: tables" in hub.message(organiser)
 
 
 def test_streams_at_the_same_versions_share_one_encoded_message(tmp_path: Path) -> None:
@@ -216,7 +361,8 @@ def test_streams_at_the_same_versions_share_one_encoded_message(tmp_path: Path) 
     two: dict[str, int] = {}
     first = hub.message(one)
     assert hub.message(two) is first  # joined once, for both streams
-    assert first.decode().count("event: ") == 2  # info, then tables
+    # info, replays, finished, then tables (no standings before the first rating)
+    assert first.decode().count("event: ") == 4
     assert first.startswith(b"event: info\ndata: ") and b"\nevent: tables\ndata: " in first
     info = json.loads(first.decode().split("\n")[1][len("data: ") :])
     assert info["entrants"] == NAMES and info["mode"] == "live"
@@ -224,7 +370,7 @@ def test_streams_at_the_same_versions_share_one_encoded_message(tmp_path: Path) 
     hub.add_table(TableState(games[1]).to_json(), now=1.0)
     hub.tick(now=1.0)
     late: dict[str, int] = {}  # a stream that connects now gets every part
-    assert hub.message(late).decode().count("event: ") == 2
+    assert hub.message(late).decode().count("event: ") == 4
     update = hub.message(one)
     assert hub.message(two) is update
     assert update.decode().startswith("event: tables\n") and update.count(b"event: ") == 1
@@ -234,7 +380,7 @@ def test_streams_at_the_same_versions_share_one_encoded_message(tmp_path: Path) 
     assert hub.message(one) == b"event: end\ndata: {}\n\n" == hub.message(late)
 
 
-def test_standings_rate_a_prefix_once_and_less_often_when_it_is_slow(
+def test_standings_rate_the_same_games_once_and_less_often_when_slow(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import arena.live.hub as hub_module
@@ -243,9 +389,9 @@ def test_standings_rate_a_prefix_once_and_less_often_when_it_is_slow(
     records = synthesize(NAMES, settings)
     rated: list[int] = []
 
-    def counting(settings: Any, names: Any, prefix: Any) -> Any:
-        rated.append(len(prefix))
-        return analyse(settings, names, prefix)
+    def counting(settings: Any, names: Any, games: Any) -> Any:
+        rated.append(len(games))
+        return analyse(settings, names, games)
 
     monkeypatch.setattr(hub_module, "analyse", counting)
     hub = _hub(tmp_path, settings)
@@ -254,21 +400,22 @@ def test_standings_rate_a_prefix_once_and_less_often_when_it_is_slow(
     hub.tick(now=0.0)
     hub.compute_standings(now=0.0)
     before = json.loads(hub.texts["standings"])
-    hub.add_record(records[3], now=1.0)  # out of order: the prefix is still 2 games
+    hub.compute_standings(now=1.0)  # nothing new: not rated again
+    assert rated == [2] and json.loads(hub.texts["standings"]) == before
+    hub.add_record(records[3], now=1.0)  # out of order: counted all the same
     hub.tick(now=1.0)
-    assert hub.standings_due(now=1.0)
-    hub.compute_standings(now=1.0)
+    assert hub.standings_due(now=2.0)
+    hub.compute_standings(now=2.0)
     after = json.loads(hub.texts["standings"])
-    assert rated == [2]  # not rated again
-    assert (after["prefix"], after["played"]) == (2, 3)
-    assert after["rows"] == before["rows"] and after["verdict"] == before["verdict"]
+    assert rated == [2, 3]
+    assert (after["counted"], after["prefix"], after["played"]) == (3, 2, 3)
     hub.add_record(records[2], now=2.0)
     hub.tick(now=2.0)
     hub._standings_cost = 0.5  # as if rating took half a CPU second
-    assert not hub.standings_due(now=5.9)  # 0.5 s / STANDINGS_SHARE = 5 s
-    assert hub.standings_due(now=6.0)
-    hub.compute_standings(now=6.0)
-    assert rated == [2, 4] and json.loads(hub.texts["standings"])["prefix"] == 4
+    assert not hub.standings_due(now=6.9)  # 0.5 s / STANDINGS_SHARE = 5 s
+    assert hub.standings_due(now=7.0)
+    hub.compute_standings(now=7.0)
+    assert rated == [2, 3, 4] and json.loads(hub.texts["standings"])["counted"] == 4
 
 
 def test_checks_catch_a_leaked_card() -> None:
@@ -313,6 +460,20 @@ def test_addresses_and_tokens() -> None:
     ]
     loop = parse_address("8000")
     assert needs_token(loop, bots_sealed=False) and not needs_token(loop, bots_sealed=True)
+
+
+def test_every_loopback_address_is_answered_and_every_address_is_named() -> None:
+    # Issue 24 item 9: 127.0.0.2 is loopback (no token is printed for it),
+    # so the page must answer it; a bind on every address prints one a
+    # remote viewer can open.
+    from arena.live.server import loopback_name, page_url
+
+    assert parse_address("127.0.0.2:1").loopback
+    assert all(loopback_name(h) for h in ("127.0.0.1", "127.0.0.2", "localhost", "::1"))
+    assert not any(loopback_name(h) for h in ("evil.example", "10.0.0.1", "0.0.0.0", ""))
+    url = page_url("http://0.0.0.0:8123", "tok")
+    assert "0.0.0.0" not in url and url.endswith(":8123/?token=tok")
+    assert page_url("http://127.0.0.2:80", None) == "http://127.0.0.2:80/"
 
 
 def test_cli_refuses_live_options_it_cannot_use(tmp_path: Path, capsys: Any) -> None:
@@ -362,3 +523,20 @@ def test_dask_runs_serve_finished_games_only_and_the_token_is_checked(tmp_path: 
             assert len(json.loads(reply.read())["hands"]) == 2
     finally:
         server.close()
+
+
+def test_a_complete_run_reveals_every_deal(tmp_path: Path) -> None:
+    # A ladder's budget can end inside a table: once every scheduled game is
+    # played, no deal is still to be played.
+    settings = _settings()
+    records = synthesize(NAMES, settings)
+    hub = _hub(tmp_path, settings)
+    hub.games_total = 6  # games 4 and 5 of deal r1-t1, the last two of the run
+    for r in records[:5]:
+        hub.add_record(r, now=0.0)
+    hub.tick(now=0.0)
+    assert hub.game_replay(4) is None
+    hub.add_record(records[5], now=1.0)
+    hub.tick(now=1.0)
+    assert hub.game_replay(4) is not None and hub.game_hands(5) is not None
+    assert json.loads(hub.texts["replays"])["revealed"] == 6

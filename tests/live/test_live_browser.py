@@ -197,14 +197,27 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
         "2",
         "--no-sandbox",
     ]
-    proc, url = _start([*args, "--out", str(out), "--quiet", "--live", "0"], tmp_path / "run.log")
+    log = tmp_path / "run.log"
+    proc, viewer_url = _start([*args, "--out", str(out), "--quiet", "--live", "0"], log)
     try:
-        origin = url.split("/?")[0]
-        token = url.split("token=")[1]  # bots run unsealed: a token is required
+        origin = viewer_url.split("/?")[0]
+        token = viewer_url.split("token=")[1]  # bots run unsealed: a token is required
         with pytest.raises(urllib.error.HTTPError) as denied:
             urllib.request.urlopen(f"{origin}/events", timeout=10)
         assert denied.value.code == 403
-        stream = Stream(f"{origin}/events?token={token}")
+        _wait(lambda: "organiser's" in log.read_text(), 10, "the organiser's address")
+        found = re.search(r"live view, organiser's .*?: (http://\S+)", log.read_text())
+        assert found, log.read_text()
+        url = found.group(1)  # the tables in play are on the organiser's address only
+        organiser = url.split("token=")[1]
+        assert organiser != token
+        # The viewer's stream never carries a table in play.
+        with urllib.request.urlopen(f"{origin}/events?token={token}", timeout=20) as reply:
+            head = b""
+            while b"event: finished" not in head:
+                head += reply.readline()
+        assert b"event: tables" not in head and b'"organiser":false' in head
+        stream = Stream(f"{origin}/events?token={organiser}")
         stream.start()
         context = browser.new_context(viewport={"width": 1280, "height": 1000})
         watch = Watch(origin)
@@ -296,9 +309,8 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
         first_hand = page.locator("#hands table.hands tr").first
         assert first_hand.locator(".card").count() == 52
         assert HOSTILE in page.inner_text("#standings")
+        page.wait_for_selector("#player:not([hidden]) .pl-table", timeout=30_000)
         page.screenshot(path=str(SHOTS / "live-watch.png"), full_page=False)
-        watch.check()
-        context.close()
         time.sleep(0.5)
         for _, event, data in stream.messages:
             assert event != "tables" or data["tables"] == []
@@ -307,6 +319,288 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
         shown = [m for m in stream.messages if m[1] == "standings"][-1][2]
         assert [r["name"] for r in shown["rows"]] == [r["name"] for r in results["standings"]]
         assert shown["verdict"]["text"] == results["confidence"]["verdict"]["text"]
+        # Issue 24 item 8: another run replaces this one (as run --overwrite
+        # does: the journal and run.json removed, then the new run's written).
+        from arena.tournament.runner import TournamentSettings
+        from arena.tournament.synthetic import synthesize
+
+        run_info = json.loads((out / "run.json").read_text())
+        (out / "games.jsonl").unlink()
+        (out / "run.json").unlink()
+        new_names = ["fay", "gus", "hal", "ivy"]
+        new_settings = TournamentSettings(seed=9, rounds=1, hands=1, target_score=None)
+        new_records = synthesize(new_names, new_settings)
+        entrants = [
+            {**run_info["settings"]["entrants"][i], "name": n} for i, n in enumerate(new_names)
+        ]
+        run_info.update(
+            settings={**new_settings.to_json(), "entrants": entrants},
+            games_total=len(new_records),
+        )
+        (out / "run.json").write_text(json.dumps(run_info))
+        (out / "games.jsonl").write_text("".join(json.dumps(r) + "\n" for r in new_records[:2]))
+        _wait(lambda: "2 of 4 games" in page.inner_text("#played"), 30, "the new run's games")
+        rows = page.eval_on_selector_all("#standings tbody td.name", "els => els.map(e => e.title)")
+        _wait(
+            lambda: (
+                set(
+                    page.eval_on_selector_all(
+                        "#standings tbody td.name", "els => els.map(e => e.title)"
+                    )
+                )
+                == set(new_names)
+            ),
+            30,
+            f"the new run's standings (shown: {rows})",
+        )
+        watch.check()
+        context.close()
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 130
+
+
+# -- the paced view and the organiser's tables, from a hub fed by the test ----------
+
+LONG = "long-" + "x" * 150
+SHOWN_JS = """
+window.__shown = [];
+document.addEventListener("DOMContentLoaded", () => {
+  const node = document.getElementById("player");
+  new MutationObserver(() => {
+    const cards = node.querySelectorAll(".pl-center .card");
+    const last = cards.length ? cards[cards.length - 1] : null;
+    window.__shown.push([Number(node.dataset.game), Number(node.dataset.hand),
+      Number(node.dataset.trick), Number(node.dataset.card),
+      last ? last.dataset.card : null, last ? last.textContent : null]);
+  }).observe(node, { attributes: true, attributeFilter: ["data-card"] });
+});
+"""
+
+
+class Served(threading.Thread):
+    """:func:`arena.live.server.serve` of a hub in a thread: :attr:`urls`
+    once listening; :meth:`end` ends the run (the ``end`` event, then the
+    server stops), :meth:`kill` drops it without one (a lost connection)."""
+
+    def __init__(self, hub: Any, token: str | None, organiser: str | None) -> None:
+        super().__init__(daemon=True)
+        self.hub, self.token, self.organiser = hub, token, organiser
+        self.channel: Any = __import__("queue").Queue()
+        self.urls: dict[str, str] = {}
+        self._end = threading.Event()
+        self._kill = threading.Event()
+
+    def run(self) -> None:
+        import trio
+
+        from arena.live.server import Address, serve
+
+        async def stop() -> None:
+            while not self._end.is_set():  # noqa: ASYNC110
+                await trio.sleep(0.05)
+
+        async def main() -> None:
+            async with trio.open_nursery() as nursery:
+
+                async def killer() -> None:
+                    while not self._kill.is_set():  # noqa: ASYNC110
+                        await trio.sleep(0.05)
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(killer)
+                await serve(
+                    self.hub,
+                    Address("127.0.0.1", 0),
+                    self.token,
+                    self.channel,
+                    lambda url: self.urls.setdefault("viewer", url),
+                    stop,
+                    self.organiser,
+                    lambda url: self.urls.setdefault("organiser", url),
+                )
+                nursery.cancel_scope.cancel()
+
+        trio.run(main)
+
+    def started(self) -> Served:
+        self.start()
+        _wait(lambda: "viewer" in self.urls, 60, "the page's server")
+        return self
+
+    def end(self) -> None:
+        self._end.set()
+        self.join(timeout=30)
+
+    def kill(self) -> None:
+        self._kill.set()
+        self.join(timeout=30)
+
+
+def _positions(record: dict[str, Any]) -> list[tuple[int, int, int, str | None]]:
+    """Every moment of a game's replay, as the player steps: (hand, trick,
+    card, the last card on the table)."""
+    out: list[tuple[int, int, int, str | None]] = []
+    for hand in record["hands"]:
+        n = hand["hand_number"]
+        out.append((n, 0, 0, None))
+        if hand["direction"] != "hold":
+            out.append((n, 0, 1, None))
+        for t, trick in enumerate(hand["tricks"], 1):
+            out += [(n, t, c, card) for c, card in enumerate(trick["cards"], 1)]
+    return out
+
+
+def _shown(page: Any) -> list[tuple[int, int, int, int, str | None, str | None]]:
+    return [tuple(x) for x in page.evaluate("window.__shown")]
+
+
+@pytest.mark.timeout(300)
+def test_paced_view_follows_finished_deals_card_by_card(browser: Any, tmp_path: Path) -> None:
+    # Issue 24 items 5, 6, 7 and 9, from a hub the test feeds (no bots).
+    from arena.game.feed import TableState
+    from arena.live.hub import Hub, standings_rows
+    from arena.report.outputs import analyse
+    from arena.tournament.runner import TournamentSettings, schedule_round_robin
+    from arena.tournament.synthetic import synthesize
+
+    names = ["ada", LONG, HOSTILE, "cy", "dee"]
+    settings = TournamentSettings(seed=5, rounds=1, hands=1, target_score=None)
+    records = synthesize(names, settings)
+    info = {**settings.to_json(), "entrants": [{"name": n} for n in names]}
+    journal = tmp_path / "games.jsonl"
+
+    def append(indexes: list[int]) -> None:
+        with journal.open("a") as f:
+            f.write("".join(json.dumps(records[i]) + "\n" for i in indexes))
+
+    # Deal r1-t1 (games 4 to 7) is over; r1-t0 and r1-t2 are still played.
+    first = [0, 1, 2, 4, 5, 6, 7, 8]
+    append(first)
+    hub = Hub(info, len(records), journal, "live", "")
+    server = Served(hub, None, "orgtoken").started()
+    viewer_url = server.urls["viewer"]
+    assert "token" not in viewer_url and server.urls["organiser"].endswith("?token=orgtoken")
+    game = schedule_round_robin(names, settings)[9]
+    table = TableState(game)
+    table.apply({"event": "deal", "hand_number": 1, "direction": "hold"})
+    table.apply({"event": "card", "seat": 0, "card": "TH"})
+    table.apply({"event": "decision", "seat": 1, "kind": "play", "deadline": time.time() + 600})
+    server.channel.put(table.to_json())
+    late = TableState(schedule_round_robin(names, settings)[10])
+    late.apply({"event": "deal", "hand_number": 1, "direction": "hold"})
+    late.apply({"event": "decision", "seat": 0, "kind": "play", "deadline": time.time() - 5})
+    server.channel.put(late.to_json())
+
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    context.add_init_script(SHOWN_JS)
+    page = context.new_page()
+    origin = viewer_url.rstrip("/")
+    watch = Watch(origin)
+    watch.attach(context, page)
+    page.goto(viewer_url + "?speed=20")
+    revealed = {4, 5, 6, 7}
+
+    def second_game_started() -> bool:
+        return len({s[0] for s in _shown(page)}) >= 2
+
+    _wait(second_game_started, 120, "the featured table to play a game through")
+    shown = _shown(page)
+    assert {s[0] for s in shown} <= revealed  # never a deal a game still plays
+    featured = shown[0][0]
+    assert featured == 7  # the newest finished deal's last game first
+    steps = [s[1:5] for s in shown if s[0] == featured]
+    assert steps == _positions(records[featured])  # every card, in order, once
+    tens = [s for s in shown if s[4] and s[4][0] == "T"]
+    assert tens and all(s[5].startswith("10") for s in tens)
+    assert shown[len(steps)][0] == 6 and shown[len(steps)][1:4] == (1, 0, 0)
+    # The viewer's page has no table in play; the standings count every finished game.
+    assert page.is_hidden("#tables-section")
+    assert page.locator("#tables .table").count() == 0
+    note = page.inner_text("#prefix")
+    assert "all 8 finished games of 20" in note and "Not counted yet: 12 games" in note
+    expected = standings_rows(analyse(info, names, [records[i] for i in first]).standings)
+    shown_names = page.eval_on_selector_all(
+        "#standings tbody td.name", "els => els.map(e => e.title)"
+    )
+    assert shown_names == [r["name"] for r in expected]
+    # A long name is cut: the standings stay on the screen.
+    right = page.evaluate("document.querySelector('#standings').getBoundingClientRect().right")
+    assert right <= 1280
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280  # nothing wider
+
+    # Pause, step card by card, pick another table.
+    page.click("#player button[data-action=play]")
+    before = len(_shown(page))
+    for _ in range(3):
+        page.click("#player button[data-action=next]")
+    after = _shown(page)
+    assert len(after) == before + 3
+    moments = [s[1:4] for s in after[-4:]]
+    game6 = [p[:3] for p in _positions(records[after[-1][0]])]
+    at = game6.index(moments[0])
+    assert moments == game6[at : at + 4]
+    page.select_option("#paced-pick", "4")
+    _wait(lambda: _shown(page)[-1][0] == 4, 30, "game 4 to be featured")
+    assert _shown(page)[-1][1:4] == (1, 0, 0)
+    assert page.locator("#paced-pick option[value='0']").count() == 0
+    append([3])  # deal r1-t0 is over: its games can be featured now
+    page.wait_for_selector("#paced-pick option[value='0']", state="attached", timeout=30_000)
+
+    # The organiser's page: tables in play, with a countdown only while it runs.
+    organiser = context.new_page()
+    watch.attach(context, organiser)
+    organiser.goto(server.urls["organiser"])
+    organiser.wait_for_selector("#tables .table", timeout=30_000)
+    assert organiser.locator("#tables .table").count() == 2
+    live = organiser.locator(f"#tables .table[data-game='{game.game_id}']")
+    assert "10♥" in live.locator(".trick").inner_text()
+    _wait(lambda: "s left" in live.inner_text(), 10, "a countdown")
+    over = organiser.locator("#tables .table").nth(1)
+    assert over.locator(".clock[data-deadline]").inner_text().strip() == ""  # deadline passed
+
+    # Every game finishes; then the run ends at once: the last standings are final.
+    append([i for i in range(len(records)) if i not in first and i != 3])
+    server.end()
+    final = standings_rows(analyse(info, names, records).standings)
+    page.wait_for_selector(".live-tag.over", timeout=30_000)
+    assert "Every game is counted" in page.inner_text("#prefix")
+    cells = page.eval_on_selector_all(
+        "#standings tbody tr", "els => els.map(e => [e.cells[1].title, e.cells[2].textContent])"
+    )
+    assert cells == [[r["name"], r["conservative"]] for r in final]
+    assert "The run is over" in page.inner_text("#status")
+    assert organiser.is_hidden("#tables-section")
+    # The server has stopped: "show hands" says so rather than loading forever.
+    page.locator("#finished button.show").first.click()
+    _wait(lambda: "server has stopped" in page.inner_text("#hands"), 30, "the hands' answer")
+    watch.errors = [e for e in watch.errors if "Failed to load resource" not in e]
+    watch.check()
+    context.close()
+
+
+@pytest.mark.timeout(300)  # a loaded machine starts the page slowly
+def test_tables_of_a_lost_server_are_marked_stale(browser: Any, tmp_path: Path) -> None:
+    # Issue 24 item 9: a disconnect marks the tables and stops their clocks.
+    from arena.game.feed import TableState
+    from arena.live.hub import Hub
+    from arena.tournament.runner import TournamentSettings, schedule_round_robin
+
+    names = ["ada", "bob", "cy", "dee"]
+    settings = TournamentSettings(seed=5, rounds=1, hands=1, target_score=None)
+    info = {**settings.to_json(), "entrants": [{"name": n} for n in names]}
+    hub = Hub(info, 4, tmp_path / "games.jsonl", "live", "")
+    server = Served(hub, None, "org").started()
+    table = TableState(schedule_round_robin(names, settings)[0])
+    table.apply({"event": "deal", "hand_number": 1, "direction": "hold"})
+    table.apply({"event": "decision", "seat": 2, "kind": "play", "deadline": time.time() + 600})
+    server.channel.put(table.to_json())
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(server.urls["organiser"])
+    page.wait_for_selector("#tables .table .clock:not(:empty)", timeout=90_000)
+    server.kill()  # no end event: the connection is lost
+    page.wait_for_selector("#tables .table.stale", timeout=90_000)
+    assert page.is_visible("#stale") and "Disconnected" in page.inner_text("#stale")
+    assert page.locator("#tables .clock[data-deadline]").inner_text().strip() == ""
+    context.close()

@@ -274,9 +274,16 @@
     return "seat " + s + " (" + data.seats[s] + ")";
   }
 
-  function Player(node, data) {
+  /**
+   * The player of `data` drawn into `node`. `options` (all optional): history (false: the
+   * address keeps its fragment, for a page that is not a replay page), onEnd (called when
+   * autoplay reaches the game's last card, instead of only stopping), speeds (a list of
+   * [milliseconds a card, label]) and speed (the one chosen first, milliseconds).
+   */
+  function Player(node, data, options) {
     this.node = node;
     this.data = data;
+    this.options = options || {};
     this.list = positions(data);
     this.i = 0;
     this.seat = -1;
@@ -310,12 +317,14 @@
     var speedLabel = el("label", "pl-speed", "Speed ");
     this.speed = el("select");
     this.speed.setAttribute("data-control", "speed");
-    [["2000", "slow (2 s a card)"], ["1000", "normal (1 s)"], ["400", "fast (0.4 s)"], ["150", "fastest"]].forEach(function (o) {
+    var speeds = this.options.speeds || [["2000", "slow (2 s a card)"], ["1000", "normal (1 s)"], ["400", "fast (0.4 s)"], ["150", "fastest"]];
+    speeds.forEach(function (o) {
       var opt = el("option", null, o[1]);
-      opt.value = o[0];
+      opt.value = String(o[0]);
       self.speed.appendChild(opt);
     });
-    this.speed.value = "1000";
+    this.speed.value = String(this.options.speed || 1000);
+    if (!this.speed.value) this.speed.value = String(speeds[0][0]);
     this.speed.addEventListener("change", function () {
       self.speed.blur(); // give the arrow keys back to the player
       if (self.timer) { self.stop(); self.start(); }
@@ -376,8 +385,10 @@
       node.appendChild(list);
     }
     var foot = el("p", "pl-keys");
-    foot.appendChild(this.link);
-    node.appendChild(foot);
+    if (this.options.history !== false) {
+      foot.appendChild(this.link);
+      node.appendChild(foot);
+    }
     node.appendChild(el("p", "pl-keys",
       "Keys: \u2190 \u2192 card, Shift+\u2190 \u2192 or Page Up/Down trick, Home/End first/last, P autoplay, 0\u20133 a seat's view, O all open."));
   };
@@ -409,7 +420,11 @@
     var self = this;
     if (this.i >= this.list.length - 1) this.go(0);
     this.timer = setInterval(function () {
-      if (self.i >= self.list.length - 1) self.stop(); else self.go(self.i + 1, true);
+      if (self.i < self.list.length - 1) self.go(self.i + 1, true);
+      else {
+        self.stop();
+        if (self.options.onEnd) self.options.onEnd(self);
+      }
     }, Number(this.speed.value) || 1000);
     this.playButton.textContent = "Pause";
     this.playButton.setAttribute("aria-pressed", "true");
@@ -529,6 +544,7 @@
       ev.appendChild(el("p", "pl-result", line + (r.last ? ". The game is over." : ".")));
     }
     this.link.href = momentHash(data, pos, seat);
+    if (this.options.history === false) return;
     try {
       history.replaceState(null, "", momentHash(data, pos, seat));
     } catch (err) { /* some browsers refuse it on file:// pages; the moment is still shown */ }
@@ -588,7 +604,8 @@
     return player;
   }
 
-  root.HeartsReplay = { positions: positions, view: view, parseMoment: parseMoment, momentHash: momentHash, start: start };
+  root.HeartsReplay = { positions: positions, view: view, parseMoment: parseMoment, momentHash: momentHash, start: start,
+    Player: Player, cardText: cardText };
   if (typeof document !== "undefined") {
     if (document.readyState === "loading") {
       document.addEventListener("DOMContentLoaded", function () { root.HeartsReplay.player = start(); });
