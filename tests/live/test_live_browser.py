@@ -159,7 +159,7 @@ def _ask_hands(base: str, token: str, finished: dict[str, Any]) -> list[tuple[fl
     for g in finished["games"]:
         url = f"{base}/api/game/{g['game_index']}?token={token}"
         try:
-            with urllib.request.urlopen(url, timeout=10) as reply:
+            with urllib.request.urlopen(url, timeout=60) as reply:
                 body = json.loads(reply.read())
                 status = reply.status
         except urllib.error.HTTPError as exc:
@@ -203,7 +203,7 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
         origin = viewer_url.split("/?")[0]
         token = viewer_url.split("token=")[1]  # bots run unsealed: a token is required
         with pytest.raises(urllib.error.HTTPError) as denied:
-            urllib.request.urlopen(f"{origin}/events", timeout=10)
+            urllib.request.urlopen(f"{origin}/events", timeout=60)
         assert denied.value.code == 403
         _wait(lambda: "organiser's" in log.read_text(), 10, "the organiser's address")
         found = re.search(r"live view, organiser's .*?: (http://\S+)", log.read_text())
@@ -212,7 +212,7 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
         organiser = url.split("token=")[1]
         assert organiser != token
         # The viewer's stream never carries a table in play.
-        with urllib.request.urlopen(f"{origin}/events?token={token}", timeout=20) as reply:
+        with urllib.request.urlopen(f"{origin}/events?token={token}", timeout=60) as reply:
             head = b""
             while b"event: finished" not in head:
                 head += reply.readline()
@@ -220,13 +220,14 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
         stream = Stream(f"{origin}/events?token={organiser}")
         stream.start()
         context = browser.new_context(viewport={"width": 1280, "height": 1000})
+        context.set_default_timeout(0)  # pytest-timeout bounds the test
         watch = Watch(origin)
         page = context.new_page()
         watch.attach(context, page)
         page.goto(url)
-        page.wait_for_selector("#standings tbody tr", timeout=60_000)
+        page.wait_for_selector("#standings tbody tr")
         first_prefix = page.inner_text("#prefix")
-        page.wait_for_selector("#tables .table", timeout=60_000)
+        page.wait_for_selector("#tables .table")
         first_tables = page.inner_text("#tables")
         _wait(lambda: page.inner_text("#tables") != first_tables, 30, "a table to change")
         # Only the cards of the current trick are on the tables, never a hand.
@@ -241,7 +242,7 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
         # The hostile entrant name is text, not markup.
         assert HOSTILE in page.inner_text("#standings")
         assert page.locator("#standings b").count() == 0
-        page.wait_for_selector("#tables .faults li, #tables .seat-faults", timeout=60_000)
+        page.wait_for_selector("#tables .faults li, #tables .seat-faults")
         answers: list[tuple[float, int, int]] = []
 
         def standings_moved() -> bool:
@@ -262,7 +263,7 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
         button = page.locator("#finished button.show")
         if button.count():
             button.first.click()
-            page.wait_for_selector("#hands table.hands", timeout=10_000)
+            page.wait_for_selector("#hands table.hands")
         SHOTS.mkdir(exist_ok=True)
         page.screenshot(path=str(SHOTS / "live.png"), full_page=False)
         assert proc.poll() is None, "the run ended before the page was checked"
@@ -288,28 +289,29 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
         origin = url.rstrip("/")
         rebound = urllib.request.Request(f"{origin}/", headers={"Host": "evil.example"})
         with pytest.raises(urllib.error.HTTPError) as denied:
-            urllib.request.urlopen(rebound, timeout=10)  # a DNS-rebound page is refused
+            urllib.request.urlopen(rebound, timeout=60)  # a DNS-rebound page is refused
         assert denied.value.code == 403
         stream = Stream(f"{origin}/events")
         stream.start()
         context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.set_default_timeout(0)  # pytest-timeout bounds the test
         watch = Watch(origin)
         page = context.new_page()
         watch.attach(context, page)
         page.goto(url)
-        page.wait_for_selector("#standings tbody tr", timeout=30_000)
-        page.wait_for_selector("#finished tbody tr", timeout=30_000)
+        page.wait_for_selector("#standings tbody tr")
+        page.wait_for_selector("#finished tbody tr")
         assert page.locator("#standings tbody tr").count() == 5
         assert "40 of 40 games" in page.inner_text("#played")
         assert page.is_hidden("#tables-section")
         assert "finished games" in page.inner_text("#note")
         assert page.locator("#finished button.show").count() == 12  # every deal is over
         page.locator("#finished button.show").first.click()
-        page.wait_for_selector("#hands table.hands", timeout=10_000)
+        page.wait_for_selector("#hands table.hands")
         first_hand = page.locator("#hands table.hands tr").first
         assert first_hand.locator(".card").count() == 52
         assert HOSTILE in page.inner_text("#standings")
-        page.wait_for_selector("#player:not([hidden]) .pl-table", timeout=30_000)
+        page.wait_for_selector("#player:not([hidden]) .pl-table")
         page.screenshot(path=str(SHOTS / "live-watch.png"), full_page=False)
         time.sleep(0.5)
         for _, event, data in stream.messages:
@@ -493,6 +495,8 @@ def test_paced_view_follows_finished_deals_card_by_card(browser: Any, tmp_path: 
     server.channel.put(late.to_json())
 
     context = browser.new_context(viewport={"width": 1280, "height": 1000})
+
+    context.set_default_timeout(0)  # pytest-timeout bounds the test
     context.add_init_script(SHOWN_JS)
     page = context.new_page()
     origin = viewer_url.rstrip("/")
@@ -545,13 +549,13 @@ def test_paced_view_follows_finished_deals_card_by_card(browser: Any, tmp_path: 
     assert _shown(page)[-1][1:4] == (1, 0, 0)
     assert page.locator("#paced-pick option[value='0']").count() == 0
     append([3])  # deal r1-t0 is over: its games can be featured now
-    page.wait_for_selector("#paced-pick option[value='0']", state="attached", timeout=30_000)
+    page.wait_for_selector("#paced-pick option[value='0']", state="attached")
 
     # The organiser's page: tables in play, with a countdown only while it runs.
     organiser = context.new_page()
     watch.attach(context, organiser)
     organiser.goto(server.urls["organiser"])
-    organiser.wait_for_selector("#tables .table", timeout=30_000)
+    organiser.wait_for_selector("#tables .table")
     assert organiser.locator("#tables .table").count() == 2
     live = organiser.locator(f"#tables .table[data-game='{game.game_id}']")
     assert "10♥" in live.locator(".trick").inner_text()
@@ -563,7 +567,7 @@ def test_paced_view_follows_finished_deals_card_by_card(browser: Any, tmp_path: 
     append([i for i in range(len(records)) if i not in first and i != 3])
     server.end()
     final = standings_rows(analyse(info, names, records).standings)
-    page.wait_for_selector(".live-tag.over", timeout=30_000)
+    page.wait_for_selector(".live-tag.over")
     assert "Every game is counted" in page.inner_text("#prefix")
     cells = page.eval_on_selector_all(
         "#standings tbody tr", "els => els.map(e => [e.cells[1].title, e.cells[2].textContent])"
@@ -596,11 +600,12 @@ def test_tables_of_a_lost_server_are_marked_stale(browser: Any, tmp_path: Path) 
     table.apply({"event": "decision", "seat": 2, "kind": "play", "deadline": time.time() + 600})
     server.channel.put(table.to_json())
     context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(0)  # pytest-timeout bounds the test
     page = context.new_page()
     page.goto(server.urls["organiser"])
-    page.wait_for_selector("#tables .table .clock:not(:empty)", timeout=90_000)
+    page.wait_for_selector("#tables .table .clock:not(:empty)")
     server.kill()  # no end event: the connection is lost
-    page.wait_for_selector("#tables .table.stale", timeout=90_000)
+    page.wait_for_selector("#tables .table.stale")
     assert page.is_visible("#stale") and "Disconnected" in page.inner_text("#stale")
     assert page.locator("#tables .clock[data-deadline]").inner_text().strip() == ""
     context.close()
