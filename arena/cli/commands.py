@@ -109,6 +109,8 @@ _RECORDED_FLAGS: Final = {
     "strikes": "strikes",
     "transcripts": "transcripts",
     "transcript_cap": "transcript_cap",
+    "pace": "pace",
+    "wall_cap": "wall_cap",
     "jobs": "jobs",
     "fresh_processes": "fresh_processes",
     "disqualify_after": "disqualify_after",
