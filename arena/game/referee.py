@@ -69,8 +69,9 @@ DEFAULT_STRIKES: Final = 3
 #: from its core by other load (:attr:`RefereeSettings.wall_cap`).
 DEFAULT_WALL_CAP: Final = 2.0
 #: Under a pace, a decision's wall-clock cap ends this many seconds before
-#: its tick, so that even a timeout is delivered on the first tick.
-PACE_MARGIN: Final = 0.02
+#: its tick, so that even a timeout is delivered on the first tick (a request
+#: may be sent up to :data:`arena.seats.wire.SEND_SLACK` after its tick).
+PACE_MARGIN: Final = 0.05
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,7 @@ import trio
 from arena.core.cards import CARD_NAMES, mask_of_names, names_of
 from arena.core.rules import default_pass, default_play
 from arena.seats.seat import Message
-from arena.seats.wire import WireSeat, next_tick
+from arena.seats.wire import SEND_SLACK, WireSeat, next_tick
 
 #: Bytes the bot's input holds unread before writes to it wait (a pipe's 64 KiB).
 INPUT_CAPACITY: Final = 65536
@@ -379,7 +379,7 @@ class MemorySeat(WireSeat):
 
     async def _take_core(self, pace: tuple[float, float] | None = None) -> None:
         if pace is not None:  # frozen until the tick, as a bot process is
-            await trio.sleep_until(next_tick(*pace, trio.current_time()))
+            await trio.sleep_until(next_tick(*pace, trio.current_time(), slack=SEND_SLACK))
         self.asked_at.append(trio.current_time())
         if self.frozen:
             self.thaw()

@@ -49,7 +49,13 @@ from arena.seats.isolation import (
     renew_cpu_limit,
 )
 from arena.seats.seat import Reply
-from arena.seats.wire import MAX_OUTGOING_BYTES, MAX_PRE_REQUEST_READ, WireSeat, next_tick
+from arena.seats.wire import (
+    MAX_OUTGOING_BYTES,
+    MAX_PRE_REQUEST_READ,
+    SEND_SLACK,
+    WireSeat,
+    next_tick,
+)
 
 __all__ = [
     "MAX_OUTGOING_BYTES",
@@ -383,7 +389,7 @@ class BotProcess(WireSeat):
         if gate is not None and self._token is None:
             self._token = self._last_token = await gate.acquire(self._last_token)
         if pace is not None:
-            await trio.sleep_until(next_tick(*pace, trio.current_time()))
+            await trio.sleep_until(next_tick(*pace, trio.current_time(), slack=SEND_SLACK))
         group = self.spec.cgroup
         if group is not None:
             if gate is not None and self._token is not None:

@@ -47,12 +47,21 @@ MIN_EXTENSION: Final = 0.005
 BUDGET_SLACK: Final = 0.001
 
 
-def next_tick(origin: float, tick: float, now: float, *, first: int = 0) -> float:
+#: Under a pace, a request whose bot got its core within this many seconds
+#: of the tick it was asked on is sent at once, not on the next tick (taking
+#: a free core is not instant: the referee's own work, the lock files).
+SEND_SLACK: Final = 0.02
+
+
+def next_tick(
+    origin: float, tick: float, now: float, *, first: int = 0, slack: float = 0.0
+) -> float:
     """The first instant ``origin + k * tick`` (``k >= first``, an integer)
-    at or after ``now``; all in seconds of one clock (Trio time). The pace's
-    ticks (``--pace``: :class:`arena.game.referee.RefereeSettings`)."""
-    k = max(first, math.ceil((now - origin) / tick - 1e-9))
-    return origin + k * tick
+    at or after ``now - slack``, or ``now`` if that is later (within the
+    slack); all in seconds of one clock (Trio time). The pace's ticks
+    (``--pace``: :class:`arena.game.referee.RefereeSettings`)."""
+    k = max(first, math.ceil((now - slack - origin) / tick - 1e-9))
+    return max(now, origin + k * tick) if slack else origin + k * tick
 
 
 def cpu_deadline(

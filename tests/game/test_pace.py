@@ -98,10 +98,10 @@ class CoreSeat(MemorySeat):
         super().__init__(label, bot, **kw)
         self._cores = cores
         self._holding = False
-        self.late = late  # seconds it waits before asking for a core (an order for tests)
+        self.late = late  # seconds it waits before asking a core for its pass (an order)
 
     async def _take_core(self, pace: tuple[float, float] | None = None) -> None:
-        if self.late:
+        if self.late and len(self.asked_at) == 1:  # after hello: the pass
             await trio.sleep(self.late)
         await self._cores.acquire()
         self._holding = True
@@ -259,6 +259,10 @@ def test_ticks() -> None:
     assert next_tick(10.0, 0.5, 10.2) == 10.5
     assert next_tick(10.0, 0.5, 10.5) == 10.5
     assert next_tick(10.0, 0.5, 11.7, first=1) == 12.0
+    # A core got within the slack: sent at once; later: on the next tick.
+    assert next_tick(10.0, 0.5, 10.01, slack=0.02) == 10.01
+    assert next_tick(10.0, 0.5, 10.03, slack=0.02) == 10.5
+    assert next_tick(10.0, 0.5, 10.51, slack=0.02) == 10.51
 
 
 # -- clocks counted in CPU time (item 8) ---------------------------------------------
