@@ -65,27 +65,41 @@ def next_tick(
 
 
 def cpu_deadline(
-    due: float, now: float, cpu_used: float, budget: float, cap: float, runnable: bool | None
+    due: float,
+    now: float,
+    cpu_used: float,
+    budget: float,
+    cap: float,
+    runnable: bool | None,
+    looked: bool = False,
 ) -> float | None:
     """When a bot whose wall deadline ``due`` has come (Trio time ``now``)
-    is due next under a CPU-time budget: ``None`` if it is due now, that is
-    if it used ``budget`` seconds of CPU (less :data:`BUDGET_SLACK`), or the
-    wall cap ``cap`` (Trio time) has come, or it is not ``runnable`` (every
-    thread asleep: it is not being kept from a CPU, it is waiting on
-    something else); else ``now`` plus the CPU it has left (at least
-    :data:`MIN_EXTENSION`), at most ``cap``: it runs on one core at most, so
-    it cannot use that much sooner. ``runnable`` ``None`` (cannot be told)
-    counts as runnable. Before ``due``, ``due``.
+    is due next under a CPU-time budget of ``budget`` seconds, having used
+    ``cpu_used`` seconds of CPU since it was asked; ``None``: it is due now.
 
-    The budget never makes a deadline earlier than ``due`` (a bot that
-    answers within its wall time is never late), only later, up to ``cap``:
-    a bot the machine's other load kept from its core gets its CPU time.
+    * It used its budget (less :data:`BUDGET_SLACK`), or the wall cap
+      ``cap`` (Trio time) has come: due now.
+    * It is runnable (a thread running or waiting for a CPU; ``None``,
+      cannot be told, counts as runnable): ``now`` plus the CPU it has left
+      (at least :data:`MIN_EXTENSION`), at most ``cap``: it runs on one core
+      at most, so it cannot use that much sooner.
+    * Every thread asleep with CPU left: waiting on something else (its
+      input, a sleep), or done, its reply in the pipe while the referee
+      itself was kept from its core. ``now`` once (a last look at what it
+      wrote: ``looked`` is false), then due.
+
+    Before ``due``, ``due``: the budget never makes a deadline earlier (a
+    bot that answers within its wall time is never late), only later, up
+    to ``cap``: a bot the machine's other load kept from its core gets the
+    CPU time it is owed.
     """
     if now < due:
         return due
     left = budget - cpu_used
-    if left <= BUDGET_SLACK or now >= cap or runnable is False:
+    if left <= BUDGET_SLACK or now >= cap:
         return None
+    if runnable is False:
+        return None if looked else now
     return min(cap, now + max(left, MIN_EXTENSION))
 
 
@@ -449,6 +463,7 @@ class WireSeat:
         self._unsolicited = 0
         due = deadline
         cpu_used = 0.0
+        looked = False  # the last look at an asleep bot's output was taken
         while True:
             with trio.CancelScope(deadline=due) as scope:
                 self._waiting = scope
@@ -467,9 +482,10 @@ class WireSeat:
                 break
             cpu_used = max(0, cpu_now - budget[0]) / 1e9
             now = trio.current_time()
-            later = cpu_deadline(due, now, cpu_used, limit, budget[1], self._runnable())
-            if later is None or later <= due:
+            later = cpu_deadline(due, now, cpu_used, limit, budget[1], self._runnable(), looked)
+            if later is None:
                 break
+            looked = later <= now
             due = later
         now = trio.current_time()
         if self._eof:
@@ -481,7 +497,7 @@ class WireSeat:
             return Reply(None, FaultKind.CRASHED, "gone", now - start, rid)
         limit_ms = round(limit * 1000)
         detail = f"no reply within {limit_ms} ms"
-        if due > deadline:
+        if due > deadline and not looked:
             cap = ", the wall-clock cap" if budget is not None and due >= budget[1] else ""
             detail = (
                 f"no reply within {limit_ms} ms of CPU time (used {round(cpu_used * 1000)} ms "

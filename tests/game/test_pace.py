@@ -273,7 +273,9 @@ def test_cpu_deadline_extends_only_a_runnable_bot_with_cpu_left() -> None:
     assert cpu_deadline(1.0, 0.5, 0.2, 1.0, 2.0, True) == 1.0  # not due yet
     assert cpu_deadline(1.0, 1.0, 0.7, 1.0, 2.0, True) == pytest.approx(1.3)
     assert cpu_deadline(1.0, 1.0, 0.7, 1.0, 2.0, None) == pytest.approx(1.3)  # unknown: runnable
-    assert cpu_deadline(1.0, 1.0, 0.7, 1.0, 2.0, False) is None  # asleep: due
+    # Asleep with CPU left: one last look at its output, then due.
+    assert cpu_deadline(1.0, 1.0, 0.7, 1.0, 2.0, False) == 1.0
+    assert cpu_deadline(1.0, 1.0, 0.7, 1.0, 2.0, False, looked=True) is None
     assert cpu_deadline(1.0, 1.0, 1.0 - BUDGET_SLACK / 2, 1.0, 2.0, True) is None  # used it
     assert cpu_deadline(1.0, 1.9, 0.2, 1.0, 2.0, True) == 2.0  # at most the cap
     assert cpu_deadline(1.0, 2.0, 0.2, 1.0, 2.0, True) is None
