@@ -138,23 +138,36 @@ def main() -> None:
     parser.add_argument("--pace", type=float, default=1.05, help="seconds (default 1.05)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of 4 games (default 2)")
     parser.add_argument("--jobs", type=int, default=2, help="games at once (default 2)")
+    parser.add_argument(
+        "--cells", default="channel,throughput",
+        help="what to run: channel (the attack, with and without the pace), throughput "
+        "(four instant bots, with and without); default both",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-pace-only", action="store_true", help="only the cells without the pace"
+    )
     args = parser.parse_args()
+    cells = set(args.cells.split(","))
+    paces = [("no pace", 0.0)] + (
+        [] if args.no_pace_only else [(f"--pace {args.pace:g}", args.pace)]
+    )
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}; time limit "
           f"{args.time_limit:g} s; sender waits (0.5 + L) x {args.unit:g} ms")  # fmt: skip
     print(f"{'':>18}  {'pairs':>5}  {'decoded':>7}  {'bits/symbol':>11}  {'bits/hand':>9}  "
           f"{'faults':>6}  {'s':>5}")  # fmt: skip
-    for label, pace in (("no pace", 0.0), (f"--pace {args.pace:g}", args.pace)):
+    for label, pace in paces if "channel" in cells else []:
         c = channel_cell(args, pace)
         print(f"{label:>18}  {c['pairs']:>5.0f}  {c['right']:>7.1%}  {c['mi']:>11.2f}  "
               f"{c['per_hand']:>9.1f}  {c['faults']:>6.0f}  {c['wall']:>5.0f}",
               flush=True)  # fmt: skip
     rates = []
-    for label, pace in (("no pace", 0.0), (f"--pace {args.pace:g}", args.pace)):
+    for label, pace in paces if "throughput" in cells else []:
         t = throughput_cell(args, pace)
         rates.append(t["rate"])
         print(f"four instant bots, {label}: {t['games']:.0f} games in {t['wall']:.1f} s, "
               f"{t['rate']:.3f} games/s", flush=True)  # fmt: skip
-    print(f"the pace costs {rates[0] / rates[1]:.0f}x in games per second (one hand a game)")
+    if len(rates) == 2:
+        print(f"the pace costs {rates[0] / rates[1]:.0f}x in games per second (one hand a game)")
 
 
 if __name__ == "__main__":

@@ -5,8 +5,11 @@ partner (:mod:`benchmarks.timing_sender`) put in it.
 ``timing_receiver.py [UNIT_MS] [SENDER_NAME]``: between two of its plays in
 one hand exactly one card of the sender's is played; the sender's card is
 in the receiver's current trick if the sender's seat is in ``trick``, else in
-the trick before. The receiver decodes ``L = round(gap / UNIT - 0.5)``
-(clamped to 0..7: the other two seats answer at once) and writes
+the trick before. The gap is the sender's wait plus what the referee and
+the other two seats (instant bots) took; the receiver takes the smallest gap
+it has seen (across games: its process lives on) as ``0.5 * UNIT`` plus
+that overhead, and decodes ``L = round((gap - smallest) / UNIT)`` (clamped
+to 0..7); it writes
 ``GOT <hand> <trick> <L> <gap in ms>`` to stderr. It plays the first legal
 card at once, passes the first three cards. ``SENDER_NAME`` (default
 ``a-tx``) is the sender's entrant name, found in ``game_start``'s
@@ -25,6 +28,7 @@ def main() -> None:
     sender_name = sys.argv[2] if len(sys.argv) > 2 else "a-tx"
     sender = -1
     replied: tuple[int, float] | None = None  # (hand, when) of its last play's reply
+    smallest = float("inf")  # the smallest gap seen: a symbol 0 and the overhead
     for line in sys.stdin:
         now = time.monotonic()
         msg = json.loads(line)
@@ -47,7 +51,8 @@ def main() -> None:
             if replied is not None and replied[0] == hand and sender >= 0:
                 gap = now - replied[1]
                 in_this = any(p["seat"] == sender for p in msg["trick"])
-                symbol = min(7, max(0, round(gap / unit - 0.5)))
+                smallest = min(smallest, gap)
+                symbol = min(7, max(0, round((gap - smallest) / unit)))
                 sender_trick = trick if in_this else trick - 1
                 print(f"GOT {hand} {sender_trick} {symbol} {gap * 1000:.1f}", file=sys.stderr)
                 sys.stderr.flush()
