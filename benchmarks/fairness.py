@@ -19,20 +19,35 @@ games run at once). ``--compare`` adds the same cells with the fairness
 switched off as far as the flags allow (``--ponder --cores 64`` and no control
 groups: ``HEARTS_ARENA_NO_CGROUPS=1``), which is how the arena behaved before.
 
-Usage: ``python benchmarks/fairness.py [--time-limit SECONDS] [--compare]``.
+``--outside-load`` runs instead a phase with load the organiser did not
+start (issue 22 item 8): busy loops (``python3 -c "while 1: pass"``) started
+outside the arena, none, as many as the cores and twice that, beside four
+honest bots at ``--jobs 1, 2, 4``, each cell with both clocks: the default
+(time limits counted in the bot's CPU time while it is runnable, up to
+``--wall-cap`` times the limit) and ``--wall-cap 1`` (wall time only, as
+before). ``--decisions N`` sets the size of each cell (at least N honest
+decisions: more hands per game); ``--jobs-list``, ``--loads`` and
+``--clocks`` pick cells, for a short run.
+
+Usage: ``python benchmarks/fairness.py [--time-limit SECONDS] [--compare]``;
+``python benchmarks/fairness.py --outside-load [--decisions 2000]
+[--jobs-list 1,2,4] [--loads 0,1,2] [--clocks cpu,wall]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import json
+import math
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +80,9 @@ def run_tournament(
     if not fair:
         env["HEARTS_ARENA_NO_CGROUPS"] = "1"
         flags = ["--ponder", "--cores", "64"]
-    argv = [sys.executable, "-m", "arena", "run", *entrants, "--hands", "1"]
+    argv = [sys.executable, "-m", "arena", "run", *entrants]
+    if "--hands" not in extra:
+        argv += ["--hands", "1"]
     argv += ["--seed", "13", "--strikes", "0", "--quiet", "--out", str(out), *flags, *extra]
     t0 = time.perf_counter()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
@@ -76,8 +93,11 @@ def run_tournament(
     return records, wall
 
 
-def honest_cell(jobs: int, hog: bool, limit: float, fair: bool) -> dict[str, float]:
-    """Timeouts and CPU share of the honest bots of one tournament."""
+def honest_cell(
+    jobs: int, hog: bool, limit: float, fair: bool, hands: int = 1, flags: Sequence[str] = ()
+) -> dict[str, float]:
+    """Timeouts and CPU share of the honest bots of one tournament
+    (``hands`` per game; ``flags`` more arena flags)."""
     names = ["h1", "h2", "h3"] if hog else ["h1", "h2", "h3", "h4"]
     entrants = [f"{n}={HONEST}" for n in names]
     if hog:
@@ -86,6 +106,7 @@ def honest_cell(jobs: int, hog: bool, limit: float, fair: bool) -> dict[str, flo
         os.chmod(tmp, 0o755)
         extra = ["--jobs", str(jobs), "--time-limit", str(limit), "--startup-time", "20"]
         extra += ["--rounds", "2"]  # two deals: the games of one deal never overlap
+        extra += ["--hands", str(hands), *flags]
         records, wall = run_tournament(entrants, extra, fair, Path(tmp) / "out")
     decisions = timeouts = 0
     cpu = think = 0.0
@@ -147,14 +168,79 @@ def print_table(limit: float, fair: bool) -> None:
     )
 
 
+@contextlib.contextmanager
+def busy_loops(count: int) -> Iterator[None]:
+    """``count`` busy loops (``python3 -c "while 1: pass"``) started outside
+    the arena, in this script's own group, for the ``with`` block; each is
+    ended by its pid afterwards."""
+    loops = [
+        subprocess.Popen([sys.executable, "-c", "while 1: pass"], stdin=subprocess.DEVNULL)
+        for _ in range(count)
+    ]
+    try:
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+        for loop in loops:
+            loop.wait()
+
+
+def outside_load_table(
+    limit: float, decisions: int, jobs_list: list[int], loads: list[int], clocks: list[str]
+) -> None:
+    """The outside-load phase: rows of ``--jobs``, per load (busy loops per
+    core) and clock, the honest bots' timeouts and CPU share (cells
+    alternate clocks, so both see the same machine)."""
+    cores = os.cpu_count() or 1
+    hands = max(1, math.ceil(decisions / (8 * 14 * 4)))  # 8 games, 14 decisions, 4 bots
+    print(f"\noutside load: honest bots burn {0.9 * limit * 1000:.0f} ms of CPU per decision "
+          f"of {limit * 1000:.0f} ms; {hands} hands per game, 8 games, 4 honest bots; "
+          "clock cpu: the default (--wall-cap 2), wall: --wall-cap 1")  # fmt: skip
+    print(f"{'loops':>5}  {'--jobs':>6}  {'clock':>5}  {'timeouts':>18}  {'CPU share':>9}  "
+          f"{'load':>5}  {'s':>5}")  # fmt: skip
+    for per_core in loads:
+        with busy_loops(per_core * cores):
+            for jobs in jobs_list:
+                for clock in clocks:
+                    flags = ["--wall-cap", "1"] if clock == "wall" else []
+                    c = honest_cell(jobs, False, limit, True, hands, flags)
+                    rate = 1000 * c["timeouts"] / c["decisions"] if c["decisions"] else 0.0
+                    text = f"{c['timeouts']:.0f}/{c['decisions']:.0f} ({rate:.1f}‰)"
+                    print(f"{per_core * cores:>5}  {jobs:>6}  {clock:>5}  {text:>18}  "
+                          f"{c['share']:>9.2f}  {os.getloadavg()[0]:>5.1f}  {c['wall']:>5.0f}",
+                          flush=True)  # fmt: skip
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--time-limit", type=float, default=0.25, help="seconds per decision (default 0.25)"
     )
     parser.add_argument("--compare", action="store_true", help="also run with fairness off")
+    parser.add_argument(
+        "--outside-load", action="store_true", help="the phase with busy loops outside the arena"
+    )
+    parser.add_argument(
+        "--decisions", type=int, default=2000,
+        help="--outside-load: honest decisions per cell, at least (default 2000)",
+    )  # fmt: skip
+    parser.add_argument("--jobs-list", type=_ints, default=[1, 2, 4], help="e.g. 1,2,4")
+    parser.add_argument(
+        "--loads", type=_ints, default=[0, 1, 2], help="busy loops per core, e.g. 0,1,2"
+    )
+    parser.add_argument(
+        "--clocks", type=lambda t: t.split(","), default=["cpu", "wall"], help="cpu,wall"
+    )
     args = parser.parse_args()
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the start")
+    if args.outside_load:
+        outside_load_table(args.time_limit, args.decisions, args.jobs_list, args.loads, args.clocks)
+        return
     print_table(args.time_limit, True)
     if args.compare:
         print_table(args.time_limit, False)

@@ -109,6 +109,8 @@ _RECORDED_FLAGS: Final = {
     "strikes": "strikes",
     "transcripts": "transcripts",
     "transcript_cap": "transcript_cap",
+    "pace": "pace",
+    "wall_cap": "wall_cap",
     "jobs": "jobs",
     "fresh_processes": "fresh_processes",
     "disqualify_after": "disqualify_after",
@@ -238,7 +240,8 @@ def estimate(games: Sized, settings: TournamentSettings) -> dict[str, float]:
     """A rough time estimate of a schedule (a list or a
     :class:`arena.tournament.runner.ScheduleStream`: only its length is read), in
     seconds: ``typical`` (bots answering at once) and ``worst`` (every
-    decision using its whole time)."""
+    decision using its whole time); under a pace (``--pace``) every
+    decision takes at least the pace."""
     if settings.hands is not None:
         hands = float(settings.hands)
     else:
@@ -247,13 +250,13 @@ def estimate(games: Sized, settings: TournamentSettings) -> dict[str, float]:
     decisions_per_game = hands * 52 + hands * 0.75 * 4
     starts = len(games) * 4 / (1 if settings.fresh_processes else settings.rounds)
     jobs = settings.jobs
-    typical = (
-        len(games) * decisions_per_game * SECONDS_PER_FAST_DECISION
-        + starts * SECONDS_PER_PROCESS_START
-    ) / jobs
     # Passes run at once: a pass hand waits one time limit, not four.
     waits_per_game = hands * 52 + hands * 0.75
-    worst = len(games) * waits_per_game * settings.referee.time_limit / jobs
+    pace = settings.referee.pace
+    fast = max(SECONDS_PER_FAST_DECISION, pace * waits_per_game / decisions_per_game)
+    typical = (len(games) * decisions_per_game * fast + starts * SECONDS_PER_PROCESS_START) / jobs
+    per_wait = max(settings.referee.time_limit, pace)
+    worst = len(games) * waits_per_game * per_wait / jobs
     return {"games": len(games), "hands_per_game": hands, "typical": typical, "worst": worst}
 
 

@@ -132,6 +132,30 @@ def delay(text: str) -> float:
     return value
 
 
+def pace(text: str) -> float:
+    """0 to 3600 seconds (``--pace``; 0: off)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"a pace is 0..3600 seconds, got {text!r}")
+    return value
+
+
+def wall_cap(text: str) -> float:
+    """1 to 100, a multiple of the time limit (``--wall-cap``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 1 <= value <= 100:
+        raise argparse.ArgumentTypeError(
+            f"a wall-clock cap is 1..100 times the time limit, got {text!r}"
+        )
+    return value
+
+
 def condition(text: str) -> Condition:
     """A ``--fail-if`` condition (:func:`arena.report.verdict.parse_condition`)."""
     try:
@@ -278,6 +302,23 @@ STRIKES: Final = Option(
     f"consecutive timeouts before a seat is struck out (default {_REFEREE.strikes}; 0: never)",
     type=nonnegative_int, default=_REFEREE.strikes,
 )  # fmt: skip
+PACE: Final = Option(
+    ("--pace",), "pace",
+    "deliver each decision's result (the card, the next request to every seat) no "
+    "earlier than this many seconds after it was asked, so that how long a bot took "
+    "cannot be timed by the others (a timing channel between colluding bots; "
+    "docs/security.md); above --time-limit x --wall-cap it closes the channel "
+    "(default 0: off)",
+    type=pace, default=_REFEREE.pace, metavar="SECONDS",
+)  # fmt: skip
+WALL_CAP: Final = Option(
+    ("--wall-cap",), "wall_cap",
+    "with CPU accounting, --time-limit is counted in the bot's CPU time while it is "
+    "runnable, so a bot the machine's other load kept from its core gets its time, "
+    f"up to this many times --time-limit of wall time (default {_REFEREE.wall_cap:g}; "
+    "1: wall time only)",
+    type=wall_cap, default=_REFEREE.wall_cap, metavar="FACTOR",
+)  # fmt: skip
 TARGET_SCORE: Final = Option(
     ("--target-score",), "target_score",
     f"play games to this total (default {_TOURNAMENT.target_score}, R13)",
@@ -405,6 +446,8 @@ RUN_OPTIONS: Final[tuple[Option, ...]] = (
     TIME_LIMIT,
     STARTUP_TIME,
     STRIKES,
+    PACE,
+    WALL_CAP,
     Option(
         ("--disqualify-after",), "disqualify_after",
         "rank an entrant with N or more faults in the tournament after every other "

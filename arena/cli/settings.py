@@ -62,6 +62,8 @@ def tournament_settings(args: argparse.Namespace, key: MasterKey) -> TournamentS
             strikes=args.strikes,
             transcripts=args.transcripts,
             transcript_cap=args.transcript_cap,
+            pace=args.pace,
+            wall_cap=args.wall_cap,
         ),
     )
 

@@ -41,6 +41,7 @@ from arena.protocol.records import GameSpec as GameSpec  # also imported from he
 from arena.protocol.records import hand_json
 from arena.seats.process import BotProcess, LaunchSpec
 from arena.seats.seat import Reply, Seat
+from arena.seats.wire import next_tick
 
 #: A spectator's event sink (:mod:`arena.live`): called with one small dict
 #: per event (``{"event": kind, ...}``, see :meth:`Referee.__init__`). It must
@@ -64,6 +65,13 @@ StopHook = Callable[[int, int | None], bool]
 #: Consecutive timeouts after which a seat is played by the default moves for
 #: the rest of the game (0 turns strikes off).
 DEFAULT_STRIKES: Final = 3
+#: A decision's wall-clock cap in multiples of its time limit, for a bot kept
+#: from its core by other load (:attr:`RefereeSettings.wall_cap`).
+DEFAULT_WALL_CAP: Final = 2.0
+#: Under a pace, a decision's wall-clock cap ends this many seconds before
+#: its tick, so that even a timeout is delivered on the first tick (a request
+#: may be sent up to :data:`arena.seats.wire.SEND_SLACK` after its tick).
+PACE_MARGIN: Final = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +91,21 @@ class RefereeSettings:
             entry says how many were dropped. A hand is about 44 entries
             (about 23 KB of JSON per seat), so the default 1000 keeps a game
             of 22 hands, more than a game to 100 usually lasts.
+        pace: seconds (0: off, the default). Each decision's result (the
+            card, the trick, the next request to every seat; after the pass,
+            the passed cards) is delivered no earlier than ``pace`` after the
+            referee asked for it, on the ticks ``asked + k * pace``; a
+            request waiting for a core is sent (its bot thawed) on a tick
+            too. So the gaps a bot sees between its reply and its next
+            request do not depend on how long the others took, unless one
+            took longer than the pace (``--pace``; docs/security.md,
+            "Timing").
+        wall_cap: with CPU accounting, ``time_limit`` is counted in the bot's
+            CPU time while it is runnable: a bot the machine's other load kept
+            from its core gets the CPU time it is owed, up to ``wall_cap``
+            times ``time_limit`` of wall time (default
+            :data:`DEFAULT_WALL_CAP`; 1: plain wall time). Never less than
+            ``time_limit`` of wall time (:func:`arena.seats.wire.cpu_deadline`).
     """
 
     time_limit: float = 1.0
@@ -92,6 +115,21 @@ class RefereeSettings:
     max_tiebreak_hands: int = MAX_TIEBREAK_HANDS
     transcripts: bool = False
     transcript_cap: int = 1000
+    pace: float = 0.0
+    wall_cap: float = DEFAULT_WALL_CAP
+
+    def decision_wall_cap(self) -> float | None:
+        """Seconds of wall time a decision may take at most while its bot
+        has CPU time of ``time_limit`` left (the ``wall_cap`` factor times
+        ``time_limit``; under a pace at most the pace less
+        :data:`PACE_MARGIN`, never below ``time_limit``); ``None`` when the
+        factor is 1 or less (plain wall-clock limits)."""
+        if self.wall_cap <= 1:
+            return None
+        cap = self.time_limit * self.wall_cap
+        if self.pace > 0:
+            cap = min(cap, self.pace - PACE_MARGIN)
+        return cap if cap > self.time_limit else None
 
 
 def derive_seed(*parts: object) -> int:
@@ -471,9 +509,24 @@ class Referee:
         )
         self.record.hands.append(hand_json(hand, deal_seed, scores_after))
 
+    def _pace_of(self, origin: float) -> tuple[float, float] | None:
+        """The ``pace`` argument of a request asked at ``origin``, or ``None``."""
+        pace = self.settings.pace
+        return (origin, pace) if pace > 0 else None
+
+    async def _deliver(self, origin: float) -> None:
+        """Under a pace, wait for the first tick after the decision asked at
+        ``origin`` (Trio time) was made (at least one tick after it)."""
+        pace = self.settings.pace
+        if pace > 0:
+            await trio.sleep_until(next_tick(origin, pace, trio.current_time(), first=1))
+
     async def _pass(self, hand: Hand) -> None:
         chosen: list[int] = [0, 0, 0, 0]
         direction = hand.direction
+        origin = trio.current_time()
+        paced = self._pace_of(origin)
+        wall_cap = self.settings.decision_wall_cap()
         self._emit(
             {
                 "event": "decision",
@@ -495,7 +548,9 @@ class Referee:
                 # Each bot's clock starts when it gets a core (arena.seats.cores), not
                 # at a deadline shared by the four (R4 holds: nothing is revealed
                 # until all four passes are final).
-                reply = await s.bot.request("pass", fields, self.settings.time_limit)
+                reply = await s.bot.request(
+                    "pass", fields, self.settings.time_limit, pace=paced, wall_cap=wall_cap
+                )
                 self._count(s, reply)
                 if reply.message is not None:
                     cards = reply.message["cards"]
@@ -540,6 +595,7 @@ class Referee:
         async with trio.open_nursery() as nursery:
             for s in self.seats:
                 nursery.start_soon(one, s)
+        await self._deliver(origin)
         # R4: nothing is revealed until all four passes are final.
         hand.apply_passes(chosen)
         self._emit({"event": "passed"})
@@ -557,6 +613,14 @@ class Referee:
                 )
 
     async def _decide_play(self, s: _Seat, hand: Hand, scores: list[int]) -> int:
+        """Seat ``s``'s card (legal), asked of its bot or played by default;
+        under a pace, returned on the first tick after it is known."""
+        origin = trio.current_time()
+        card = await self._ask_play(s, hand, scores, origin)
+        await self._deliver(origin)
+        return card
+
+    async def _ask_play(self, s: _Seat, hand: Hand, scores: list[int], origin: float) -> int:
         legal = hand.legal_mask()
         if s.bot is None or s.auto:
             return default_play(legal)
@@ -577,6 +641,8 @@ class Referee:
             view,
             self.settings.time_limit,
             encoded=("tricks", list(self._trick_views), self._tricks_text),
+            pace=self._pace_of(origin),
+            wall_cap=self.settings.decision_wall_cap(),
         )
         self._count(s, reply)
         fallback = default_play(legal)

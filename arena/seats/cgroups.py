@@ -757,6 +757,21 @@ class BotGroup:
         except (OSError, ValueError):
             return None
 
+    def runnable(self) -> bool | None:
+        """Whether a thread of the group is running or waiting for a CPU now
+        (state ``R`` in ``/proc/TID/stat``), as opposed to every thread
+        sleeping (blocked on its input, say); ``None`` when its threads cannot
+        be listed. Reads one file per thread: asked only when a decision's
+        wall time is up (:func:`arena.seats.wire.cpu_deadline`)."""
+        for key, d in self.dirs.items():
+            name = "cgroup.threads" if key == UNIFIED else "tasks"
+            try:
+                tids = _read(d / name).split()
+            except OSError:
+                continue
+            return any(thread_state(tid) == "R" for tid in tids)
+        return None
+
     def oom_kills(self) -> int:
         """Processes of the group the kernel killed for going over its memory bound."""
         d = self._dir(self.plan.memory)
@@ -807,6 +822,16 @@ class BotGroup:
             _remove_dir(d)
             with contextlib.suppress(OSError):
                 d.parent.rmdir()  # fails while other bots of the run have groups
+
+
+def thread_state(tid: str | int) -> str | None:
+    """The state letter of thread ``tid`` (``R`` running or runnable, ``S``
+    sleeping, ``D``, ``T``, ...) from ``/proc/TID/stat``, or ``None`` if it is gone."""
+    try:
+        with open(f"/proc/{tid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0].decode("ascii", "replace")
+    except (OSError, IndexError):
+        return None
 
 
 def _init_cpuset(d: Path) -> None:

@@ -41,7 +41,7 @@ import trio
 from arena.core.cards import CARD_NAMES, mask_of_names, names_of
 from arena.core.rules import default_pass, default_play
 from arena.seats.seat import Message
-from arena.seats.wire import WireSeat
+from arena.seats.wire import SEND_SLACK, WireSeat, next_tick
 
 #: Bytes the bot's input holds unread before writes to it wait (a pipe's 64 KiB).
 INPUT_CAPACITY: Final = 65536
@@ -211,13 +211,27 @@ class BotEnd:
         time-shared CPU gives them: before each slice wait while frozen,
         then advance the seat's CPU clock and Trio's clock by the slice."""
         left = seconds
-        while left > 1e-12:
-            while self.seat.frozen:
-                await self._t._lot.park()
-            step = min(quantum, left)
-            self.seat.cpu.advance(step)
-            left -= step
-            await trio.sleep(step)
+        self.seat.thinking = True
+        try:
+            while left > 1e-12:
+                while self.seat.frozen:
+                    await self._t._lot.park()
+                step = min(quantum, left)
+                self.seat.cpu.advance(step)
+                left -= step
+                await trio.sleep(step)
+        finally:
+            self.seat.thinking = False
+
+    async def starve(self, seconds: float) -> None:
+        """Be runnable for ``seconds`` of wall time without getting any CPU
+        (as a bot kept from its core by the machine's other load: its CPU
+        clock does not move)."""
+        self.seat.thinking = True
+        try:
+            await trio.sleep(seconds)
+        finally:
+            self.seat.thinking = False
 
 
 def function_bot(decide: Callable[[Message], Answer], name: str = "memory-bot") -> MemoryBot:
@@ -263,6 +277,10 @@ class MemorySeat(WireSeat):
         capacity: bytes of its input held unread (:class:`MemoryTransport`).
         outgoing_cap: bytes queued unread before the bot counts as crashed
             (default :data:`arena.seats.wire.MAX_OUTGOING_BYTES`).
+        cpu_budget: count time limits in the bot's CPU time (its
+            :class:`FakeCpuClock`) when the referee gives a wall cap, as a bot
+            process with CPU accounting does (default ``False``: a bot that
+            sleeps times out at its time limit, as one without CPU accounting).
 
     Attributes:
         cpu: its :class:`FakeCpuClock`.
@@ -271,6 +289,9 @@ class MemorySeat(WireSeat):
         exited: set when the bot's coroutine ended.
         exit_code: 0 (returned), 1 (raised), ``None`` (killed or running).
         end: the bot's :class:`BotEnd` (what it received).
+        asked_at: the Trio time at which each request was sent (the bot thawed).
+        thinking: the bot is runnable now (in :meth:`BotEnd.think` or
+            :meth:`BotEnd.starve`), as a process thread in state ``R``.
     """
 
     def __init__(
@@ -281,6 +302,7 @@ class MemorySeat(WireSeat):
         ponder: bool = False,
         capacity: int = INPUT_CAPACITY,
         outgoing_cap: int | None = None,
+        cpu_budget: bool = False,
     ) -> None:
         self.memory = MemoryTransport(capacity)
         super().__init__(self.memory)
@@ -289,6 +311,9 @@ class MemorySeat(WireSeat):
         self.ponder = ponder
         if outgoing_cap is not None:
             self.outgoing_cap = outgoing_cap
+        self.cpu_budget = cpu_budget
+        self.asked_at: list[float] = []
+        self.thinking = False  # runnable now: in BotEnd.think or BotEnd.starve
         self.end = BotEnd(self, self.memory)
         self.cpu = FakeCpuClock()
         self.frozen = False
@@ -352,7 +377,10 @@ class MemorySeat(WireSeat):
 
     # -- off move ---------------------------------------------------------
 
-    async def _take_core(self) -> None:
+    async def _take_core(self, pace: tuple[float, float] | None = None) -> None:
+        if pace is not None:  # frozen until the tick, as a bot process is
+            await trio.sleep_until(next_tick(*pace, trio.current_time(), slack=SEND_SLACK))
+        self.asked_at.append(trio.current_time())
         if self.frozen:
             self.thaw()
 
@@ -366,6 +394,9 @@ class MemorySeat(WireSeat):
 
     def _cpu_ns(self) -> int | None:
         return self.cpu.ns
+
+    def _runnable(self) -> bool | None:
+        return self.thinking
 
     def thaw(self) -> None:
         """Let the bot run (read, think) again."""

@@ -49,7 +49,13 @@ from arena.seats.isolation import (
     renew_cpu_limit,
 )
 from arena.seats.seat import Reply
-from arena.seats.wire import MAX_OUTGOING_BYTES, MAX_PRE_REQUEST_READ, WireSeat
+from arena.seats.wire import (
+    MAX_OUTGOING_BYTES,
+    MAX_PRE_REQUEST_READ,
+    SEND_SLACK,
+    WireSeat,
+    next_tick,
+)
 
 __all__ = [
     "MAX_OUTGOING_BYTES",
@@ -375,11 +381,15 @@ class BotProcess(WireSeat):
     # -- talking ----------------------------------------------------------
     # -- off move: the core token, the freezer, the CPU clock ---------------
 
-    async def _take_core(self) -> None:
-        """Wait for a core token (unless held) and thaw the bot's group."""
+    async def _take_core(self, pace: tuple[float, float] | None = None) -> None:
+        """Wait for a core token (unless held), then with ``pace`` for the
+        next tick (:func:`~arena.seats.wire.next_tick`; the bot stays frozen
+        meanwhile), and thaw the bot's group."""
         gate = self.spec.gate
         if gate is not None and self._token is None:
             self._token = self._last_token = await gate.acquire(self._last_token)
+        if pace is not None:
+            await trio.sleep_until(next_tick(*pace, trio.current_time(), slack=SEND_SLACK))
         group = self.spec.cgroup
         if group is not None:
             if gate is not None and self._token is not None:
@@ -410,6 +420,10 @@ class BotProcess(WireSeat):
     def _cpu_ns(self) -> int | None:
         group = self.spec.cgroup
         return group.cpu_ns() if group is not None else None
+
+    def _runnable(self) -> bool | None:
+        group = self.spec.cgroup
+        return group.runnable() if group is not None else None
 
     def thaw(self) -> None:
         """Let a bot frozen off move run again (before it must read a last

@@ -145,12 +145,19 @@ class Seat(Protocol):
         *,
         deadline: float | None = None,
         encoded: tuple[str, Any, str] | None = None,
+        pace: tuple[float, float] | None = None,
+        wall_cap: float | None = None,
     ) -> Reply:
         """Ask ``kind`` (``hello``, ``pass``, ``play``) with ``fields`` and
         ``time_limit`` seconds to answer (sent as ``time_ms``); ``deadline``
         (Trio time) overrides now + ``time_limit``; ``encoded`` is
-        ``(key, value, json_text)``, one more field already encoded. Returns
-        the reply or its fault; never raises for the bot's behaviour."""
+        ``(key, value, json_text)``, one more field already encoded;
+        ``pace`` is ``(origin, tick)`` (Trio time, seconds): send the request,
+        and thaw the bot, on the first tick ``origin + k * tick`` at or after
+        it holds a core (``--pace``); ``wall_cap`` (seconds) counts
+        ``time_limit`` in the bot's CPU time where the seat has a CPU clock,
+        up to ``wall_cap`` of wall time (:meth:`arena.seats.wire.WireSeat.request`).
+        Returns the reply or its fault; never raises for the bot's behaviour."""
         ...
 
     def abandon(self, reason: str) -> None:

@@ -75,9 +75,12 @@ class InProcessSeat:
         *,
         deadline: float | None = None,
         encoded: tuple[str, Any, str] | None = None,
+        pace: tuple[float, float] | None = None,
+        wall_cap: float | None = None,
     ) -> Reply:
         """:meth:`Seat.request <arena.seats.seat.Seat.request>`: ask
-        :meth:`answer` (``deadline`` does not apply in process)."""
+        :meth:`answer` (``deadline``, ``pace`` and ``wall_cap`` do not apply
+        in process: the seat's answer is the arena's own)."""
         self._next_id += 1
         rid = self._next_id
         message = request_message(kind, rid, fields, time_limit, encoded)
@@ -300,10 +303,18 @@ class SeatProxy:
         *,
         deadline: float | None = None,
         encoded: tuple[str, Any, str] | None = None,
+        pace: tuple[float, float] | None = None,
+        wall_cap: float | None = None,
     ) -> Reply:
         """Forward."""
         return await self.inner.request(
-            kind, fields, time_limit, deadline=deadline, encoded=encoded
+            kind,
+            fields,
+            time_limit,
+            deadline=deadline,
+            encoded=encoded,
+            pace=pace,
+            wall_cap=wall_cap,
         )
 
     def abandon(self, reason: str) -> None:
@@ -358,10 +369,18 @@ class RecordingSeat(SeatProxy):
         *,
         deadline: float | None = None,
         encoded: tuple[str, Any, str] | None = None,
+        pace: tuple[float, float] | None = None,
+        wall_cap: float | None = None,
     ) -> Reply:
         """Forward to the bot and record the exchange."""
         reply = await self.inner.request(
-            kind, fields, time_limit, deadline=deadline, encoded=encoded
+            kind,
+            fields,
+            time_limit,
+            deadline=deadline,
+            encoded=encoded,
+            pace=pace,
+            wall_cap=wall_cap,
         )
         message = request_message(kind, reply.request_id, fields, time_limit, encoded)
         exchange = Exchange(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -39,6 +40,71 @@ MAX_OUTGOING_BYTES: Final = 4 * 1024 * 1024
 MAX_PRE_REQUEST_READ: Final = 1024 * 1024
 #: Bytes asked of the transport per read.
 READ_CHUNK: Final = 65536
+#: Least extension of a CPU-time deadline, in seconds (a bot that gets almost
+#: no CPU is looked at again after this long, not in a tight loop).
+MIN_EXTENSION: Final = 0.005
+#: CPU time left, in seconds, below which a bot's CPU budget counts as used up.
+BUDGET_SLACK: Final = 0.001
+
+
+#: Under a pace, a request whose bot got its core within this many seconds
+#: of the tick it was asked on is sent at once, not on the next tick (taking
+#: a free core is not instant: the referee's own work, the lock files).
+SEND_SLACK: Final = 0.02
+
+
+def next_tick(
+    origin: float, tick: float, now: float, *, first: int = 0, slack: float = 0.0
+) -> float:
+    """The first instant ``origin + k * tick`` (``k >= first``, an integer)
+    at or after ``now - slack``, or ``now`` if that is later (within the
+    slack); all in seconds of one clock (Trio time). The pace's ticks
+    (``--pace``: :class:`arena.game.referee.RefereeSettings`)."""
+    k = max(first, math.ceil((now - slack - origin) / tick - 1e-9))
+    return max(now, origin + k * tick) if slack else origin + k * tick
+
+
+def cpu_deadline(
+    due: float,
+    now: float,
+    cpu_used: float,
+    budget: float,
+    cap: float,
+    runnable: bool | None,
+    looked: bool = False,
+) -> float | None:
+    """When a bot whose wall deadline ``due`` has come (Trio time ``now``)
+    is due next under a CPU-time budget of ``budget`` seconds, having used
+    ``cpu_used`` seconds of CPU since it was asked; ``None``: it is due now.
+
+    * It used its budget (less :data:`BUDGET_SLACK`), or the wall cap
+      ``cap`` (Trio time) has come: due now.
+    * It is runnable (a thread running or waiting for a CPU; ``None``,
+      cannot be told, counts as runnable): ``now`` plus the CPU it has left
+      (at least :data:`MIN_EXTENSION`), at most ``cap``: it runs on one core
+      at most, so it cannot use that much sooner.
+    * Every thread asleep with CPU left: waiting on something else (its
+      input, a sleep), or done, its reply in the pipe while the referee
+      itself was kept from its core. ``now`` once (a last look at what it
+      wrote: ``looked`` is false), then due.
+
+    Before ``due``, ``due``: the budget never makes a deadline earlier (a
+    bot that answers within its wall time is never late), only later, up
+    to ``cap``: a bot the machine's other load kept from its core gets the
+    CPU time it is owed.
+    """
+    if now < due:
+        return due
+    left = budget - cpu_used
+    if left <= BUDGET_SLACK or now >= cap:
+        return None
+    if runnable is False:
+        return None if looked else now
+    return min(cap, now + max(left, MIN_EXTENSION))
+
+
+class _OutputEnded(Exception):
+    """The bot's output reached its end while a request waited (internal)."""
 
 
 @dataclass(slots=True)
@@ -61,9 +127,15 @@ class WireSeat:
         outgoing_cap: bytes queued for the bot, unread, beyond which it counts
             as crashed ("stopped reading its input"); default
             :data:`MAX_OUTGOING_BYTES`.
+        cpu_budget: time limits count the bot's CPU time when the referee
+            gives a wall cap (default ``True``; an in-memory bot's default is
+            ``False``).
     """
 
     outgoing_cap: int = MAX_OUTGOING_BYTES
+    #: Count a request's time limit in the bot's CPU time where a ``wall_cap``
+    #: is given and :meth:`_cpu_ns` reads a clock (see :meth:`request`).
+    cpu_budget: bool = True
 
     def __init__(self, transport: Transport) -> None:
         self._transport = transport
@@ -76,6 +148,7 @@ class WireSeat:
         self._inbuf = bytearray()  # the start of a line not yet complete
         self._discarding = False  # inside an over-long line, dropping until its newline
         self._lines: list[_Line] = []  # lines read but not yet judged
+        self._unsolicited = 0  # unsolicited lines during the pending request
         self._eof = False  # the output reached its end
         self._waiting: trio.CancelScope | None = None  # the pending request's scope
         self._io_nursery: trio.Nursery | None = None
@@ -100,8 +173,9 @@ class WireSeat:
 
     # -- hooks of the subclasses ------------------------------------------
 
-    async def _take_core(self) -> None:
-        """Before a request's clock starts: wait for a core, thaw the bot."""
+    async def _take_core(self, pace: tuple[float, float] | None = None) -> None:
+        """Before a request's clock starts: wait for a core, then (with
+        ``pace``, see :meth:`request`) for the next tick, then thaw the bot."""
         raise NotImplementedError
 
     def _release_core(self, cpu_before: int | None) -> float | None:
@@ -113,6 +187,11 @@ class WireSeat:
     def _cpu_ns(self) -> int | None:
         """The bot's CPU clock in nanoseconds, or ``None`` where not measured."""
         raise NotImplementedError
+
+    def _runnable(self) -> bool | None:
+        """Whether the bot is running or waiting for a CPU now (not all
+        asleep), or ``None`` where that cannot be told."""
+        return None
 
     async def _why_ended(self, what: str) -> str:
         """Why the bot's ``what`` (``"output"`` or ``"input"``) ended: it
@@ -262,6 +341,8 @@ class WireSeat:
         *,
         deadline: float | None = None,
         encoded: tuple[str, Any, str] | None = None,
+        pace: tuple[float, float] | None = None,
+        wall_cap: float | None = None,
     ) -> Reply:
         """Send a request and wait for its reply or a fault.
 
@@ -275,12 +356,23 @@ class WireSeat:
             encoded: ``(key, value, json_text)``: one more field whose JSON
                 text is already known (the referee keeps a hand's completed
                 tricks encoded instead of encoding them for every request).
+            pace: ``(origin, tick)``, Trio time and seconds: the request is
+                sent on the first tick ``origin + k * tick`` at or after the
+                bot holds its core, and the bot stays frozen until then, so
+                when it is thawed and asked does not tell it how long others
+                took (``--pace``). ``None``: at once.
+            wall_cap: seconds: with a CPU clock (:attr:`cpu_budget`), the
+                time limit is counted in the bot's CPU time: at ``time_limit``
+                of wall time a bot that has not used ``time_limit`` of CPU
+                gets what it has left, up to ``wall_cap`` of wall time
+                (:func:`cpu_deadline`). ``None`` or no CPU clock: wall time only.
 
         Returns:
             A :class:`Reply`; a reply that fails the schema, a malformed line,
             or too many unsolicited lines give ``malformed``; no valid reply in
             time gives ``timeout``; a dead bot gives ``crashed``. Never
-            raises for the bot's behaviour.
+            raises for the bot's behaviour. ``elapsed`` is counted from the
+            request's sending.
         """
         self._next_id += 1
         rid = self._next_id
@@ -305,7 +397,7 @@ class WireSeat:
             self._gone(await self._output_ended())
             return Reply(None, FaultKind.CRASHED, self.dead or "gone", 0.0, rid)
         # The clock starts once the bot holds a core and is thawed (arena.seats.cores).
-        await self._take_core()
+        await self._take_core(pace)
         cpu_before = self._cpu_ns()
         try:
             start = trio.current_time()
@@ -323,7 +415,10 @@ class WireSeat:
             if transcript is not None:
                 transcript.append({"t": start, "sent": message})
             due = start + time_limit if deadline is None else deadline
-            reply = await self._await_reply(kind, rid, start, due, time_limit, charged)
+            budget: tuple[int, float] | None = None
+            if wall_cap is not None and self.cpu_budget and cpu_before is not None:
+                budget = (cpu_before, start + max(wall_cap, time_limit))
+            reply = await self._await_reply(kind, rid, start, due, time_limit, charged, budget)
         finally:
             cpu = self._release_core(cpu_before)
         if cpu is not None:
@@ -348,83 +443,125 @@ class WireSeat:
         return reply
 
     async def _await_reply(
-        self, kind: str, rid: int, start: float, deadline: float, limit: float, charged: str | None
+        self,
+        kind: str,
+        rid: int,
+        start: float,
+        deadline: float,
+        limit: float,
+        charged: str | None,
+        budget: tuple[int, float] | None = None,
     ) -> Reply:
+        """Wait for request ``rid``'s reply until ``deadline`` (Trio time);
+        with ``budget`` (``(cpu_ns at the start, wall cap in Trio time)``)
+        the deadline is moved on while the bot has CPU time of ``limit``
+        left (:func:`cpu_deadline`)."""
         if self.dead is not None:
             return Reply(None, FaultKind.CRASHED, self.dead, 0.0, rid)
         if charged is not None:
             return Reply(None, FaultKind.MALFORMED, f"before the request: {charged}", 0.0, rid)
-        unsolicited = 0
-        read_before = False  # the last read returned bytes without waiting
-        transport = self._transport
-        with trio.CancelScope(deadline=deadline) as scope:
-            self._waiting = scope
-            try:
-                while True:
-                    while self._lines:
-                        event = self._lines.pop(0)
-                        if event.bad is not None:
-                            now = trio.current_time()
-                            return Reply(None, FaultKind.MALFORMED, event.bad, now - start, rid)
-                        assert event.obj is not None
-                        if protocol.carries_id(event.obj, rid):
-                            elapsed = trio.current_time() - start
-                            try:
-                                protocol.check_reply(kind, event.obj)
-                            except protocol.ProtocolError as exc:
-                                return Reply(None, FaultKind.MALFORMED, exc.detail, elapsed, rid)
-                            return Reply(event.obj, None, "", elapsed, rid)
-                        if self._absorbing is not None:
-                            # The rest of a burst that already cost an earlier
-                            # request its reply: not counted again, up to that
-                            # request's own (late) reply.
-                            if protocol.request_id_of(event.obj) == self._absorbing:
-                                self._absorbing = None
-                            continue
-                        unsolicited += 1
-                        if unsolicited > protocol.MAX_UNSOLICITED:
-                            self._absorbing = rid
-                            detail = f"more than {protocol.MAX_UNSOLICITED} unsolicited lines"
-                            now = trio.current_time()
-                            return Reply(None, FaultKind.MALFORMED, detail, now - start, rid)
-                    if self._eof:
-                        break
-                    # Read without waiting (no stream lock); wait only when
-                    # the output is empty. A chunk judged without this
-                    # request's reply lets the deadline in before the next
-                    # read: a bot that floods its output faster than it is
-                    # read still times out.
-                    if read_before:
-                        await trio.lowlevel.checkpoint_if_cancelled()
-                    chunk = transport.read_now(READ_CHUNK)
-                    if chunk is None:
-                        read_before = False
-                        try:
-                            await transport.wait_readable()
-                        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                            self._eof = True
-                        continue
-                    read_before = True
-                    if chunk:
-                        self._frame(chunk)
-                    else:
-                        self._eof = True
-                    # After each read, as a stream's read does, the seats' other
-                    # tasks run (the stderr drain: a chatty bot must not fill its
-                    # pipe; its lines belong to this game's record); shielded, so
-                    # a reply that arrived is never turned into a timeout here.
-                    await trio.lowlevel.cancel_shielded_checkpoint()
-            finally:
-                self._waiting = None
+        self._unsolicited = 0
+        due = deadline
+        cpu_used = 0.0
+        looked = False  # the last look at an asleep bot's output was taken
+        while True:
+            with trio.CancelScope(deadline=due) as scope:
+                self._waiting = scope
+                try:
+                    return await self._read_reply(kind, rid, start)
+                except _OutputEnded:
+                    pass
+                finally:
+                    self._waiting = None
+            if budget is None or self._eof or self.dead is not None:
+                break
+            if not scope.cancelled_caught:  # pragma: no cover - ends only by EOF or cancel
+                break
+            cpu_now = self._cpu_ns()
+            if cpu_now is None:
+                break
+            cpu_used = max(0, cpu_now - budget[0]) / 1e9
+            now = trio.current_time()
+            later = cpu_deadline(due, now, cpu_used, limit, budget[1], self._runnable(), looked)
+            if later is None:
+                break
+            looked = later <= now
+            due = later
         now = trio.current_time()
         if self._eof:
-            with trio.move_on_at(max(deadline, now + 0.2)):
+            with trio.move_on_at(max(due, now + 0.2)):
                 self._gone(await self._output_ended())
         if self.dead is not None:
             return Reply(None, FaultKind.CRASHED, self.dead, now - start, rid)
         if not scope.cancelled_caught:  # pragma: no cover - the loop only ends by EOF or cancel
             return Reply(None, FaultKind.CRASHED, "gone", now - start, rid)
         limit_ms = round(limit * 1000)
-        return Reply(
-            None, FaultKind.TIMEOUT, f"no reply within {limit_ms} ms", deadline - start, rid
-        )
+        detail = f"no reply within {limit_ms} ms"
+        if due > deadline and not looked:
+            cap = ", the wall-clock cap" if budget is not None and due >= budget[1] else ""
+            detail = (
+                f"no reply within {limit_ms} ms of CPU time (used {round(cpu_used * 1000)} ms "
+                f"of CPU in {round((due - start) * 1000)} ms{cap})"
+            )
+        return Reply(None, FaultKind.TIMEOUT, detail, due - start, rid)
+
+    async def _read_reply(self, kind: str, rid: int, start: float) -> Reply:
+        """Read and judge the bot's lines until request ``rid``'s reply or a
+        fault (returned), or the output's end (raises :class:`_OutputEnded`);
+        runs inside the request's cancel scope (its deadline)."""
+        read_before = False  # the last read returned bytes without waiting
+        transport = self._transport
+        while True:
+            while self._lines:
+                event = self._lines.pop(0)
+                if event.bad is not None:
+                    now = trio.current_time()
+                    return Reply(None, FaultKind.MALFORMED, event.bad, now - start, rid)
+                assert event.obj is not None
+                if protocol.carries_id(event.obj, rid):
+                    elapsed = trio.current_time() - start
+                    try:
+                        protocol.check_reply(kind, event.obj)
+                    except protocol.ProtocolError as exc:
+                        return Reply(None, FaultKind.MALFORMED, exc.detail, elapsed, rid)
+                    return Reply(event.obj, None, "", elapsed, rid)
+                if self._absorbing is not None:
+                    # The rest of a burst that already cost an earlier
+                    # request its reply: not counted again, up to that
+                    # request's own (late) reply.
+                    if protocol.request_id_of(event.obj) == self._absorbing:
+                        self._absorbing = None
+                    continue
+                self._unsolicited += 1
+                if self._unsolicited > protocol.MAX_UNSOLICITED:
+                    self._absorbing = rid
+                    detail = f"more than {protocol.MAX_UNSOLICITED} unsolicited lines"
+                    now = trio.current_time()
+                    return Reply(None, FaultKind.MALFORMED, detail, now - start, rid)
+            if self._eof:
+                raise _OutputEnded
+            # Read without waiting (no stream lock); wait only when
+            # the output is empty. A chunk judged without this
+            # request's reply lets the deadline in before the next
+            # read: a bot that floods its output faster than it is
+            # read still times out.
+            if read_before:
+                await trio.lowlevel.checkpoint_if_cancelled()
+            chunk = transport.read_now(READ_CHUNK)
+            if chunk is None:
+                read_before = False
+                try:
+                    await transport.wait_readable()
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    self._eof = True
+                continue
+            read_before = True
+            if chunk:
+                self._frame(chunk)
+            else:
+                self._eof = True
+            # After each read, as a stream's read does, the seats' other
+            # tasks run (the stderr drain: a chatty bot must not fill its
+            # pipe; its lines belong to this game's record); shielded, so
+            # a reply that arrived is never turned into a timeout here.
+            await trio.lowlevel.cancel_shielded_checkpoint()

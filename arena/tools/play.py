@@ -166,11 +166,19 @@ class WatchedSeat(SeatProxy):
         *,
         deadline: float | None = None,
         encoded: tuple[str, Any, str] | None = None,
+        pace: tuple[float, float] | None = None,
+        wall_cap: float | None = None,
     ) -> Reply:
         """Pause after a trick if asked, then forward."""
         await self._narrator.pause()
         return await self.inner.request(
-            kind, fields, time_limit, deadline=deadline, encoded=encoded
+            kind,
+            fields,
+            time_limit,
+            deadline=deadline,
+            encoded=encoded,
+            pace=pace,
+            wall_cap=wall_cap,
         )
 
 

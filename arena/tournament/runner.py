@@ -47,7 +47,14 @@ import trio
 
 from arena.core.keys import MasterKey
 from arena.core.rules import round_robin_deal_key
-from arena.game.referee import GameSpec, Referee, RefereeSettings, SeatSetup, start_bot
+from arena.game.referee import (
+    DEFAULT_WALL_CAP,
+    GameSpec,
+    Referee,
+    RefereeSettings,
+    SeatSetup,
+    start_bot,
+)
 from arena.protocol.records import GameRecordJSON, read_record
 from arena.seats.entrants import Entrant
 from arena.seats.launcher import Launcher
@@ -185,6 +192,10 @@ class TournamentSettings:
         }
         if ref.transcripts:  # recorded only then, so older runs still resume
             out["transcript_cap"] = ref.transcript_cap
+        if ref.pace > 0:  # likewise
+            out["pace"] = ref.pace
+        if ref.wall_cap != DEFAULT_WALL_CAP:  # likewise
+            out["wall_cap"] = ref.wall_cap
         if self.disqualify_after is not None:  # likewise
             out["disqualify_after"] = self.disqualify_after
         if self.format == "ladder":  # likewise
