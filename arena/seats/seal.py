@@ -341,8 +341,6 @@ def bot_package_parent() -> Path:
     """
     if _BOT_PACKAGE_PARENT:
         return _BOT_PACKAGE_PARENT[0]
-    import atexit
-    import tempfile
 
     import arena
 
@@ -350,6 +348,22 @@ def bot_package_parent() -> Path:
     if _readable_by_everyone(package) and _readable_by_everyone(package.parent):
         _BOT_PACKAGE_PARENT.append(package.parent)
         return package.parent
+    copy = copy_package()
+    _BOT_PACKAGE_PARENT.append(copy)
+    return copy
+
+
+def copy_package() -> Path:
+    """A copy of the ``arena`` package (without ``__pycache__``), readable by
+    everyone, in a new folder of the temporary folder named
+    ``hearts-arena-package-<pid>-*``, removed at exit (or, after a SIGKILL,
+    by :func:`remove_package_copies_of_dead_arenas`); returns that folder."""
+    import atexit
+    import tempfile
+
+    import arena
+
+    package = Path(arena.__file__).resolve().parent
     remove_package_copies_of_dead_arenas()
     copy = Path(tempfile.mkdtemp(prefix=f"{PACKAGE_COPY_PREFIX}{os.getpid()}-"))
     copy.chmod(0o755)
@@ -360,7 +374,6 @@ def bot_package_parent() -> Path:
         for name in files:
             os.chmod(os.path.join(folder, name), 0o644)
     atexit.register(shutil.rmtree, copy, True)
-    _BOT_PACKAGE_PARENT.append(copy)
     return copy
 
 
@@ -389,10 +402,18 @@ def runtime_paths(*, arena_python: bool = True) -> list[Path]:
     return out
 
 
+_KIT_COPY: list[Path] = []
+
+
 def kit_source() -> Path:
     """The ``arena`` package folder bound at ``KIT_DIR/arena`` in every
-    sandbox (the bot kit: sealed bots get ``PYTHONPATH`` :data:`KIT_DIR`)."""
-    return bot_package_parent() / "arena"
+    sandbox (the bot kit: sealed bots get ``PYTHONPATH`` :data:`KIT_DIR`):
+    always a copy (:func:`copy_package`), so that the mount table a sealed bot
+    reads names a temporary folder, not the organiser's checkout or
+    virtual environment."""
+    if not _KIT_COPY:
+        _KIT_COPY.append(copy_package())
+    return _KIT_COPY[0] / "arena"
 
 
 def bot_path_variable(sandbox_ro: Iterable[Path] = ()) -> str:
@@ -766,6 +787,8 @@ def proc_view(memory_mb: int) -> Path:
             if entry.is_file(follow_symlinks=False):
                 _write(view / name, "")
     _copy_proc_sys(view / "sys")
+    if os.path.isdir("/proc/sys/net"):
+        (view / "sys" / "net").mkdir(mode=0o755)  # where the kernel's is bound
     counters = {
         "kernel/pty/nr": "0",
         "fs/file-nr": "0\t0\t1048576",
@@ -782,6 +805,9 @@ def proc_view(memory_mb: int) -> Path:
         if target.exists():
             target.chmod(0o644)
         _write(target, value + "\n")
+    for folder, dirs, _files in os.walk(view):  # whatever the arena's umask
+        for name in dirs:
+            os.chmod(os.path.join(folder, name), 0o755)
     _PROC_VIEWS[memory_mb] = view
     return view
 
@@ -820,6 +846,8 @@ def proc_binds(view: Path) -> list[str]:
         if entry == "empty":
             continue
         args += ["--ro-bind", str(view / entry), f"/proc/{entry}"]
+    if (view / "sys" / "net").is_dir():  # per network namespace: the bot's own
+        args += ["--ro-bind", "/proc/sys/net", "/proc/sys/net"]
     for name in PROC_HIDDEN_DIRS:
         if name == "1" or os.path.isdir(f"/proc/{name}"):
             args += ["--ro-bind", str(view / "empty"), f"/proc/{name}"]
