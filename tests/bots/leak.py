@@ -21,8 +21,8 @@ Channels, by how they carry a hand:
   ``/dev/shm``; ``loadavg`` (threads on the machine) and ``sysinfo`` (its
   ``procs``): threads held; ``file-nr``: descriptors held; ``inode-nr`` and
   ``dentry-state``: files held in ``/tmp``; ``stat`` (``processes``, a
-  running count): ``card + 1`` forks; ``uptime`` (busy time of the machine):
-  ``card + 1`` times 20 ms of spinning.
+  running count of forks and threads): ``card + 1`` threads started;
+  ``uptime`` (busy time of the machine): ``card + 1`` ms of spinning.
 
 The receiver also reports, once a process, what it finds of ``pid 1``
 (``ptrace``, ``process_vm_readv``, ``/proc/1/environ``), its environment and
@@ -53,7 +53,7 @@ ROLE, TAG = sys.argv[1], sys.argv[2]
 RANKS = "23456789TJQKA"
 CARDS = [r + s for s in "CDSH" for r in RANKS]
 MOD = 64
-SPIN = 0.004  # seconds of CPU a card unit costs on the uptime channel
+SPIN = 0.001  # seconds of CPU a card unit costs on the uptime channel
 libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 
@@ -161,12 +161,10 @@ class Sender:
         card = self.hand[k % 13]
         self.level = (self.level + card + 1) % MOD
         self.hold(self.level)
-        for _ in range(card + 1):
-            with contextlib.suppress(OSError):
-                pid = os.fork()
-                if pid == 0:
-                    os._exit(0)
-                os.waitpid(pid, 0)
+        for _ in range(card + 1):  # the count of forks counts threads too
+            thread = threading.Thread(target=int)
+            thread.start()
+            thread.join()
         end = time.process_time() + SPIN * (card + 1)
         while time.process_time() < end:
             pass

@@ -47,10 +47,17 @@ def sealed_leak() -> tuple[dict[str, dict[str, Any]], dict[str, Any], str]:
 
     if SEAL_PROBLEM is not None:
         pytest.skip(f"bots cannot be sealed here: {SEAL_PROBLEM}")
-    return channels.run(["--sandbox"], hands_per_game=4, rounds=4, seed=5)  # type: ignore[no-any-return]
+    # One table, 4 games of 16 hands (a game per seat rotation): 64 hands.
+    return channels.run(["--sandbox"], hands_per_game=16, rounds=1, seed=5)  # type: ignore[no-any-return]
+
+
+#: The sealed run takes 40 s to 4 minutes, as busy as the machine is (its
+#: bots wait for core tokens other arenas share).
+LONG = pytest.mark.timeout(600)
 
 
 @needs_seal
+@LONG
 @pytest.mark.parametrize("channel", CHANNELS)
 def test_a_sealed_channel_carries_no_hand(
     channel: str, sealed_leak: tuple[dict[str, dict[str, Any]], dict[str, Any], str]
@@ -64,6 +71,7 @@ def test_a_sealed_channel_carries_no_hand(
 
 
 @needs_seal
+@LONG
 def test_sealed_the_receiver_cannot_reach_pid_1(
     sealed_leak: tuple[dict[str, dict[str, Any]], dict[str, Any], str],
 ) -> None:
@@ -76,6 +84,7 @@ def test_sealed_the_receiver_cannot_reach_pid_1(
 
 
 @needs_seal
+@LONG
 def test_sealed_no_run_id_and_no_arena_folder_in_environment_or_mount_table(
     sealed_leak: tuple[dict[str, dict[str, Any]], dict[str, Any], str],
 ) -> None:
