@@ -182,7 +182,10 @@ def collude(out: Path, *mode: str) -> tuple[dict[str, Any], list[str]]:
             merged[key] = merged.get(key) or value
     assert run_processes(out) == []
     run_id = json.loads((out / "run.json").read_text())["run_id"]
-    assert list(Path(tempfile.gettempdir()).glob(f"hearts-bot-{run_id}-*")) == []  # copies too
+    from arena.seats.entrants import copies_tag
+
+    for name in (run_id, copies_tag(run_id)):  # bots' folders, and the entrants' copies
+        assert list(Path(tempfile.gettempdir()).glob(f"hearts-bot-{name}-*")) == []
     left = leftovers(tag)
     clean_leftovers(tag)
     return merged, left
