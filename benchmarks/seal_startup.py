@@ -2,10 +2,11 @@
 process of ``sample:low`` to its ``hello`` reply, and the time to close it,
 sealed and with ``--no-sandbox``, through the arena's own launcher.
 
-    python benchmarks/seal_startup.py [RUNS]
+    python benchmarks/seal_startup.py [RUNS] [SAMPLE]
 
 Prints, per mode, the median and the slowest of RUNS starts (default 20), in
-milliseconds. The start includes leasing a uid when the arena runs as root.
+milliseconds, of the sample bot SAMPLE (default ``low``; ``kit`` is the
+bot-kit sample). The start includes leasing a uid when the arena runs as root.
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from arena.seats.entrants import sample_entrant
 from arena.seats.launcher import Launcher, LaunchOptions
 from arena.seats.process import BotProcess
 
+SAMPLE = sys.argv[2] if len(sys.argv) > 2 else "low"
+
 
 async def _once(launcher: Launcher) -> tuple[float, float]:
     """Seconds from the spec to the hello reply, and to close the process."""
-    entrant = sample_entrant("low")
+    entrant = sample_entrant(SAMPLE)
     async with trio.open_nursery() as nursery:
         t0 = time.perf_counter()
         bot = await BotProcess.start(launcher.spec(entrant), nursery)
@@ -38,7 +41,7 @@ async def _once(launcher: Launcher) -> tuple[float, float]:
 async def _main(runs: int) -> None:
     for sealed in (False, True):
         launcher = Launcher(LaunchOptions(sandbox=sealed))
-        launcher.check([sample_entrant("low")])
+        launcher.check([sample_entrant(SAMPLE)])
         await _once(launcher)  # warm up: file caches, the uid pool
         starts, closes = zip(*[await _once(launcher) for _ in range(runs)], strict=True)
         launcher.close()
@@ -46,7 +49,7 @@ async def _main(runs: int) -> None:
             f"{'sealed' if sealed else '--no-sandbox':>12}: start to hello "
             f"median {statistics.median(starts) * 1000:.0f} ms, slowest "
             f"{max(starts) * 1000:.0f} ms; close median {statistics.median(closes) * 1000:.0f} ms"
-            f" ({runs} runs)"
+            f" ({runs} runs of sample:{SAMPLE})"
         )
 
 

@@ -391,6 +391,15 @@ def private_tmpdir(run_id: str = "") -> Path:
 IN_USE: Final[set[Path]] = set()
 
 
+def copies_tag(run_id: str) -> str:
+    """The name the entrants' copies of run ``run_id`` go by
+    (``hearts-bot-TAG-entrants-*``): a digest of the run id, so that the path
+    a sealed bot's mount table shows does not carry the run id itself."""
+    import hashlib
+
+    return "c" + hashlib.sha256(run_id.encode()).hexdigest()[:15]
+
+
 def remove_tmpdirs_of_run(run_id: str) -> int:
     """Remove the bots' temporary folders and the entrants' copies left by
     run ``run_id`` (an arena killed with SIGKILL cannot remove them itself),
@@ -399,7 +408,11 @@ def remove_tmpdirs_of_run(run_id: str) -> int:
     if not run_id.isalnum() or not run_id.isascii():
         return 0
     removed = 0
-    for path in Path(tempfile.gettempdir()).glob(f"{TMPDIR_PREFIX}{run_id}-*"):
+    folder = Path(tempfile.gettempdir())
+    for path in [
+        *folder.glob(f"{TMPDIR_PREFIX}{run_id}-*"),
+        *folder.glob(f"{TMPDIR_PREFIX}{copies_tag(run_id)}-*"),
+    ]:
         if path in IN_USE:
             continue
         if path.is_dir() and not path.is_symlink():

@@ -22,7 +22,14 @@ from typing import Any, Final
 
 from arena.seats import cgroups, isolation, seal
 from arena.seats.cores import CoreGate
-from arena.seats.entrants import IN_USE, TMPDIR_PREFIX, Entrant, bot_environment, private_tmpdir
+from arena.seats.entrants import (
+    IN_USE,
+    TMPDIR_PREFIX,
+    Entrant,
+    bot_environment,
+    copies_tag,
+    private_tmpdir,
+)
 from arena.seats.isolation import IsolationError, Limits, UidLease
 from arena.seats.process import LaunchSpec
 
@@ -239,13 +246,23 @@ class Launcher:
         user would run it) and build the seccomp program."""
         opts = self.options
         sealed = False
+        program: bytes | None = None
+        why_no_filter = ""
         if opts.sandbox is not False:
+            program, why_no_filter = seal.seccomp_program()
             lease = isolation.lease_uid(opts.uid_base) if opts.uses_separate_users else None
             try:
                 uid = lease.uid if lease else None
                 if lease is not None:
                     self._bot_python(lease.uid)
-                why = seal.probe(user=uid, group=uid, read_only=self._read_only())
+                # Exactly what bots get: the same binds, /proc view and filter.
+                why = seal.probe(
+                    user=uid,
+                    group=uid,
+                    read_only=self._read_only(),
+                    seccomp=program,
+                    memory_mb=opts.limits.memory_mb,
+                )
             finally:
                 if lease is not None:
                     lease.release()
@@ -258,11 +275,11 @@ class Launcher:
         self.options = dataclasses.replace(opts, sandbox=sealed)
         self._resolved = True
         if sealed:
-            self._seccomp, why = seal.seccomp_program()
+            self._seccomp = program
             self._seccomp_known = True
             if self._seccomp is None and announce:
                 print(
-                    f"hearts-arena: {why}: sealed bots can still signal each other "
+                    f"hearts-arena: {why_no_filter}: sealed bots can still signal each other "
                     "through file locks, keyrings and file watches (install libseccomp2)",
                     file=sys.stderr,
                 )
@@ -279,7 +296,9 @@ class Launcher:
             return found
         if res.root is None:
             res.root = Path(
-                tempfile.mkdtemp(prefix=f"{TMPDIR_PREFIX}{self.options.run_id}-entrants-")
+                tempfile.mkdtemp(
+                    prefix=f"{TMPDIR_PREFIX}{copies_tag(self.options.run_id)}-entrants-"
+                )
             )
             IN_USE.add(res.root)
             # Bot users may pass through (not list) it, into their own group's copy only.
@@ -312,8 +331,13 @@ class Launcher:
         copy = self._copy_of(entrant)
         argv: tuple[str, ...] = entrant.argv
         cwd = entrant.cwd
+        inside = cwd  # the folder the bot starts in, as the bot sees it
         if copy is not None:
-            argv = tuple(_moved(a, copy.source, copy.folder) for a in argv)
+            # Sealed, the copy is bound at a fixed name (seal.ENTRANT_DIR):
+            # its path names neither the run nor the organiser's folders.
+            where = seal.ENTRANT_DIR if sealed else copy.folder
+            argv = tuple(_moved(a, copy.source, where) for a in argv)
+            inside = where
             cwd = copy.folder
         home = None if sealed else private_tmpdir(opts.run_id)
         lease = None
@@ -329,12 +353,20 @@ class Launcher:
                 if home is not None:
                     os.chown(home, lease.uid, copy.group.uid if copy and copy.group else lease.uid)
             token = secrets.token_hex(8)
-            extra = {RUN_VARIABLE: opts.run_id, TOKEN_VARIABLE: token}
+            extra = {TOKEN_VARIABLE: token}
+            if sealed:
+                # No run id (a sealed bot dies with bubblewrap, which dies
+                # with the arena: nothing to find by it), PATH of the
+                # sandbox's own, the bot kit at a fixed place.
+                extra["PATH"] = seal.bot_path_variable(opts.sandbox_ro)
+                extra["PYTHONPATH"] = str(seal.KIT_DIR)
+            else:
+                extra[RUN_VARIABLE] = opts.run_id
             if self.is_arena_python(argv[0]):
                 if lease is not None:
                     python, pythonpath = self._bot_python(lease.uid)
                     argv = (python, *argv[1:])
-                    if pythonpath:
+                    if pythonpath and not sealed:
                         extra["PYTHONPATH"] = pythonpath
                 else:  # a path with "..", which a sealed bot cannot walk: its folder resolved
                     argv = (_in_resolved_folder(argv[0]), *argv[1:])
@@ -349,11 +381,12 @@ class Launcher:
                     seal.sealed_argv(
                         argv,
                         folder=cwd,
-                        cwd=cwd,
+                        cwd=inside,
                         tmp_mb=opts.tmp_mb,
                         read_only=self._read_only(),
                         seccomp=seccomp is not None,
                         bwrap=seal.bwrap_path() or "bwrap",
+                        memory_mb=opts.limits.memory_mb,
                     )
                 )
             group = copy.group.uid if copy and copy.group else (lease.uid if lease else None)

@@ -207,7 +207,7 @@ def receive() -> None:
     found["unix-path"] = connect(socket.AF_UNIX, UNIX_PATH)
     found["tcp"] = connect(socket.AF_INET, ("127.0.0.1", PORT_TCP))
     try:
-        found["udp"] = udp_in.recv(200).decode() or None
+        found["udp"] = udp_in.recv(200).decode() or None if udp_in is not None else None
     except OSError:
         found["udp"] = None
     found["tcp-service"] = reach(socket.SOCK_STREAM, ("127.0.0.1", PORT_SERVICE))
@@ -287,10 +287,14 @@ else:
     watch: int | None = libc.inotify_init1(os.O_NONBLOCK)
     if watch < 0 or libc.inotify_add_watch(watch, WATCHED.encode(), 0x21) < 0:
         watch = None  # IN_ACCESS | IN_OPEN refused
-    udp_in = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    with contextlib.suppress(OSError):
-        udp_in.bind(("127.0.0.1", PORT_UDP))
-    udp_in.setblocking(False)
+    try:  # sealed, IPv4 sockets are refused (the seccomp filter)
+        udp_in: socket.socket | None = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    except OSError:
+        udp_in = None
+    if udp_in is not None:
+        with contextlib.suppress(OSError):
+            udp_in.bind(("127.0.0.1", PORT_UDP))
+        udp_in.setblocking(False)
 
 
 def on_message(msg: dict) -> None:

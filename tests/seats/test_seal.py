@@ -182,7 +182,10 @@ def collude(out: Path, *mode: str) -> tuple[dict[str, Any], list[str]]:
             merged[key] = merged.get(key) or value
     assert run_processes(out) == []
     run_id = json.loads((out / "run.json").read_text())["run_id"]
-    assert list(Path(tempfile.gettempdir()).glob(f"hearts-bot-{run_id}-*")) == []  # copies too
+    from arena.seats.entrants import copies_tag
+
+    for name in (run_id, copies_tag(run_id)):  # bots' folders, and the entrants' copies
+        assert list(Path(tempfile.gettempdir()).glob(f"hearts-bot-{name}-*")) == []
     left = leftovers(tag)
     clean_leftovers(tag)
     return merged, left
@@ -488,7 +491,7 @@ def test_a_package_in_a_private_folder_is_given_to_bots_as_a_readable_copy(
     assert stat.S_IMODE((parent / "arena" / "core" / "rules.py").stat().st_mode) == 0o644
     assert not list(parent.rglob("__pycache__"))
     assert seal.bot_package_parent() == parent  # made once per process
-    assert parent / "arena" in seal.runtime_paths(arena_python=False)
+    assert seal.runtime_paths(arena_python=False) == []  # the kit is bound apart
     shutil.rmtree(parent)
 
 

@@ -75,7 +75,13 @@ def kill_watchdog(arena: int) -> None:
 
 def run_tmpdirs(out: Path) -> list[Path]:
     run_id = json.loads((out / "run.json").read_text())["run_id"]
-    return list(Path(tempfile.gettempdir()).glob(f"hearts-bot-{run_id}-*"))
+    from arena.seats.entrants import copies_tag
+
+    folder = Path(tempfile.gettempdir())
+    return [
+        *folder.glob(f"hearts-bot-{run_id}-*"),
+        *folder.glob(f"hearts-bot-{copies_tag(run_id)}-*"),  # the entrants' copies
+    ]
 
 
 @pytest.fixture(scope="module")
