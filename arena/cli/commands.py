@@ -121,6 +121,7 @@ _RECORDED_LIMITS: Final = {
     "cpu_seconds": "cpu_limit",
     "processes": "max_processes",
     "open_files": "max_open_files",
+    "stderr_kib": "stderr_limit",
 }
 
 

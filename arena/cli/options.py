@@ -348,6 +348,12 @@ ISOLATION_OPTIONS: Final = (
         type=nonnegative_int, default=_LIMITS.memory_mb, metavar="MIB", group=ISOLATION,
     ),
     Option(
+        ("--stderr-limit",), "stderr_limit",
+        "KiB of a bot's stderr read per game; past it the rest of the game's stderr is "
+        f"discarded unread and counted in the record (default {_LIMITS.stderr_kib}; 0: none)",
+        type=nonnegative_int, default=_LIMITS.stderr_kib, metavar="KIB", group=ISOLATION,
+    ),
+    Option(
         ("--cpu-limit",), "cpu_limit",
         f"CPU seconds per bot process and game (default {_LIMITS.cpu_seconds}; 0: none)",
         type=nonnegative_int, default=_LIMITS.cpu_seconds, metavar="SECONDS", group=ISOLATION,

@@ -88,6 +88,7 @@ def launch_options(args: argparse.Namespace, run_id: str | None) -> LaunchOption
         cpu_seconds=args.cpu_limit,
         processes=args.max_processes,
         open_files=args.max_open_files,
+        stderr_kib=args.stderr_limit,
     )
     options = LaunchOptions(
         limits=limits,

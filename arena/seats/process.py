@@ -37,6 +37,7 @@ from typing import Final
 import trio
 
 from arena.protocol.codec import clean_text
+from arena.seats.capped import CappedBuffer
 from arena.seats.cgroups import BotGroup
 from arena.seats.cores import CoreGate
 from arena.seats.isolation import (
@@ -363,13 +364,39 @@ class BotProcess(WireSeat):
         return f"closed its {what} while still running"
 
     async def _stderr_loop(self) -> None:
-        stderr = self.process.stderr
-        assert stderr is not None
+        """Drain the bot's stderr into :attr:`stderr` (a
+        :class:`~arena.seats.capped.CappedBuffer`) up to the cap of bytes per
+        game (``Limits.stderr_kib``); past it, until :meth:`stderr`'s buffer
+        is taken at the game's end, the bytes are moved from the pipe into
+        ``/dev/null`` by ``splice`` (never copied into Python) at most once
+        per :data:`DISCARD_PAUSE`, and counted; the pipe is enlarged (to
+        :data:`FLOOD_PIPE_BYTES` where allowed) so a burst waits less."""
+        stream = self.process.stderr
+        assert stream is not None
+        buf = self.stderr
+        limits = self.spec.limits
+        cap = (limits.stderr_kib if limits is not None else Limits().stderr_kib) * 1024
+        buf.cap = cap
+        null = -1
         try:
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                while chunk := await stderr.receive_some(65536):
-                    self.stderr.write(chunk)
+                while True:
+                    if not cap or buf.total < cap:
+                        chunk = await stream.receive_some(
+                            min(65536, cap - buf.total) if cap else 65536
+                        )
+                        if not chunk:
+                            break
+                        buf.write(chunk)
+                        continue
+                    if null < 0:
+                        null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+                        _enlarge_pipe(stream.fileno())
+                    if not await _discard(stream.fileno(), null, buf):
+                        break
         finally:
+            if null >= 0:
+                os.close(null)
             self._stderr_done.set()
 
     # -- talking ----------------------------------------------------------
@@ -507,6 +534,52 @@ class BotProcess(WireSeat):
     def _killpg(self, sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, sig)
+
+
+#: The size a flooding bot's stderr pipe is raised to once over its cap, in
+#: bytes (``F_SETPIPE_SZ``; an unprivileged arena gets at most
+#: ``/proc/sys/fs/pipe-max-size``, 1 MiB by default).
+FLOOD_PIPE_BYTES: Final = 1 << 20
+
+#: Seconds between two discards of a flooding bot's stderr once over its cap:
+#: the arena's cost is then a wake-up and a ``splice`` per 10 ms whatever
+#: the bot writes, and a bot writing faster than the pipe's capacity (1 MiB)
+#: per 10 ms waits on its own full pipe (its own time, never the referee's).
+DISCARD_PAUSE: Final = 0.01
+
+
+def _enlarge_pipe(fd: int) -> None:
+    """Raise the pipe's capacity to :data:`FLOOD_PIPE_BYTES` where allowed
+    (else leave it): fewer wake-ups per byte discarded."""
+    import fcntl
+
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, FLOOD_PIPE_BYTES)
+
+
+async def _discard(fd: int, null: int, buf: CappedBuffer) -> bool:
+    """Wait until the pipe ``fd`` holds bytes, move what it holds into
+    ``null`` (``/dev/null``) with ``splice`` (the kernel drops the pages; no
+    copy into Python), add their count to ``buf.discarded``, then pause
+    :data:`DISCARD_PAUSE` seconds.
+
+    Returns:
+        ``False`` at the end of the pipe (the bot and its children closed it).
+
+    Raises:
+        trio.ClosedResourceError: the stream was closed meanwhile.
+    """
+    await trio.lowlevel.wait_readable(fd)
+    try:
+        moved = os.splice(fd, null, FLOOD_PIPE_BYTES, flags=os.SPLICE_F_NONBLOCK)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    buf.discarded += moved
+    if moved:
+        await trio.sleep(DISCARD_PAUSE)
+    return moved > 0
 
 
 #: Exit code of a bot process whose set-up (limits, control group, uid)
