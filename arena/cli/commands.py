@@ -31,7 +31,13 @@ from arena.cli.errors import (
     CliError,
 )
 from arena.cli.live import check_live_args, open_live
-from arena.cli.settings import check_launcher, launch_options, read_run_file, tournament_settings
+from arena.cli.settings import (
+    check_launcher,
+    fit_memory_limit,
+    launch_options,
+    read_run_file,
+    tournament_settings,
+)
 from arena.cli.tools import conclude_run, prepare_run, run_verdict
 from arena.core.keys import BadKeyError, MasterKey
 from arena.protocol.records import FaultJSON, GameRecordJSON
@@ -651,6 +657,7 @@ def _plan(args: argparse.Namespace) -> _Plan:
     # Chains of games (a table's seating across the rounds) run at once at most.
     chains = None if ladder else max(1, len(games) // settings.rounds)
     settings = _fit_jobs(args, settings, chains)
+    fit_memory_limit(args, settings.jobs)  # --jobs x 4 bots against the machine's memory
     total = competition.games_total(settings, games)
     return _Plan(entrants, key, settings, games, total)
 

@@ -344,8 +344,9 @@ ISOLATION_OPTIONS: Final = (
     Option(
         ("--memory-limit",), "memory_limit",
         "memory per bot in MiB: for the bot as a whole where a memory control group "
-        f"binds, else address space per process (default {_LIMITS.memory_mb}; 0: none)",
-        type=nonnegative_int, default=_LIMITS.memory_mb, metavar="MIB", group=ISOLATION,
+        f"binds, else address space per process (default {_LIMITS.memory_mb}, lowered to "
+        "fit --jobs x 4 bots in the machine's memory; 0: none)",
+        type=nonnegative_int, default=None, metavar="MIB", group=ISOLATION,
     ),
     Option(
         ("--stderr-limit",), "stderr_limit",
