@@ -89,6 +89,8 @@ def fit_memory_limit(args: argparse.Namespace, jobs: int) -> None:
     if getattr(args, "memory_fitted", False):
         return
     args.memory_fitted = True
+    if args.memory_limit is None and getattr(args, "resume", False):
+        args.memory_limit = _recorded_memory_limit(args.out / "run.json")
     fit = budget.fit_memory(jobs, args.memory_limit, budget.machine_memory_mb())
     args.memory_limit = fit.memory_mb
     notes = [fit.note]
@@ -97,6 +99,16 @@ def fit_memory_limit(args: argparse.Namespace, jobs: int) -> None:
     for note in notes:
         if note is not None:
             print(note, file=sys.stderr)
+
+
+def _recorded_memory_limit(path: Path) -> int | None:
+    """The bound per bot a run being resumed recorded (fitted when it
+    started: a resume keeps it, whatever its ``--jobs``), or ``None``."""
+    try:
+        value = load_run_file(path)["settings"]["isolation"]["limits"]["memory_mb"]
+    except (RunFileError, KeyError, TypeError):
+        return None
+    return value if isinstance(value, int) else None
 
 
 def launch_options(args: argparse.Namespace, run_id: str | None) -> LaunchOptions:

@@ -86,3 +86,11 @@ def test_the_lowered_bound_binds_and_is_recorded(
     assert run_arena([*args, "--jobs", "1", "--seed", "2", "--out", str(out), "--quiet"]) == 0
     run = json.loads((out / "run.json").read_text())
     assert run["settings"]["isolation"]["limits"]["memory_mb"] == 768
+    # A resume keeps the recorded bound, whatever its --jobs (a fitted bound
+    # that moved would be a setting that differs, and be refused).
+    code = run_arena([*args, "--jobs", "2", "--seed", "2", "--out", str(out), "--resume"])
+    assert code == 0
+    assert (
+        json.loads((out / "run.json").read_text())["settings"]["isolation"]["limits"]["memory_mb"]
+        == 768
+    )
