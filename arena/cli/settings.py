@@ -81,11 +81,14 @@ def _ladder_settings(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def fit_memory_limit(args: argparse.Namespace, jobs: int) -> None:
+def fit_memory_limit(args: argparse.Namespace, jobs: int, *, say: bool = True) -> None:
     """Set ``args.memory_limit`` (``None``: not given) to the bound per bot
-    for ``jobs`` games at once (:func:`arena.seats.budget.fit_memory`), and
-    print its one line, if any, and :func:`arena.seats.budget.tmp_note`'s, on
-    stderr. Done once per command (later calls do nothing)."""
+    for ``jobs`` games at once (:func:`arena.seats.budget.fit_memory`; a
+    resume keeps its recorded bound), and keep its one line, if any, and
+    :func:`arena.seats.budget.tmp_note`'s, for :func:`say_memory_notes`
+    (called here unless ``say`` is false: ``run`` says them with the bounds,
+    once its output folder is taken, so an error before stays one line).
+    Done once per command (later calls do nothing)."""
     if getattr(args, "memory_fitted", False):
         return
     args.memory_fitted = True
@@ -96,9 +99,16 @@ def fit_memory_limit(args: argparse.Namespace, jobs: int) -> None:
     notes = [fit.note]
     if getattr(args, "sandbox", None) is not False:  # --tmp-size binds sealed bots
         notes.append(budget.tmp_note(args.tmp_size, fit.memory_mb))
-    for note in notes:
-        if note is not None:
-            print(note, file=sys.stderr)
+    args.memory_notes = [n for n in notes if n is not None]
+    if say:
+        say_memory_notes(args)
+
+
+def say_memory_notes(args: argparse.Namespace) -> None:
+    """Print on stderr, once, the lines :func:`fit_memory_limit` kept."""
+    for note in getattr(args, "memory_notes", []):
+        print(note, file=sys.stderr)
+    args.memory_notes = []
 
 
 def _recorded_memory_limit(path: Path) -> int | None:
