@@ -31,7 +31,14 @@ from arena.cli.errors import (
     CliError,
 )
 from arena.cli.live import check_live_args, open_live
-from arena.cli.settings import check_launcher, launch_options, read_run_file, tournament_settings
+from arena.cli.settings import (
+    check_launcher,
+    fit_memory_limit,
+    launch_options,
+    read_run_file,
+    say_memory_notes,
+    tournament_settings,
+)
 from arena.cli.tools import conclude_run, prepare_run, run_verdict
 from arena.core.keys import BadKeyError, MasterKey
 from arena.protocol.records import FaultJSON, GameRecordJSON
@@ -123,6 +130,7 @@ _RECORDED_LIMITS: Final = {
     "cpu_seconds": "cpu_limit",
     "processes": "max_processes",
     "open_files": "max_open_files",
+    "stderr_kib": "stderr_limit",
 }
 
 
@@ -575,6 +583,7 @@ def _run_command(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     output folder; say what the run is; play; write the outputs and judge."""
     plan = _plan(args)
     if args.dry_run:
+        say_memory_notes(args)
         return _dry_run_plan(plan)
     old_run_id = _stored_run_id(args)  # resuming: the interrupted run's
     launcher = _start_launcher(args, plan, stack, old_run_id)
@@ -653,6 +662,7 @@ def _plan(args: argparse.Namespace) -> _Plan:
     # Chains of games (a table's seating across the rounds) run at once at most.
     chains = None if ladder else max(1, len(games) // settings.rounds)
     settings = _fit_jobs(args, settings, chains)
+    fit_memory_limit(args, settings.jobs, say=False)  # --jobs x 4 bots against the machine
     total = competition.games_total(settings, games)
     return _Plan(entrants, key, settings, games, total)
 
@@ -740,6 +750,7 @@ def _announce(
     """Say on stderr how bots are bounded, the key's commitment, and the
     leftovers of an earlier run killed; kill those of the interrupted run
     ``old_run_id`` (when resuming) and remove its temporary folders."""
+    say_memory_notes(args)  # a lowered --memory-limit, even with --quiet
     if not args.quiet:
         print(launcher.options.describe_bounds(), file=sys.stderr)
     _announce_key(key, launcher.options)  # resolved: sealed or not

@@ -385,8 +385,15 @@ ISOLATION_OPTIONS: Final = (
     Option(
         ("--memory-limit",), "memory_limit",
         "memory per bot in MiB: for the bot as a whole where a memory control group "
-        f"binds, else address space per process (default {_LIMITS.memory_mb}; 0: none)",
-        type=nonnegative_int, default=_LIMITS.memory_mb, metavar="MIB", group=ISOLATION,
+        f"binds, else address space per process (default {_LIMITS.memory_mb}, lowered to "
+        "fit --jobs x 4 bots in the machine's memory; 0: none)",
+        type=nonnegative_int, default=None, metavar="MIB", group=ISOLATION,
+    ),
+    Option(
+        ("--stderr-limit",), "stderr_limit",
+        "KiB of a bot's stderr read per game; past it the rest of the game's stderr is "
+        f"discarded unread and counted in the record (default {_LIMITS.stderr_kib}; 0: none)",
+        type=nonnegative_int, default=_LIMITS.stderr_kib, metavar="KIB", group=ISOLATION,
     ),
     Option(
         ("--cpu-limit",), "cpu_limit",

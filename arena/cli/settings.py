@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from arena.cli.options import field_default
 from arena.core.keys import MasterKey
 from arena.game.referee import RefereeSettings
 from arena.report.runfile import RunFileError, load_run_file
-from arena.seats import cgroups
+from arena.seats import budget, cgroups
 from arena.seats.entrants import Entrant, EntrantError, parse_entrant
 from arena.seats.isolation import IsolationError, Limits
 from arena.seats.launcher import Launcher, LaunchOptions
@@ -82,14 +83,58 @@ def _ladder_settings(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def fit_memory_limit(args: argparse.Namespace, jobs: int, *, say: bool = True) -> None:
+    """Set ``args.memory_limit`` (``None``: not given) to the bound per bot
+    for ``jobs`` games at once (:func:`arena.seats.budget.fit_memory`; a
+    resume keeps its recorded bound), and keep its one line, if any, and
+    :func:`arena.seats.budget.tmp_note`'s, for :func:`say_memory_notes`
+    (called here unless ``say`` is false: ``run`` says them with the bounds,
+    once its output folder is taken, so an error before stays one line).
+    Done once per command (later calls do nothing)."""
+    if getattr(args, "memory_fitted", False):
+        return
+    args.memory_fitted = True
+    if args.memory_limit is None and getattr(args, "resume", False):
+        args.memory_limit = _recorded_memory_limit(args.out / "run.json")
+    fit = budget.fit_memory(jobs, args.memory_limit, budget.machine_memory_mb())
+    args.memory_limit = fit.memory_mb
+    notes = [fit.note]
+    if getattr(args, "sandbox", None) is not False:  # --tmp-size binds sealed bots
+        notes.append(budget.tmp_note(args.tmp_size, fit.memory_mb))
+    args.memory_notes = [n for n in notes if n is not None]
+    if say:
+        say_memory_notes(args)
+
+
+def say_memory_notes(args: argparse.Namespace) -> None:
+    """Print on stderr, once, the lines :func:`fit_memory_limit` kept."""
+    for note in getattr(args, "memory_notes", []):
+        print(note, file=sys.stderr)
+    args.memory_notes = []
+
+
+def _recorded_memory_limit(path: Path) -> int | None:
+    """The bound per bot a run being resumed recorded (fitted when it
+    started: a resume keeps it, whatever its ``--jobs``), or ``None``."""
+    try:
+        value = load_run_file(path)["settings"]["isolation"]["limits"]["memory_mb"]
+    except (RunFileError, KeyError, TypeError):
+        return None
+    return value if isinstance(value, int) else None
+
+
 def launch_options(args: argparse.Namespace, run_id: str | None) -> LaunchOptions:
     """How bots are launched, from the isolation flags (``run_id``: the run's
-    recorded id when resuming, else a new one is drawn)."""
+    recorded id when resuming, else a new one is drawn). The memory bound is
+    fitted first if it was not (:func:`fit_memory_limit`; a tool plays one
+    game at a time)."""
+    fit_memory_limit(args, getattr(args, "jobs", 1))
     limits = Limits(
         memory_mb=args.memory_limit,
         cpu_seconds=args.cpu_limit,
         processes=args.max_processes,
         open_files=args.max_open_files,
+        stderr_kib=args.stderr_limit,
     )
     options = LaunchOptions(
         limits=limits,

@@ -302,3 +302,56 @@ def visible_text(text: str) -> str:
     or ``\\u202e`` instead of acting on the page. HTML escaping stays the
     template's job."""
     return _INVISIBLE.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
+#: Lines that open a crash's report in the common runtimes: Python's
+#: traceback, node's ``file:line`` of the throw (followed by a caret line),
+#: the JVM's uncaught exception, Rust's and Go's panics, C++'s terminate.
+_ERROR_OPENING: Final = re.compile(
+    r"Traceback \(most recent call last\):|Exception in thread |thread '.*' panicked"
+    r"|panic: |fatal error: |terminate called |Uncaught "
+)
+_NODE_THROW: Final = re.compile(r"\S.*:\d+$")
+_CARET: Final = re.compile(r"\s*\^+\s*$")
+#: Lines before the end searched for where a crash's report starts.
+_ERROR_WINDOW: Final = 80
+
+
+def error_excerpt(text: str, first: int = 4, last: int = 4, width: int = 300) -> list[str]:
+    """Where a crash's cause is in a bot's stderr: the first ``first`` lines
+    of its error report and its last ``last`` lines (issue 24 item 3: node's
+    last lines are its internal frames and its version, the ``TypeError``
+    and the line that threw come first).
+
+    The report starts at the last line, among the last 80 non-blank lines,
+    that opens one (Python's ``Traceback``, node's ``file:line`` above a
+    caret line, ``Exception in thread``, a Rust or Go panic, C++'s
+    ``terminate called``); without one, the excerpt is the last
+    ``first + last`` lines. Lines are cut to ``width`` characters and made
+    visible (:func:`visible_text`); ``"..."`` stands for the lines left out.
+
+    Returns:
+        The lines to show (empty for a blank stderr).
+    """
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return []
+    low = max(0, len(lines) - _ERROR_WINDOW)
+    start = max(0, len(lines) - first - last)
+    for i in range(len(lines) - 1, low - 1, -1):
+        line = lines[i].lstrip()
+        node = _NODE_THROW.fullmatch(lines[i]) is not None and any(
+            _CARET.fullmatch(x) for x in lines[i + 1 : i + 4]
+        )
+        if node or _ERROR_OPENING.match(line):
+            start = i
+            break
+    shown = lines[start:]
+    if len(shown) > first + last:
+        shown = [*shown[:first], "...", *shown[-last:]]
+
+    def cut(line: str) -> str:
+        line = visible_text(line)
+        return line if len(line) <= width else line[: width - 3] + "..."
+
+    return [cut(line) for line in shown]

@@ -44,7 +44,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from arena.core.resources import templates_dir
-from arena.protocol.codec import visible_text
+from arena.protocol.codec import error_excerpt, visible_text
 from arena.protocol.faults import FAULT_KINDS
 from arena.protocol.records import FaultJSON, GameRecordJSON, TrickJSON
 from arena.report import charts
@@ -380,11 +380,19 @@ def stderr_last_line(rec: GameRecordJSON, seat: int, limit: int = 200) -> str:
     return last if len(last) <= limit else last[: limit - 3] + "..."
 
 
+def stderr_error(rec: GameRecordJSON, seat: int) -> list[str]:
+    """Where a seat's crash is explained in its stderr of a game: the first
+    lines of the error's report and its last lines
+    (:func:`arena.protocol.codec.error_excerpt`), or ``[]``."""
+    return error_excerpt((rec.get("stderr") or [""] * 4)[seat] or "", width=200)
+
+
 def _fault_view(f: FaultJSON, rec: GameRecordJSON) -> dict[str, Any]:
-    """A fault for the pages: with ``stderr_last``, the last line of the
-    seat's stderr for a crash (where the cause usually is), else ``""``."""
-    last = stderr_last_line(rec, int(f["seat"])) if f["reason"] == "crashed" else ""
-    return {**f, "stderr_last": last}
+    """A fault for the pages: with ``stderr_error``, for a crash, the start
+    and the end of the error in the seat's stderr (:func:`stderr_error`:
+    the cause and the last words), else ``[]``."""
+    shown = stderr_error(rec, int(f["seat"])) if f["reason"] == "crashed" else []
+    return {**f, "stderr_error": shown}
 
 
 def slug(text: str, limit: int = 32) -> str:

@@ -548,6 +548,37 @@ class RunGroups:
             _init_cpuset(run)
 
 
+@dataclass(frozen=True)
+class MemoryHeld:
+    """What a bot's memory group held, in bytes (its ``memory.stat``).
+
+    Attributes:
+        anon: anonymous memory (the heap and stacks of its processes).
+        tmpfs: shared memory: files in its ``/tmp`` and ``/dev/shm`` (tmpfs)
+            and other shared mappings.
+        cache: page cache of ordinary files it read or wrote.
+    """
+
+    anon: int
+    tmpfs: int
+    cache: int
+
+    def describe(self, limit: int = 0) -> str:
+        """``"5 MiB anonymous (...), 57 MiB tmpfs (...), 0 MiB page cache"``;
+        with ``limit`` (the bound, bytes), also the MiB of it not found (freed
+        before the group was read) when that is over a tenth of it."""
+        mib = 1 << 20
+        text = (
+            f"{self.anon // mib} MiB anonymous (its processes' heap and stacks), "
+            f"{self.tmpfs // mib} MiB tmpfs (files in /tmp and /dev/shm), "
+            f"{self.cache // mib} MiB page cache"
+        )
+        missing = limit - self.anon - self.tmpfs - self.cache
+        if limit and missing > limit // 10:
+            text += f" ({missing // mib} MiB more already freed when read)"
+        return text
+
+
 class BotGroup:
     """One bot process's group, in every hierarchy of the plan.
 
@@ -796,6 +827,60 @@ class BotGroup:
             return int(_read(d / name))
         except (OSError, ValueError):
             return None
+
+    def memory_usage(self) -> int | None:
+        """Memory the group uses now, in bytes, or ``None`` without a memory group."""
+        d = self._dir(self.plan.memory)
+        if d is None:
+            return None
+        name = "memory.current" if self.plan.memory == UNIFIED else "memory.usage_in_bytes"
+        try:
+            return int(_read(d / name))
+        except (OSError, ValueError):
+            return None
+
+    def memory_held(self) -> MemoryHeld | None:
+        """What the group's memory is made of now (``memory.stat``), or
+        ``None`` without a memory group (or once it is gone)."""
+        d = self._dir(self.plan.memory)
+        if d is None:
+            return None
+        try:
+            text = _read(d / "memory.stat")
+        except OSError:
+            return None
+        stat: dict[str, int] = {}
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            with contextlib.suppress(ValueError):
+                stat[key] = int(value)
+        shmem = stat.get("shmem", 0)
+        if self.plan.memory == UNIFIED:  # "file" counts shmem
+            return MemoryHeld(stat.get("anon", 0), shmem, max(0, stat.get("file", 0) - shmem))
+        # v1: "rss" is anonymous memory, "cache" the page cache with shmem in it.
+        return MemoryHeld(stat.get("rss", 0), shmem, max(0, stat.get("cache", 0) - shmem))
+
+    def oom_events(self) -> int | None:
+        """An ``eventfd`` (non-blocking, close-on-exec; the caller closes it)
+        that becomes readable each time the group reaches its memory bound
+        and the kernel is about to kill one of its processes, before it does,
+        or ``None`` where that cannot be had (no memory group; cgroup2, whose
+        ``memory.events`` is read after the fact instead). Cgroup v1's
+        ``cgroup.event_control`` with ``memory.oom_control``."""
+        d = self._dir(self.plan.memory)
+        if d is None or self.plan.memory == UNIFIED:
+            return None
+        efd = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
+        try:
+            ofd = os.open(d / "memory.oom_control", os.O_RDONLY | os.O_CLOEXEC)
+            try:  # the kernel keeps no hold on the control file once registered
+                _write(d / "cgroup.event_control", f"{efd} {ofd}")
+            finally:
+                os.close(ofd)
+        except OSError:
+            os.close(efd)
+            return None
+        return efd
 
     def kill(self, timeout: float = 5.0) -> int:
         """Thaw, then kill every process of the group (``cgroup.kill`` where it

@@ -69,6 +69,9 @@ class Limits:
             applied only when the bot runs as its own unprivileged user.
         open_files: open file descriptors (``RLIMIT_NOFILE``).
         file_size_mb: largest file the bot may write, in MiB (``RLIMIT_FSIZE``).
+        stderr_kib: KiB of stderr the arena reads from one bot process per
+            game; past it the rest of the game's stderr is discarded unread
+            (spliced into ``/dev/null``) and counted (``--stderr-limit``); 0 for none.
     """
 
     memory_mb: int = 4096
@@ -76,6 +79,7 @@ class Limits:
     processes: int = 256
     open_files: int = 256
     file_size_mb: int = 256
+    stderr_kib: int = 1024
 
     def describe(self) -> dict[str, int]:
         """The limits as plain data (settings record)."""
@@ -85,6 +89,7 @@ class Limits:
             "processes": self.processes,
             "open_files": self.open_files,
             "file_size_mb": self.file_size_mb,
+            "stderr_kib": self.stderr_kib,
         }
 
 

@@ -37,7 +37,8 @@ from typing import Final
 import trio
 
 from arena.protocol.codec import clean_text
-from arena.seats.cgroups import BotGroup
+from arena.seats.capped import CappedBuffer
+from arena.seats.cgroups import BotGroup, MemoryHeld
 from arena.seats.cores import CoreGate
 from arena.seats.isolation import (
     Limits,
@@ -223,6 +224,7 @@ class BotProcess(WireSeat):
         self.exited = trio.Event()
         self._cancel = trio.CancelScope()
         self._stderr_done = trio.Event()
+        self._oom: OomWatch | None = None  # set by start()
         self._token: int | None = None  # the core token held (see arena.seats.cores)
         self._last_token: int | None = None  # ... and the last one (its core, if free)
 
@@ -267,9 +269,13 @@ class BotProcess(WireSeat):
                 token = await gate.acquire()
                 if spec.cgroup is not None:
                     spec.cgroup.pin(gate.cpu_of(token))
+            # Watched from before the start: a bot can run out at once.
+            oom = OomWatch.start(spec.cgroup) if spec.cgroup is not None else None
             try:
                 child = await _spawn(spec)
             except BaseException:
+                if oom is not None:
+                    oom.stop()
                 if gate is not None and token is not None:
                     gate.release(token)
                 raise
@@ -278,6 +284,7 @@ class BotProcess(WireSeat):
             raise
         pidfd = os.pidfd_open(child.pid)
         bot = cls(spec, child, pidfd)
+        bot._oom = oom
         bot._token = bot._last_token = token
         nursery.start_soon(bot._run_io)
         return bot
@@ -289,6 +296,7 @@ class BotProcess(WireSeat):
                 nursery.start_soon(self._write_loop)
                 nursery.start_soon(self._stderr_loop)
                 nursery.start_soon(self._exit_watch)
+                nursery.start_soon(self._oom_watch)
 
     async def _exit_watch(self) -> None:
         await trio.lowlevel.wait_readable(self._pidfd)
@@ -297,6 +305,16 @@ class BotProcess(WireSeat):
         # only if the pipe stays open (a grandchild holding it).
         await trio.sleep(0.05)
         self._gone(f"exited ({self.exit_status()})")
+
+    async def _oom_watch(self) -> None:
+        if self._oom is not None:
+            await self._oom.run()
+
+    @property
+    def oom_held(self) -> MemoryHeld | None:
+        """What the bot's memory group held at its last out-of-memory event
+        (:class:`OomWatch`), or ``None``."""
+        return self._oom.held if self._oom is not None else None
 
     async def _wait_exited(self) -> None:
         """Wait until the process has exited (not reaped). The exit watch runs
@@ -349,9 +367,17 @@ class BotProcess(WireSeat):
         if group is not None and group.binds_memory:
             kills = max(self.oom_kills, group.oom_kills())
             if kills:
+                held = self.oom_held
+                when = "when it ran out"
+                if held is None:  # no event here (cgroup2): what is left now
+                    held, when = group.memory_held(), "after the kill"
+                what = ""
+                if held is not None:
+                    what = f"; it held {held.describe(limits.memory_mb << 20)} {when}"
                 return (
                     f"; out of memory: its limit is {limits.memory_mb} MiB for the bot as a "
-                    f"whole ({kills} of its processes killed)"
+                    f"whole, its /tmp and /dev/shm included ({kills} of its processes "
+                    f"killed){what}"
                 )
         text = self.stderr.text()
         if any(sign in text for sign in _OUT_OF_MEMORY_SIGNS):
@@ -369,13 +395,39 @@ class BotProcess(WireSeat):
         return f"closed its {what} while still running"
 
     async def _stderr_loop(self) -> None:
-        stderr = self.process.stderr
-        assert stderr is not None
+        """Drain the bot's stderr into :attr:`stderr` (a
+        :class:`~arena.seats.capped.CappedBuffer`) up to the cap of bytes per
+        game (``Limits.stderr_kib``); past it, until :meth:`stderr`'s buffer
+        is taken at the game's end, the bytes are moved from the pipe into
+        ``/dev/null`` by ``splice`` (never copied into Python) at most once
+        per :data:`DISCARD_PAUSE`, and counted; the pipe is enlarged (to
+        :data:`FLOOD_PIPE_BYTES` where allowed) so a burst waits less."""
+        stream = self.process.stderr
+        assert stream is not None
+        buf = self.stderr
+        limits = self.spec.limits
+        cap = (limits.stderr_kib if limits is not None else Limits().stderr_kib) * 1024
+        buf.cap = cap
+        null = -1
         try:
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                while chunk := await stderr.receive_some(65536):
-                    self.stderr.write(chunk)
+                while True:
+                    if not cap or buf.total < cap:
+                        chunk = await stream.receive_some(
+                            min(65536, cap - buf.total) if cap else 65536
+                        )
+                        if not chunk:
+                            break
+                        buf.write(chunk)
+                        continue
+                    if null < 0:
+                        null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+                        _enlarge_pipe(stream.fileno())
+                    if not await _discard(stream.fileno(), null, buf):
+                        break
         finally:
+            if null >= 0:
+                os.close(null)
             self._stderr_done.set()
 
     # -- talking ----------------------------------------------------------
@@ -521,6 +573,97 @@ class BotProcess(WireSeat):
     def _killpg(self, sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, sig)
+
+
+class OomWatch:
+    """Reads what a bot's memory group holds each time it reaches its bound
+    (:meth:`BotGroup.oom_events`: the kernel signals before it kills), for
+    the fault's detail. Registered before the bot starts (a bot can run out
+    at once); :meth:`run` waits for the events among the bot's I/O tasks.
+    Best effort: the read comes when the event loop next runs, and by then the
+    killed process's memory, and its sandbox's tmpfs (freed as the sandbox
+    ends, milliseconds after its bot), may be partly freed
+    (:meth:`MemoryHeld.describe` then says how much was not found).
+
+    Attributes:
+        held: what the group held at the last event, or ``None``.
+    """
+
+    def __init__(self, group: BotGroup, efd: int) -> None:
+        self.held: MemoryHeld | None = None
+        self._group = group
+        self._efd = efd
+
+    @classmethod
+    def start(cls, group: BotGroup) -> OomWatch | None:
+        """Register for ``group``'s events, or ``None`` where they cannot be had."""
+        efd = group.oom_events() if group.binds_memory else None
+        return None if efd is None else cls(group, efd)
+
+    async def run(self) -> None:
+        """Read the group at each event until cancelled; then close the descriptor."""
+        try:
+            while True:
+                await trio.lowlevel.wait_readable(self._efd)
+                with contextlib.suppress(BlockingIOError):
+                    os.eventfd_read(self._efd)
+                held = self._group.memory_held()
+                if held is not None:
+                    self.held = held
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        """Close the descriptor (not while :meth:`run` waits on it). Idempotent."""
+        if self._efd >= 0:
+            os.close(self._efd)
+            self._efd = -1
+
+
+#: The size a flooding bot's stderr pipe is raised to once over its cap, in
+#: bytes (``F_SETPIPE_SZ``; an unprivileged arena gets at most
+#: ``/proc/sys/fs/pipe-max-size``, 1 MiB by default).
+FLOOD_PIPE_BYTES: Final = 1 << 20
+
+#: Seconds between two discards of a flooding bot's stderr once over its cap:
+#: the arena's cost is then a wake-up and a ``splice`` per 10 ms whatever
+#: the bot writes, and a bot writing faster than the pipe's capacity (1 MiB)
+#: per 10 ms waits on its own full pipe (its own time, never the referee's).
+DISCARD_PAUSE: Final = 0.01
+
+
+def _enlarge_pipe(fd: int) -> None:
+    """Raise the pipe's capacity to :data:`FLOOD_PIPE_BYTES` where allowed
+    (else leave it): fewer wake-ups per byte discarded."""
+    import fcntl
+
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, FLOOD_PIPE_BYTES)
+
+
+async def _discard(fd: int, null: int, buf: CappedBuffer) -> bool:
+    """Wait until the pipe ``fd`` holds bytes, move what it holds into
+    ``null`` (``/dev/null``) with ``splice`` (the kernel drops the pages; no
+    copy into Python), add their count to ``buf.discarded``, then pause
+    :data:`DISCARD_PAUSE` seconds.
+
+    Returns:
+        ``False`` at the end of the pipe (the bot and its children closed it).
+
+    Raises:
+        trio.ClosedResourceError: the stream was closed meanwhile.
+    """
+    await trio.lowlevel.wait_readable(fd)
+    try:
+        moved = os.splice(fd, null, FLOOD_PIPE_BYTES, flags=os.SPLICE_F_NONBLOCK)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    buf.discarded += moved
+    if moved:
+        await trio.sleep(DISCARD_PAUSE)
+    return moved > 0
 
 
 #: Exit code of a bot process whose set-up (limits, control group, uid)

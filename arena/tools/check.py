@@ -40,7 +40,7 @@ from arena.game.referee import (
     SeatSetup,
     handshake,
 )
-from arena.protocol.codec import visible_text
+from arena.protocol.codec import error_excerpt
 from arena.seats.entrants import Entrant
 from arena.seats.launcher import Launcher
 from arena.seats.process import BotProcess
@@ -681,9 +681,11 @@ def _answer_text(ex: Exchange) -> str:
     return f"{ex.where()}: played {reply.get('card')} (legal: {legal})"
 
 
-def _tail(text: str, lines: int = 8) -> str:
-    kept = [line for line in text.splitlines() if line.strip()]
-    return "\n".join(kept[-lines:])
+def _tail(text: str) -> str:
+    """What ``check`` shows of a bot's stderr: the start of its last error
+    report and its last lines (:func:`arena.protocol.codec.error_excerpt`),
+    made visible."""
+    return "\n".join(error_excerpt(text))
 
 
 #: Most requests ``-v`` shows under one check (its first, then faulted ones).
@@ -754,7 +756,7 @@ def judge(run: ScenarioRun) -> list[CheckResult]:
     an unrelated earlier one."""
     scenario = run.scenario
     exchanges = run.exchanges
-    stderr = visible_text(_tail("\n".join(run.stderr)))  # printed on a terminal
+    stderr = _tail("\n".join(run.stderr))  # printed on a terminal: made visible
     covered: set[int] = set()
     results = []
     for check in scenario.checks:

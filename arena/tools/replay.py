@@ -36,6 +36,7 @@ from arena.game.referee import (
     SeatSetup,
     handshake,
 )
+from arena.protocol.codec import error_excerpt
 from arena.protocol.faults import Fault, FaultKind
 from arena.protocol.records import GameRecordJSON, faults_of
 from arena.report.runfile import RunFileError, load_run_file
@@ -80,6 +81,9 @@ class ReplayResult:
         transcript: every message of the game sent to the bot and answered,
             up to the decision (``{"sent": m}`` or ``{"id", "received": m}``,
             with ``t`` in seconds).
+        stderr: what the bot wrote on stderr in the replayed game, up to the
+            decision (its capped buffer's text; for a crash, waited for up to
+            0.2 s after the bot exited).
     """
 
     request: Message
@@ -90,6 +94,7 @@ class ReplayResult:
     fault: str | None
     elapsed: float
     transcript: list[dict[str, Any]] = field(default_factory=list)
+    stderr: str = ""
 
     @property
     def outcome_then(self) -> tuple[str, Any]:
@@ -330,6 +335,7 @@ async def replay_decision(
     """
     spec = launcher.spec(entrant)
     result: list[ReplayResult] = []
+    taken = ""
     async with trio.open_nursery() as nursery:
         try:
             bot = await BotProcess.start(spec, nursery)
@@ -390,9 +396,12 @@ async def replay_decision(
                 stop=lambda _hand, _trick: bool(result),
             )
             await referee.play()
+            taken = referee.record.stderr[seat]  # the game's, taken by the referee at its end
         finally:
-            await bot.close(settings.grace)
+            await bot.close(settings.grace)  # the bot's last words are read by then
             nursery.cancel_scope.cancel()
+        if result:
+            result[0].stderr = taken + bot.stderr.text()
     if not result:
         raise ReplayError(
             f"the bot of seat {seat} was not asked {decision.describe()} "
@@ -507,8 +516,19 @@ def format_result(
         lines.append(f"now:      {_cards(r.answer)}   ({r.fault}; {r.elapsed * 1000:.1f} ms)")
     else:
         lines.append(f"now:      {_cards(r.answer)}   ({r.elapsed * 1000:.1f} ms)")
+    lines += _crash_lines("stderr then", r.recorded_fault, (record.get("stderr") or [""] * 4)[seat])
+    lines += _crash_lines("stderr now", r.fault, r.stderr)
     lines.append(verdict_line(r))
     return "\n".join(lines)
+
+
+def _crash_lines(title: str, fault: str | None, stderr: str) -> list[str]:
+    """For a crash, the start and the end of the error in the bot's stderr
+    (:func:`arena.protocol.codec.error_excerpt`), indented under ``title``;
+    else nothing."""
+    if not fault or not fault.startswith("crashed") or not stderr.strip():
+        return []
+    return [f"{title}:", *(f"  {line}" for line in error_excerpt(stderr))]
 
 
 def verdict_line(r: ReplayResult) -> str:

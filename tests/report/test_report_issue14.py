@@ -130,15 +130,17 @@ def test_default_moves_are_marked_in_the_trick_tables(run: Any) -> None:
     assert (2, seat) not in passes  # the crash came after hand 2's pass
 
 
-def test_a_crash_shows_the_last_line_of_its_stderr(run: Any) -> None:
+def test_a_crash_shows_the_start_and_the_end_of_its_stderr(run: Any) -> None:
+    """Issue 24 item 3: the start of the error (Python's ``Traceback``) and its end."""
     out, _results, records = run
-    line = "last line of stderr: ZeroDivisionError: division by zero"
+    start = "stderr at the crash:<br>Traceback (most recent call last):<br>"
+    end = "<br>ZeroDivisionError: division by zero</span>"
     index = (out / "index.html").read_text(encoding="utf-8")
-    assert line in index
+    assert start in index and end in index
     game = next(r for r in records if "crash" in r["seats"])
-    assert line in _game_html(out, game)
+    assert start in _game_html(out, game) and end in _game_html(out, game)
     page = next((out / "entrants").glob("1-crash.html")).read_text(encoding="utf-8")
-    assert page.count(line) == 16
+    assert page.count(start) == 16 and page.count(end) == 16
 
 
 def test_one_minus_sign_and_whole_game_ids(run: Any) -> None:
