@@ -89,7 +89,7 @@ def new_command(args: argparse.Namespace) -> int:
     print(f"a {args.language} bot in {folder} (its strategy: see {folder / 'README.md'})")
     if spec.build is not None:
         print(f"  build it:  hearts-arena build {shown}")
-    print(f"  check it:  hearts-arena check {shown}" + _check_flags(args.language))
+    print(f"  check it:  hearts-arena check {shown}")
     print(f"  play it:   hearts-arena run {shown} sample:heuristic sample:duck sample:low")
     missing = [t for t in tools if shutil.which(t) is None]
     if missing:
@@ -98,10 +98,6 @@ def new_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return EXIT_OK
-
-
-def _check_flags(language: str) -> str:
-    return " --startup-time 10" if language == "java" else ""
 
 
 def build_command(args: argparse.Namespace) -> int:

@@ -220,7 +220,7 @@ def folder_entrant(folder: Path, *, name: str | None = None, given: str | None =
             f"bot folder {shown[:200]} is not built ({missing[0][:100]} is missing): "
             f"run `hearts-arena build {shlex.quote(shown[:200])}` first"
         )
-    default = folder.name or spec.folder.name
+    default = folder.name if folder.name not in ("", ".", "..") else spec.folder.name
     entrant = command_entrant(
         name if name is not None else spec.name or default, spec.command, base=spec.folder
     )
