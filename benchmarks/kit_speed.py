@@ -3,14 +3,15 @@ process to its ``hello`` reply, through the arena's own launcher) and time
 per decision (wall and CPU, from a short tournament's ``games.jsonl``),
 beside the Python kit's sample bot (``sample:kit``) as the baseline.
 
-    python benchmarks/kit_speed.py [RUNS] [HANDS]
+    python benchmarks/kit_speed.py [RUNS] [HANDS] [DIR]
 
 Each kit is copied with ``hearts-arena new`` into a temporary folder and
 built with ``hearts-arena build`` (a kit whose toolchain is missing is
-left out, with the reason). RUNS starts per bot (default 10) give the
-median and slowest start-up; the decisions are those of one round of
-HANDS-hand games (default 4) of the six kit bots, sealed. Prints
-milliseconds and the ratios to the baseline.
+left out, with the reason), or taken already built from DIR/LANGUAGE.
+RUNS starts per bot (default 10) give the median and slowest start-up; the
+decisions are those of HANDS-hand games (default 8), sealed, in tournaments
+of four: three kit bots and the baseline (one table, its four seatings).
+Prints milliseconds and the ratios to the baseline.
 """
 
 from __future__ import annotations
@@ -60,11 +61,14 @@ def _build(root: Path) -> dict[str, Path]:
     return built
 
 
-def main(runs: int, hands: int) -> None:
+def main(runs: int, hands: int, ready: Path | None) -> None:
     root = Path(tempfile.mkdtemp(prefix="kit-speed-"))
     root.chmod(0o755)
     try:
-        built = _build(root)
+        if ready is None:
+            built = _build(root)
+        else:
+            built = {lang: ready / lang for lang in KITS if (ready / lang / "bot.toml").is_file()}
         entrants = {"sample:kit": sample_entrant("kit")}
         entrants.update({lang: folder_entrant(folder) for lang, folder in built.items()})
         launcher = Launcher(LaunchOptions(sandbox=True))
@@ -74,22 +78,26 @@ def main(runs: int, hands: int) -> None:
                 starts[label] = [trio.run(_startup, launcher, entrant) for _ in range(runs)]
         finally:
             launcher.close()
-        out = root / "run"
         names = {e.name: label for label, e in entrants.items() if label != "sample:kit"}
-        subprocess.run(
-            [sys.executable, "-m", "arena", "run", *map(str, built.values()), "sample:kit",
-             "--rounds", "1", "--hands", str(hands), "--sandbox", "--out", str(out)],
-            check=True, capture_output=True,
-        )  # fmt: skip
         names["kit"] = "sample:kit"
         wall: dict[str, list[float]] = defaultdict(list)
         cpu: dict[str, list[float]] = defaultdict(list)
-        for line in (out / "games.jsonl").read_text().splitlines():
-            game = json.loads(line)
-            for seat, timing in game["timing"].items():
-                label = names[game["seats"][int(seat)]]
-                wall[label] += timing["wall_ms"]
-                cpu[label] += [c for c in timing["cpu_ms"] if c is not None]
+        folders = list(built.values())
+        for i in range(0, len(folders), 3):
+            out = root / f"run{i}"
+            group = [str(f) for f in folders[i : i + 3]]
+            fillers = ["sample:low", "sample:duck"][: 3 - len(group)]  # four entrants: one table
+            argv = ["run", *group, "sample:kit", *fillers, "--rounds", "1", "--hands", str(hands)]
+            argv += ["--sandbox", "--out", str(out)]
+            subprocess.run([sys.executable, "-m", "arena", *argv], check=True, capture_output=True)
+            for line in (out / "games.jsonl").read_text().splitlines():
+                game = json.loads(line)
+                for seat, timing in enumerate(game["timing"]):
+                    who = names.get(game["seats"][seat])
+                    if who is None:
+                        continue  # a filler sample
+                    wall[who] += timing["wall_ms"]
+                    cpu[who] += [c for c in timing["cpu_ms"] if c is not None]
         base_start = statistics.median(starts["sample:kit"]) * 1000
         base_wall = statistics.mean(wall["sample:kit"])
         print(f"{runs} sealed starts per bot; decisions of one round of {hands}-hand games, sealed")
@@ -109,5 +117,7 @@ def main(runs: int, hands: int) -> None:
 
 if __name__ == "__main__":
     main(
-        int(sys.argv[1]) if len(sys.argv) > 1 else 10, int(sys.argv[2]) if len(sys.argv) > 2 else 4
+        int(sys.argv[1]) if len(sys.argv) > 1 else 10,
+        int(sys.argv[2]) if len(sys.argv) > 2 else 8,
+        Path(sys.argv[3]) if len(sys.argv) > 3 else None,
     )

@@ -50,7 +50,7 @@ def _missing_tools(language: str) -> list[str]:
 def _build_all(root: Path) -> dict[str, Path | str]:
     """Every kit copied by ``hearts-arena new`` into ``root`` and built with
     ``hearts-arena build``: language -> its folder, or why it is missing."""
-    env = {**os.environ, "GOCACHE": str(root / ".gocache"), "GOFLAGS": "-mod=mod"}
+    env = {**os.environ, "GOCACHE": str(root / ".gocache")}
     out: dict[str, Path | str] = {}
     for language in LANGUAGES:
         missing = _missing_tools(language)
