@@ -31,6 +31,7 @@ from arena.cli.errors import (
     EXIT_USAGE,
     CliError,
 )
+from arena.cli.kits import KIT_COMMANDS, add_kit_commands
 from arena.cli.live import add_watch_command, watch_command
 from arena.cli.options import UsageParser, add_run_options
 from arena.cli.tools import TOOL_COMMANDS, add_tool_commands
@@ -97,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     clean.add_argument("folder", type=Path, metavar="DIR")
     add_tool_commands(sub)
     add_watch_command(sub)
+    add_kit_commands(sub)
     return parser
 
 
@@ -198,7 +200,7 @@ def _command(name: str) -> Any:
         return getattr(commands, f"{name}_command")
     if name == "watch":
         return watch_command
-    return TOOL_COMMANDS.get(name)
+    return TOOL_COMMANDS.get(name) or KIT_COMMANDS.get(name)
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -1,8 +1,9 @@
 """Where the files shipped with the package live.
 
-In a wheel, ``protocol/`` and ``sample_bots/`` are copied into the package as
-``arena/_protocol`` and ``arena/_sample_bots`` (see ``pyproject.toml``); in a
-source checkout or an editable install they are found beside the package.
+In a wheel, ``protocol/``, ``sample_bots/`` and ``kits/`` are copied into the
+package as ``arena/_protocol``, ``arena/_sample_bots`` and ``arena/_kits`` (see
+``pyproject.toml``); in a source checkout or an editable install they are
+found beside the package.
 """
 
 from __future__ import annotations
@@ -27,6 +28,17 @@ def protocol_dir() -> Path:
 def sample_bots_dir() -> Path:
     """Folder holding the sample bots."""
     return _data_dir("sample_bots")
+
+
+def kits_dir() -> Path:
+    """Folder holding the starter kits, one folder per language (``kits/go``...)."""
+    return _data_dir("kits")
+
+
+def botkit_file() -> Path:
+    """The Python bot kit's module (``arena/botkit.py``), which ``hearts-arena
+    new python`` copies beside the bot."""
+    return _PACKAGE / "botkit.py"
 
 
 def templates_dir() -> Path:

@@ -10,7 +10,9 @@ An entrant is given on the command line as one of:
   first word must be found on ``PATH``. When the whole ``COMMAND`` is an
   existing file, it is that file entered as ``NAME`` (not split);
 * ``sample:NAME`` or ``NAME=sample:SAMPLE``: a sample bot shipped with the
-  package (:data:`SAMPLE_BOTS`).
+  package (:data:`SAMPLE_BOTS`);
+* a bot folder, ``DIR`` or ``NAME=DIR``: a folder holding a ``bot.toml``
+  (:mod:`arena.seats.botfolder`), whose ``command`` runs in that folder.
 
 Each form is parsed once into an :class:`Entrant` (``--config`` builds them
 from TOML with :func:`path_entrant`, :func:`command_entrant` and
@@ -39,6 +41,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from arena.core.resources import sample_bots_dir
+from arena.seats.botfolder import BotFolderError, is_bot_folder, load_bot_folder
 
 #: Longest entrant name, in characters.
 MAX_NAME_CHARS: Final = 64
@@ -139,8 +142,13 @@ def path_entrant(path: Path, *, name: str | None = None, given: str | None = Non
     shown = given if given is not None else str(path)
     if not _exists(path):
         raise EntrantError(f"bot file not found: {shown[:200]}")
+    if is_bot_folder(path):
+        return folder_entrant(path, name=name, given=shown)
     if path.is_dir():
-        raise EntrantError(f"bot {shown[:200]} is a folder; give the program file inside it")
+        raise EntrantError(
+            f"bot {shown[:200]} is a folder without a bot.toml; give the program file inside it "
+            "or write a bot.toml (protocol/BOT_TOML.md)"
+        )
     path = path.resolve()
     name = check_name(name if name is not None else path.stem)
     if path.suffix == ".py":
@@ -190,6 +198,36 @@ def command_entrant(
     return Entrant(name, tuple(words), folder, shown)
 
 
+def folder_entrant(folder: Path, *, name: str | None = None, given: str | None = None) -> Entrant:
+    """The entrant of a bot folder: its ``bot.toml``'s ``command`` (see
+    :func:`command_entrant`), run in the folder, named ``name``, else the
+    file's ``name``, else the folder's name as given.
+
+    Raises:
+        EntrantError: an unusable ``bot.toml`` (:func:`~arena.seats.botfolder.load_bot_folder`),
+            a folder with a ``build`` whose command names files not built yet
+            (``hearts-arena build DIR`` first), a program outside the folder,
+            a bad name; one line.
+    """
+    shown = given if given is not None else str(folder)
+    try:
+        spec = load_bot_folder(folder)
+    except BotFolderError as exc:
+        raise EntrantError(str(exc)) from None
+    missing = spec.missing_files()
+    if missing:
+        raise EntrantError(
+            f"bot folder {shown[:200]} is not built ({missing[0][:100]} is missing): "
+            f"run `hearts-arena build {shlex.quote(shown[:200])}` first"
+        )
+    default = folder.name if folder.name not in ("", ".", "..") else spec.folder.name
+    entrant = command_entrant(
+        name if name is not None else spec.name or default, spec.command, base=spec.folder
+    )
+    entrant = with_folders([entrant], [spec.folder])[0]
+    return dataclasses.replace(entrant, source=shown)
+
+
 def _absolute_files(argv: list[str], base: Path) -> tuple[list[str], Path]:
     """The command with its words that name existing files made absolute, and
     the entrant's folder: that of its program (the first word, when it is a
@@ -236,7 +274,7 @@ def parse_entrant(text: str, *, base: Path | None = None) -> Entrant:
         check_name(name)
         if command.startswith("sample:"):
             return sample_entrant(command.removeprefix("sample:"), name)
-        if command and _is_file(Path(base, command)):
+        if command and (_is_file(Path(base, command)) or is_bot_folder(Path(base, command))):
             return path_entrant(Path(base, command), name=name, given=text)
         try:
             argv = shlex.split(command)

@@ -1,0 +1,3 @@
+module heartsbot
+
+go 1.19
