@@ -177,6 +177,8 @@ class Memory(HonestSearch):
         super().__init__(budget)
         self.path = Path(folder) / "memory.jsonl"
         self.cards: list[int] = [0, 0, 0, 0]
+        self.offset = 0
+        self.remembered: list[tuple[str, list[int]]] = []
 
     def start(self, msg: Message) -> None:
         super().start(msg)
@@ -193,27 +195,32 @@ class Memory(HonestSearch):
                 f.write(line + "\n")
         self.cards = [0, 0, 0, 0]
 
-    def _memories(self) -> list[dict[str, Any]]:
+    def _memories(self) -> list[tuple[str, list[int]]]:
+        """Every hand remembered, ``(game_id, four masks)``: the lines added to
+        the file since the last call are read and kept."""
         try:
-            text = self.path.read_text(encoding="utf-8")
+            with open(self.path, encoding="utf-8") as f:
+                f.seek(self.offset)
+                text = f.read()
         except OSError:
-            return []
-        out = []
-        for line in text.splitlines():
+            return self.remembered
+        end = text.rfind("\n") + 1
+        self.offset += len(text[:end].encode())
+        for line in text[:end].splitlines():
             try:
-                out.append(json.loads(line))
-            except ValueError:
+                m = json.loads(line)
+                self.remembered.append((m["game_id"], [mask_of_names(h) for h in m["hands"]]))
+            except (ValueError, KeyError, TypeError):
                 continue
-        return out
+        return self.remembered
 
     def world(self, msg: Message) -> list[int] | None:
         me = int(msg["seat"])
         played = played_by(msg)
         mine = mask_of_names(msg["hand"]) | played[me]
-        for m in self._memories():
-            if m.get("game_id") == self.game_id:
+        for game_id, hands in self._memories():
+            if game_id == self.game_id:
                 continue
-            hands = [mask_of_names(h) for h in m["hands"]]
             if (hands[me] & mine).bit_count() >= 10:
                 rng = random.Random(f"{self.seed}:{msg['hand_number']}:{msg['trick_number']}")
                 return complete_world(msg, hands, rng)  # type: ignore[arg-type]

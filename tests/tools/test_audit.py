@@ -25,6 +25,9 @@ from arena.tools import audit as au
 BUDGET = 400  # the players' search, simulated card plays per decision
 AUDIT_BUDGET = 1000
 
+# Each test takes seconds of CPU; a busy machine stretches the wall time.
+pytestmark = pytest.mark.timeout(600)
+
 
 def honest_field(seed: str) -> dict[str, Any]:
     return {
