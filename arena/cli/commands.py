@@ -983,6 +983,19 @@ def report_command(args: argparse.Namespace) -> int:
 
 
 def _report(folder: Path, run_path: Path) -> int:
+    results = rebuild_report(folder, run_path)
+    _print_standings(results, folder)
+    return EXIT_OK
+
+
+def rebuild_report(folder: Path, run_path: Path) -> dict[str, Any]:
+    """Rewrite ``results.json``, ``standings.csv`` and the HTML of ``folder``
+    from its ``run.json`` and ``games.jsonl`` (and ``audit.json`` where the
+    audit wrote one); returns the results.
+
+    Raises:
+        CliError: (exit code 3) the journal cannot be read or shown.
+    """
     run_info = read_run_file(run_path)
     names = [e["name"] for e in run_info["settings"]["entrants"]]
     try:
@@ -1001,8 +1014,7 @@ def _report(folder: Path, run_path: Path) -> int:
             f"({type(exc).__name__}: {str(exc)[:200]})",
             EXIT_OUTPUT,
         ) from None
-    _print_standings(results, folder)
-    return EXIT_OK
+    return results
 
 
 def verify_command(args: argparse.Namespace) -> int:

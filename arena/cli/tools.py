@@ -156,7 +156,7 @@ def add_tool_commands(sub: Any) -> None:
         description="Audit a finished tournament whose key is revealed (docs/fair-play.md): "
         "per entrant, how often it played the move that only the whole deal shows, whether "
         "it does better on deals it has met before, and whether a pair does better together. "
-        "Writes audit.json into DIR (the report's Fair play section reads it). Exit 0 if "
+        "Writes audit.json into DIR and adds a Fair play section to its report. Exit 0 if "
         "no entrant is flagged, 5 if one is, 3 if DIR cannot be audited.",
     )
     audit.add_argument("folder", type=Path, metavar="DIR")
@@ -515,6 +515,11 @@ def audit_command(args: argparse.Namespace) -> int:
             write_audit(args.folder, result)
         except OSError as exc:
             raise CliError(f"audit: cannot write into {args.folder}: {exc}", EXIT_OUTPUT) from None
+        if (args.folder / "index.html").exists():  # the report's Fair play section
+            from arena.cli.commands import folder_not_in_use, rebuild_report
+
+            with folder_not_in_use(args.folder):
+                rebuild_report(args.folder, args.folder / "run.json")
     if args.json:
         print(json.dumps(result.to_json(), indent=1, sort_keys=True))
     else:

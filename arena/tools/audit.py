@@ -67,7 +67,7 @@ from arena.core.keys import MasterKey
 from arena.core.resources import sample_bots_dir
 from arena.core.rules import Hand, pass_mask
 from arena.protocol.records import GameRecordJSON
-from arena.report.outputs import game_page, moment_fragment
+from arena.report.outputs import AUDIT_FILE, game_page, moment_fragment
 from arena.tools.verify import VerifyError, _load, revealed_key
 from arena.tournament.runner import read_journal
 
@@ -565,13 +565,21 @@ def game_scores(records: Sequence[GameRecordJSON]) -> list[GameScore]:
     return out
 
 
+#: Periods of an entrant's own sequence of games in the memory signal's control.
+PERIODS: Final = 8
+
+
 def _ols_first(rows: np.ndarray) -> float:
-    """The coefficient of "later game of the deal" in the fit dup ~ 1 + later +
-    position (rows: dup, later, position), sign turned (positive: later
-    games better); NaN if the fit is singular."""
-    x = np.column_stack([np.ones(len(rows)), rows[:, 1], rows[:, 2]])
+    """The coefficient of "later game of the deal" in the least-squares fit
+    dup ~ later + period (rows: dup, later, period index; one mean per period
+    of the entrant's sequence, so any course of improvement over time is
+    absorbed), sign turned (positive: later games better); NaN if singular."""
+    periods = rows[:, 2].astype(int)
+    x = np.column_stack([rows[:, 1], np.eye(PERIODS)[periods]])
+    used = x[:, 1:].any(axis=0)
+    x = np.column_stack([x[:, 0], x[:, 1:][:, used]])
     beta, _, rank, _ = np.linalg.lstsq(x, rows[:, 0], rcond=None)
-    return -float(beta[1]) if rank == 3 else math.nan
+    return -float(beta[0]) if rank == x.shape[1] else math.nan
 
 
 def memory(scores: Sequence[GameScore], name: str, seed: int) -> dict[str, Any]:
@@ -592,10 +600,11 @@ def memory(scores: Sequence[GameScore], name: str, seed: int) -> dict[str, Any]:
     }
     if len(both) < MIN_DEALS:
         return out | {"tested": False, "p": None}
-    rows = np.array([[s.dup, 0.0 if s.first else 1.0, float(s.position)] for s in mine])
+    last = max(s.position for s in mine) + 1
+    rows = np.array([[s.dup, 0.0 if s.first else 1.0, s.position * PERIODS // last] for s in mine])
     point = _ols_first(rows)
-    x = np.column_stack([np.ones(len(rows)), rows[:, 1], rows[:, 2]])
-    trend = float(np.linalg.lstsq(x, rows[:, 0], rcond=None)[0][2])
+    x = np.column_stack([np.ones(len(rows)), [s.position for s in mine]])
+    trend = float(np.linalg.lstsq(x, rows[:, 0], rcond=None)[0][1])
     index = {d: i for i, d in enumerate(deals)}
     by_deal: list[list[int]] = [[] for _ in deals]
     for i, sc in enumerate(mine):
@@ -896,9 +905,6 @@ def table_text(result: AuditResult) -> str:
         "a flag is evidence for an organiser to look at, not a verdict (docs/fair-play.md)"
     )
     return "\n".join(lines)
-
-
-AUDIT_FILE: Final = "audit.json"
 
 
 def write_audit(folder: Path, result: AuditResult) -> Path:

@@ -46,7 +46,7 @@ class Improver(cheatlib.HonestSearch):
 
 @pytest.fixture(scope="module")
 def memory_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """80 games of four hands at one table (20 deals of four hands, each played
+    """160 games of four hands at one table (40 deals of four hands, each played
     in the four rotations): two heuristic players, and one that
     writes every hand's cards to a file and, on a deal it has met, plays the
     search on all the cards it remembers; plus a player that improves over
@@ -56,16 +56,16 @@ def memory_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     field = {
         "heuristic": lambda: audit_runs.Heuristic(),
         "heuristic2": lambda: audit_runs.Heuristic(),
-        "improver": lambda: Improver(60),
+        "improver": lambda: Improver(120),
         "memory": lambda: cheatlib.Memory(str(base), 0),
     }
-    return audit_runs.build_run(base / "run", field, seed="audit-m1", rounds=20, hands=4)
+    return audit_runs.build_run(base / "run", field, seed="audit-m1", rounds=40, hands=4)
 
 
 def test_a_player_that_remembers_deals_is_flagged_by_the_memory_signal(memory_run: Path) -> None:
     result = audit(memory_run)
     m = result.entrants["memory"]["memory"]
-    assert m["tested"] and m["flagged"] and m["deals"] == 20
+    assert m["tested"] and m["flagged"] and m["deals"] == 40
     # Later games of a deal beat its first by points per hand, beyond the trend.
     assert m["gain"] > 2 and m["interval"][0] > 0 and m["later"] < m["first"]
     assert "memory" in result.flagged
@@ -86,7 +86,7 @@ def test_the_memory_signal_needs_the_play_order(memory_run: Path) -> None:
     run = au.load_run(memory_run)
     scores = au.game_scores(run.records)
     firsts = {(s.entrant, s.deal): s.game for s in scores if s.first}
-    assert len(firsts) == 4 * 20
+    assert len(firsts) == 4 * 40
     for (_, deal), g in firsts.items():
         same = [r for r in run.records if f"{r['deal_key']}/{r['table']}" == deal]
         assert run.records[g]["started_at"] == min(r["started_at"] for r in same)
