@@ -30,7 +30,12 @@ from arena.core.cards import CARD_NAMES, mask_of_names, names_of  # noqa: E402
 from arena.core.keys import MasterKey  # noqa: E402
 from arena.core.rules import Game, Phase, deal_name, pass_target, table_deal  # noqa: E402
 from arena.protocol.records import GameRecord, hand_json  # noqa: E402
-from arena.tournament.runner import ScheduleStream, TournamentSettings, iter_chains  # noqa: E402
+from arena.tournament.runner import (  # noqa: E402
+    ScheduleStream,
+    TournamentSettings,
+    iter_chains,
+    settings_record,
+)
 
 Policy = Any
 
@@ -145,18 +150,12 @@ def build_run(
         record = play_game(spec, [entrants[n]() for n in spec.seats])
         record.started_at = float(order)
         lines.append(json.dumps(record.to_json(), separators=(",", ":")))
-    run = {
-        "format_version": 2,
-        "settings": {
-            "entrants": [{"name": n} for n in names],
-            "key_commitment": key.commitment(),
-            "seed": seed,
-            "rounds": rounds,
-            "hands": hands,
-            "target_score": None,
-        },
-        "games_total": len(lines),
-    }
+    record = settings_record(
+        settings,
+        [{"name": n} for n in names],
+        {"key_commitment": key.commitment(), "seed": seed},
+    )
+    run = {"format_version": 2, "settings": record, "games_total": len(lines)}
     (folder / "run.json").write_text(json.dumps(run), encoding="utf-8")
     (folder / "games.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     results = {"format_version": 2, "key": key.hex(), "key_commitment": key.commitment()}

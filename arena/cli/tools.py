@@ -515,7 +515,8 @@ def audit_command(args: argparse.Namespace) -> int:
             write_audit(args.folder, result)
         except OSError as exc:
             raise CliError(f"audit: cannot write into {args.folder}: {exc}", EXIT_OUTPUT) from None
-        if (args.folder / "index.html").exists():  # the report's Fair play section
+        # The report's Fair play section (the key file keeps results.json's key).
+        if (args.folder / "index.html").exists() and (args.folder / "tournament.key").exists():
             from arena.cli.commands import folder_not_in_use, rebuild_report
 
             with folder_not_in_use(args.folder):

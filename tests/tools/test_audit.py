@@ -8,6 +8,7 @@ deals of a public seed and the rules engine, the players policies of
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -206,3 +207,28 @@ def test_the_command_refuses_a_run_whose_key_is_not_revealed(
     (folder / "results.json").write_text(json.dumps(results))
     assert main(["audit", str(folder)]) == 3
     assert "commitment" in capsys.readouterr().err
+
+
+def test_the_report_gets_a_fair_play_section(
+    tmp_path: Path, clairvoyant_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "run"
+    shutil.copytree(clairvoyant_run, folder)
+    (folder / "audit.json").unlink(missing_ok=True)
+    key = au.load_run(folder).key
+    (folder / "tournament.key").write_text(key.hex() + "\n")
+    (folder / "tournament.key").chmod(0o600)
+    assert main(["report", str(folder)]) == 0
+    assert "Fair play" not in (folder / "index.html").read_text()
+    code = main(["audit", str(folder), "--decisions", "60", "--jobs", "1", "--budget", "1000"])
+    assert code == 5
+    html = (folder / "index.html").read_text()
+    section = html[html.index('<h2 id="fair-play">Fair play</h2>') : html.index("<h2>Games</h2>")]
+    assert "not a verdict" in section
+    assert ">cheat</a>: flagged</h3>" in section and "Clairvoyance (flagged)" in section
+    for name in ("search", "heuristic", "search2"):
+        assert f">{name}</a>: not flagged.</li>" in section
+    assert 'href="games/' in section and "seat=open" in section
+    # results.json keeps the key, and the audit verifies against it again.
+    assert json.loads((folder / "results.json").read_text())["key"] == key.hex()
+    capsys.readouterr()

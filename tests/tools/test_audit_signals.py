@@ -67,7 +67,7 @@ def test_a_player_that_remembers_deals_is_flagged_by_the_memory_signal(memory_ru
     m = result.entrants["memory"]["memory"]
     assert m["tested"] and m["flagged"] and m["deals"] == 40
     # Later games of a deal beat its first by points per hand, beyond the trend.
-    assert m["gain"] > 2 and m["interval"][0] > 0 and m["later"] < m["first"]
+    assert m["gain"] > 1 and m["interval"][0] > 0 and m["later"] < m["first"]
     assert "memory" in result.flagged
 
 
