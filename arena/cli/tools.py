@@ -11,7 +11,6 @@ exit codes are those of :mod:`arena.cli.errors`.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import secrets
 import sys
@@ -473,63 +472,7 @@ def _probability(text: str) -> float:
     return value
 
 
-def audit_command(args: argparse.Namespace) -> int:
-    """``hearts-arena audit DIR``: the audit of :mod:`arena.tools.audit`; exit 0
-    when no entrant is flagged, 5 when one is, 3 when DIR cannot be audited."""
-    from arena.tools.audit import AuditError, audit, load_run, table_text, write_audit
-
-    try:
-        run = load_run(args.folder)
-    except AuditError as exc:
-        raise CliError(f"audit: {exc}", EXIT_OUTPUT) from None
-    bar: Any = None
-
-    def total(n: int) -> None:
-        nonlocal bar
-        if sys.stderr.isatty() and not args.json:
-            from tqdm import tqdm
-
-            bar = tqdm(total=n, unit="decision", desc="audit", dynamic_ncols=True)
-
-    def progress(n: int) -> None:
-        if bar is not None:
-            bar.update(n)
-
-    try:
-        result = audit(
-            run,
-            alpha=args.alpha,
-            decisions=args.decisions,
-            budget=args.budget,
-            jobs=args.jobs,
-            progress=progress,
-            on_total=total,
-        )
-    except (AuditError, ValueError) as exc:
-        raise CliError(f"audit: {exc}", EXIT_OUTPUT) from None
-    finally:
-        if bar is not None:
-            bar.close()
-    if not args.no_write:
-        try:
-            write_audit(args.folder, result)
-        except OSError as exc:
-            raise CliError(f"audit: cannot write into {args.folder}: {exc}", EXIT_OUTPUT) from None
-        # The report's Fair play section (the key file keeps results.json's key).
-        if (args.folder / "index.html").exists() and (args.folder / "tournament.key").exists():
-            from arena.cli.commands import folder_not_in_use, rebuild_report
-
-            with folder_not_in_use(args.folder):
-                rebuild_report(args.folder, args.folder / "run.json")
-    if args.json:
-        print(json.dumps(result.to_json(), indent=1, sort_keys=True))
-    else:
-        print(table_text(result))
-    return EXIT_FAILED if result.flagged else EXIT_OK
-
-
 TOOL_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "audit": audit_command,
     "check": check_command,
     "replay": replay_command,
     "play": play_command,
