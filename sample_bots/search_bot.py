@@ -686,11 +686,43 @@ def candidate_groups(k: Knowledge, legal: int) -> list[int]:
 
 
 def choose_play(msg: dict, budget: int | None = None) -> str:
-    """The legal card with the fewest points for us on average over sampled worlds."""
+    """The legal card with the fewest points for us on average over sampled worlds
+    (:func:`search_play`, stopped at ``TIME_SHARE`` of the request's ``time_ms``)."""
     start = time.perf_counter()
+    deadline = start + TIME_SHARE * msg.get("time_ms", 1000) / 1000
+    return CARD_NAMES[search_play(msg, budget, deadline=deadline)[0]]
+
+
+def search_play(
+    msg: dict,
+    budget: int | None = None,
+    *,
+    seed: object = None,
+    hands: list[int] | None = None,
+    deadline: float | None = None,
+) -> tuple[int, int]:
+    """The search of ``choose_play``, callable from outside (the arena's audit).
+
+    Args:
+        msg: a ``play`` request (the seat's view).
+        budget: simulated card plays (default ``BUDGET``): the search's size,
+            counted in cards, not time.
+        seed: what the decision's random generator is seeded with beside the
+            request's position (default: the game's ``seed``, as in a game).
+        hands: the four seats' hands now (card masks, ``hands[seat]`` the
+            request's own), to search the true deal instead of sampled worlds:
+            the rollouts are deterministic, so one world is played.
+        deadline: ``time.perf_counter()`` seconds after which the search stops;
+            ``None``: never (the result depends on the request, seed and budget only).
+
+    Returns:
+        ``(card, group)``: the card chosen and the mask of the legal cards
+        interchangeable with it (see ``candidate_groups``).
+    """
     legal_names = msg["legal"]
+    legal = mask_of_names(legal_names)
     if len(legal_names) == 1:
-        return legal_names[0]
+        return parse_card(legal_names[0]), legal
     # The heuristic bot's card: the default, kept unless the search finds better.
     default = (
         parse_card(HEURISTIC.choose_play(msg))
@@ -698,25 +730,26 @@ def choose_play(msg: dict, budget: int | None = None) -> str:
         else parse_card(legal_names[0])
     )
     k = Knowledge(msg)
-    legal = mask_of_names(legal_names)
     groups = candidate_groups(k, legal)
     points_left = (k.unseen | k.hand) & POINT_CARDS or any(POINTS[c] for c in k.trick)
     if len(groups) == 1 or not points_left:
-        return CARD_NAMES[default]  # nothing to choose, or no points left to take
+        # Nothing to choose, or no points left to take.
+        return default, next(g for g in groups if g >> default & 1)
     # Search one card per group: the default's, else the lowest.
     reps = [default if g >> default & 1 else (g & -g).bit_length() - 1 for g in groups]
     prior = next(i for i, g in enumerate(groups) if g >> default & 1)
-    deadline = start + TIME_SHARE * msg.get("time_ms", 1000) / 1000
     remaining = 52 - k.played.bit_count()
     budget = BUDGET if budget is None else budget
-    rng = random.Random(f"{GAME_SEED}:{msg.get('hand_number')}:{k.trick_no}:{len(k.trick)}:{k.me}")
+    seed = GAME_SEED if seed is None else seed
+    rng = random.Random(f"{seed}:{msg.get('hand_number')}:{k.trick_no}:{len(k.trick)}:{k.me}")
     pts, wins, voids, broken = k.pts, k.wins, k.shown_voids, k.broken
     trick_no, leader, trick, me = k.trick_no, k.leader, k.trick, k.me
+    known = list(hands) if hands is not None else None
 
     def world(rng: random.Random) -> Callable[[int], int]:
-        hands = k.sample(rng)
+        dealt = known if known is not None else k.sample(rng)
         return lambda i: playout(
-            hands.copy(),
+            dealt.copy(),
             pts.copy(),
             wins.copy(),
             voids,
@@ -728,8 +761,17 @@ def choose_play(msg: dict, budget: int | None = None) -> str:
             me,
         )
 
-    best = best_candidate(len(reps), prior, world, rng, remaining, budget, deadline)
-    return CARD_NAMES[reps[best]]
+    best = best_candidate(
+        len(reps),
+        prior,
+        world,
+        rng,
+        remaining,
+        budget,
+        float("inf") if deadline is None else deadline,
+        max_worlds=1 if known is not None else MAX_WORLDS,
+    )
+    return reps[best], groups[best]
 
 
 def best_candidate(
@@ -740,13 +782,14 @@ def best_candidate(
     cost: int,
     budget: int,
     deadline: float,
+    max_worlds: int = MAX_WORLDS,
 ) -> int:
     """The index of the best of ``n`` candidates, by total points over sampled worlds.
 
     ``world(rng)`` samples one world and gives a function playing candidate
     ``i`` out in it (returning our points). Every live candidate is played in
     every world (paired comparison); each costs ``cost`` simulated card plays.
-    The search stops after MAX_WORLDS worlds, when ``budget`` card plays are
+    The search stops after ``max_worlds`` worlds, when ``budget`` card plays are
     spent (after at least MIN_WORLDS worlds), when ``time.perf_counter()``
     passes ``deadline`` (seconds), or when pruning leaves one candidate.
     The ``prior`` candidate is kept unless another is better by PRIOR_MARGIN
@@ -755,7 +798,7 @@ def best_candidate(
     alive = list(range(n))
     scores: list[list[int]] = [[] for _ in range(n)]
     spent = worlds = 0
-    while worlds < MAX_WORLDS and (spent < budget or worlds < MIN_WORLDS):
+    while worlds < max_worlds and (spent < budget or worlds < MIN_WORLDS):
         play = world(rng)
         for i in alive:
             scores[i].append(play(i))

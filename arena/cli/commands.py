@@ -1,4 +1,4 @@
-"""What the ``run``, ``report``, ``verify`` and ``cleanup`` commands do, once
+"""What the ``run``, ``report``, ``verify``, ``audit`` and ``cleanup`` commands do, once
 the arguments are parsed: ``run`` as named steps (:func:`_run_command`), its
 output folder (lock, key file, ``--resume``), and the errors of each as exit
 codes (:mod:`arena.cli.errors`)."""
@@ -997,6 +997,19 @@ def report_command(args: argparse.Namespace) -> int:
 
 
 def _report(folder: Path, run_path: Path) -> int:
+    results = rebuild_report(folder, run_path)
+    _print_standings(results, folder)
+    return EXIT_OK
+
+
+def rebuild_report(folder: Path, run_path: Path) -> dict[str, Any]:
+    """Rewrite ``results.json``, ``standings.csv`` and the HTML of ``folder``
+    from its ``run.json`` and ``games.jsonl`` (and ``audit.json`` where the
+    audit wrote one); returns the results.
+
+    Raises:
+        CliError: (exit code 3) the journal cannot be read or shown.
+    """
     run_info = read_run_file(run_path)
     names = [e["name"] for e in run_info["settings"]["entrants"]]
     try:
@@ -1015,8 +1028,7 @@ def _report(folder: Path, run_path: Path) -> int:
             f"({type(exc).__name__}: {str(exc)[:200]})",
             EXIT_OUTPUT,
         ) from None
-    _print_standings(results, folder)
-    return EXIT_OK
+    return results
 
 
 def verify_command(args: argparse.Namespace) -> int:
@@ -1045,6 +1057,59 @@ def verify_command(args: argparse.Namespace) -> int:
         "deal, bot seed and hand is the one the key and the rules give"
     )
     return EXIT_OK
+
+
+def audit_command(args: argparse.Namespace) -> int:
+    """``hearts-arena audit DIR``: the audit of :mod:`arena.tools.audit`; exit 0
+    when no entrant is flagged, 5 when one is, 3 when DIR cannot be audited."""
+    from arena.tools.audit import AuditError, audit, load_run, table_text, write_audit
+
+    try:
+        run = load_run(args.folder)
+    except AuditError as exc:
+        raise CliError(f"audit: {exc}", EXIT_OUTPUT) from None
+    bar: Any = None
+
+    def total(n: int) -> None:
+        nonlocal bar
+        if sys.stderr.isatty() and not args.json:
+            from tqdm import tqdm
+
+            bar = tqdm(total=n, unit="decision", desc="audit", dynamic_ncols=True)
+
+    def progress(n: int) -> None:
+        if bar is not None:
+            bar.update(n)
+
+    try:
+        result = audit(
+            run,
+            alpha=args.alpha,
+            decisions=args.decisions,
+            budget=args.budget,
+            jobs=args.jobs,
+            progress=progress,
+            on_total=total,
+        )
+    except (AuditError, ValueError) as exc:
+        raise CliError(f"audit: {exc}", EXIT_OUTPUT) from None
+    finally:
+        if bar is not None:
+            bar.close()
+    if not args.no_write:
+        try:
+            write_audit(args.folder, result)
+        except OSError as exc:
+            raise CliError(f"audit: cannot write into {args.folder}: {exc}", EXIT_OUTPUT) from None
+        # The report's Fair play section (the key file keeps results.json's key).
+        if (args.folder / "index.html").exists() and (args.folder / "tournament.key").exists():
+            with folder_not_in_use(args.folder):
+                rebuild_report(args.folder, args.folder / "run.json")
+    if args.json:
+        print(json.dumps(result.to_json(), indent=1, sort_keys=True))
+    else:
+        print(table_text(result))
+    return EXIT_FAILED if result.flagged else EXIT_OK
 
 
 def cleanup_command(args: argparse.Namespace) -> int:

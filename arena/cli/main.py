@@ -194,7 +194,7 @@ def _command(name: str) -> Any:
     ``None``. The tournament commands' module (with the report's libraries) is
     loaded only for them, so ``--version``, ``--help`` and the tools start
     quickly."""
-    if name in ("run", "report", "verify", "cleanup"):
+    if name in ("run", "report", "verify", "audit", "cleanup"):
         from arena.cli import commands
 
         return getattr(commands, f"{name}_command")

@@ -11,6 +11,7 @@ exit codes are those of :mod:`arena.cli.errors`.
 from __future__ import annotations
 
 import argparse
+import os
 import secrets
 import sys
 from collections.abc import Callable, Sequence
@@ -146,6 +147,48 @@ def add_tool_commands(sub: Any) -> None:
         "--verbose", "-v", action="store_true", help="print every message sent and answer received"
     )
     add_options(replay, ISOLATION_OPTIONS)
+
+    audit = sub.add_parser(
+        "audit",
+        allow_abbrev=False,
+        help="look for clairvoyance, memory of deals and collusion in a finished run's play",
+        description="Audit a finished tournament whose key is revealed (docs/fair-play.md): "
+        "per entrant, how often it played the move that only the whole deal shows, whether "
+        "it does better on deals it has met before, and whether a pair does better together. "
+        "Writes audit.json into DIR and adds a Fair play section to its report. Exit 0 if "
+        "no entrant is flagged, 5 if one is, 3 if DIR cannot be audited.",
+    )
+    audit.add_argument("folder", type=Path, metavar="DIR")
+    audit.add_argument("--json", action="store_true", help="print the figures as JSON")
+    audit.add_argument(
+        "--alpha",
+        type=_probability,
+        default=0.01,
+        help="false-positive rate over the whole field, Holm-corrected over every entrant "
+        "and signal tested (default 0.01)",
+    )
+    audit.add_argument(
+        "--decisions",
+        type=positive_int,
+        default=2000,
+        metavar="N",
+        help="play decisions judged per entrant: all up to N, else N drawn from the key "
+        "(default 2000)",
+    )
+    audit.add_argument(
+        "--budget",
+        type=positive_int,
+        default=10000,
+        metavar="N",
+        help="simulated card plays per search (default 10000)",
+    )
+    audit.add_argument(
+        "--jobs",
+        type=positive_int,
+        default=os.cpu_count() or 1,
+        help="worker processes (default: the number of cores); the output does not depend on it",
+    )
+    audit.add_argument("--no-write", action="store_true", help="do not write audit.json into DIR")
 
     play = sub.add_parser(
         "play",
@@ -416,6 +459,17 @@ def conclude_run(verdict: Verdict) -> int:
     for line in verdict.lines():
         print(line, file=sys.stderr)
     return EXIT_OK if verdict.passed else EXIT_FAILED
+
+
+def _probability(text: str) -> float:
+    """A number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text!r}")
+    return value
 
 
 TOOL_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {

@@ -57,6 +57,8 @@ RESULTS_FILE = "results.json"
 GAMES_FILE = "games.jsonl"
 RUN_FILE = "run.json"
 INDEX_FILE = "index.html"
+#: Written by ``hearts-arena audit DIR``; the index's "Fair play" section reads it.
+AUDIT_FILE = "audit.json"
 CSV_FILE = "standings.csv"
 STYLE_FILE = "report.css"
 #: The replay player's script (plain JavaScript, no build step), beside report.css.
@@ -671,8 +673,44 @@ def _rating_chart(a: Analysis, order: Sequence[str], games_total: int) -> dict[s
     return charts.rating_history(a.ratings.history, order, (env.mu, env.sigma), games_total)
 
 
-def index_context(a: Analysis, results: Mapping[str, Any]) -> dict[str, Any]:
-    """Template data of ``index.html``."""
+def fair_play_context(folder: Path, a: Analysis) -> dict[str, Any] | None:
+    """The "Fair play" section's data from ``audit.json`` (written by
+    ``hearts-arena audit DIR``, :mod:`arena.tools.audit`), or ``None`` when the
+    run was not audited or the file cannot be read. Names not among the
+    entrants are dropped; every text is escaped by the template."""
+    try:
+        data = json.loads((folder / AUDIT_FILE).read_text(encoding="utf-8"))
+        entrants = data["entrants"]
+        flagged = [n for n in data["flagged"] if n in a.names]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    site = _Site(a)
+    rows = []
+    for name in a.names:
+        signals = entrants.get(name)
+        if not isinstance(signals, dict):
+            continue
+        rows.append(
+            {
+                "name": name,
+                "href": site.entrant(name, ""),
+                "flagged": name in flagged,
+                "signals": signals,
+                "evidence": (data.get("evidence") or {}).get(name, [])[:10],
+            }
+        )
+    return {
+        "alpha": data.get("alpha"),
+        "tests": data.get("tests"),
+        "flagged": [r for r in rows if r["flagged"]],
+        "unflagged": [r for r in rows if not r["flagged"]],
+    }
+
+
+def index_context(
+    a: Analysis, results: Mapping[str, Any], fair_play: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Template data of ``index.html`` (``fair_play``: :func:`fair_play_context`)."""
     site = _Site(a)
     order = [r["name"] for r in a.standings]
     pairs = stats.pair_lookup(a.statistics["pairs"][stats.DUPLICATE])
@@ -721,6 +759,7 @@ def index_context(a: Analysis, results: Mapping[str, Any]) -> dict[str, Any]:
         ],
         "faults_more": max(0, len(faults) - INDEX_FAULTS),
         "games": [_game_row(r, site, "") for r in a.records],
+        "fair_play": fair_play,
     }
 
 
@@ -953,13 +992,18 @@ def game_context(
 
 
 def render_index(
-    results: dict[str, Any], records: Sequence[GameRecordJSON], analysis: Analysis | None = None
+    results: dict[str, Any],
+    records: Sequence[GameRecordJSON],
+    analysis: Analysis | None = None,
+    folder: Path | None = None,
 ) -> str:
-    """The HTML of ``index.html``."""
+    """The HTML of ``index.html`` (with the "Fair play" section when ``folder``
+    holds an ``audit.json``)."""
     a = analysis or analyse(
         results["settings"], [e["name"] for e in results["settings"]["entrants"]], records
     )
-    return _env().get_template("index.html.j2").render(index_context(a, results))
+    fair = fair_play_context(folder, a) if folder is not None else None
+    return _env().get_template("index.html.j2").render(index_context(a, results, fair))
 
 
 # -- writing ----------------------------------------------------------------------
@@ -1034,5 +1078,5 @@ def write_outputs(
         )
     _prune(entrants_dir, set(site.entrant_file.values()))
     _prune(games_dir, set(site.game_file.values()))
-    _write_atomic(out_dir / INDEX_FILE, render_index(results, a.records, a))
+    _write_atomic(out_dir / INDEX_FILE, render_index(results, a.records, a, out_dir))
     return results

@@ -26,7 +26,9 @@ flight. Chain ``k`` of a table starts at round ``1 + k mod R`` and goes round
 the rounds from there, so the rotations of a table mostly play different
 deals at any moment; and a game only starts once no other game of its deal
 key is being played (:class:`DealLocks`): **no entrant ever has two processes
-holding cards of the same deal at the same time**. Results are recorded as
+holding cards of the same deal at the same time**. Which rotation of a
+table is taken first is drawn from the table's deals (:func:`play_order`), so
+an entrant's first game of a deal is not always in the same seat. Results are recorded as
 each game ends and rated later in schedule order, so the standings do not
 depend on ``--jobs``.
 """
@@ -34,6 +36,7 @@ depend on ``--jobs``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import json
 import math
@@ -436,12 +439,14 @@ class ScheduleStream:
         """The chains of :func:`chains_of` over this stream's games, made one
         table at a time. For a whole schedule they are exactly
         :func:`chains_of`'s, in the same order; with games skipped each
-        chain is the same, but the chains come in table then seating order
-        (:func:`chains_of` orders them by their first game left)."""
+        chain is the same, but the chains come in table order, each table's
+        in :func:`play_order` (:func:`chains_of` orders them by their first
+        game left)."""
         maker = _Maker(self.settings)
         seatings = len(maker.seatings)
         per_round = _groups(len(self.names), self.settings) * seatings
         for t, j, table in _candidate_tables(self.names, self.candidate):
+            chains = []
             for k in range(seatings):
                 chain = []
                 for rnd in range(1, self.settings.rounds + 1):
@@ -450,7 +455,8 @@ class ScheduleStream:
                         chain.append(maker.game(index, rnd, t, k, table))
                 if chain:
                     shift = k % len(chain)
-                    yield chain[shift:] + chain[:shift]
+                    chains.append(chain[shift:] + chain[:shift])
+            yield from play_order(chains)
 
 
 #: Games given to a runner: a list (any subset of a schedule) or a stream.
@@ -480,7 +486,36 @@ def chains_of(games: Iterable[GameSpec]) -> list[list[GameSpec]]:
     for chain in ordered:
         shift = chain[0].rotation % len(chain)
         turned.append(chain[shift:] + chain[:shift])
-    return turned
+    return play_order(turned)
+
+
+def play_order(chains: list[list[GameSpec]]) -> list[list[GameSpec]]:
+    """The chains in the order they are played: each table's chains keep the
+    places its chains hold in ``chains``, but fill them in an order drawn from
+    the table's deals (by ``SHA-256(table_key + rotation)`` of each chain's
+    earliest game, the table key of its lowest round in a whole schedule), so
+    that which rotation, hence which seat of each entrant, plays a table's
+    deals first varies from table to table and cannot be told from the seats:
+    the audit's memory-of-deals signal (:mod:`arena.tools.audit`) compares an
+    entrant's first game of a deal with its later ones. Only the order of
+    play changes: games, their ids and indices, deals and seeds do not, and
+    ratings are applied in ``game_index`` order anyway."""
+    places: dict[int, list[int]] = {}
+    for i, chain in enumerate(chains):
+        places.setdefault(chain[0].table, []).append(i)
+    out = list(chains)
+    for where in places.values():
+        mine = [chains[i] for i in where]
+        mine.sort(key=_chain_rank)
+        for i, chain in zip(where, mine, strict=True):
+            out[i] = chain
+    return out
+
+
+def _chain_rank(chain: list[GameSpec]) -> tuple[bytes, int]:
+    first = min(chain, key=lambda g: g.round)
+    digest = hashlib.sha256(first.table_key + first.rotation.to_bytes(2, "big")).digest()
+    return digest, first.rotation
 
 
 class DealLockSet(Protocol):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import shutil
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -111,9 +112,9 @@ def test_stream_with_games_skipped_leaves_exactly_those_out(kw: dict[str, Any]) 
     assert sorted(map(tuple, chains), key=lambda c: (c[0].table, c[0].rotation)) == sorted(
         map(tuple, chains_of(left)), key=lambda c: (c[0].table, c[0].rotation)
     )
-    assert [(c[0].table, c[0].rotation) for c in chains] == sorted(
-        (c[0].table, c[0].rotation) for c in chains
-    )
+    # Tables in order; each table's rotations in play_order's order.
+    tables = [c[0].table for c in chains]
+    assert tables == sorted(tables)
 
 
 def test_stream_of_a_huge_field_makes_only_what_is_asked() -> None:
@@ -125,8 +126,9 @@ def test_stream_of_a_huge_field_makes_only_what_is_asked() -> None:
     assert [g.game_id for g in first] == [f"r1-t0-k{k}" for k in range(4)] + ["r1-t1-k0"]
     assert first[4].seats == ("bot00", "bot01", "bot02", "bot04")  # table 1, rotation 0
     chain = next(stream.chains())
-    assert [g.game_id for g in chain] == ["r1-t0-k0", "r2-t0-k0"]
-    assert chain[1].game_index == 635_376 * 4
+    k = chain[0].rotation  # the rotation play_order takes first at table 0
+    assert [g.game_id for g in chain] == [f"r{1 + k % 2}-t0-k{k}", f"r{2 - k % 2}-t0-k{k}"]
+    assert {g.game_index for g in chain} == {k, 635_376 * 4 + k}
 
 
 def test_stream_refuses_what_schedule_refuses() -> None:
@@ -268,3 +270,24 @@ def test_journal_indices_reads_only_the_indices_of_complete_lines(tmp_path: Path
         '{"game_index": 9, "cut'
     )
     assert journal_indices(path) == {3, 7}
+
+
+def test_play_order_varies_which_rotation_of_a_table_plays_first() -> None:
+    """The audit's memory-of-deals signal needs an entrant's first game of a
+    deal in varying seats: over 35 tables of seven entrants, the rotation
+    played first is not always the same; only the order changes (the same
+    games, ids and indices), and it is the same for the same key."""
+    names = [f"e{i}" for i in range(7)]
+    settings = TournamentSettings(seed=3, hands=1, target_score=None)
+    built = schedule(names, settings)
+    chains = chains_of(built)
+    firsts: dict[int, int] = {}
+    for chain in chains:
+        firsts.setdefault(chain[0].table, chain[0].rotation)
+    assert len(firsts) == 35
+    counts = Counter(firsts.values())
+    assert len(counts) == 4 and min(counts.values()) >= 3
+    assert sorted(g.game_index for c in chains for g in c) == list(range(len(built)))
+    assert chains_of(schedule(names, settings)) == chains
+    other = chains_of(schedule(names, TournamentSettings(seed=4, hands=1, target_score=None)))
+    assert [c[0].rotation for c in other] != [c[0].rotation for c in chains]
