@@ -176,7 +176,9 @@ def test_runs_from_the_installed_package_layout(open_tmp: Path) -> None:
     shutil.copytree(ROOT / "arena", site / "arena", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(SAMPLE_DIR, site / "arena" / "_sample_bots")
     script = site / "arena" / "_sample_bots" / "search_bot.py"
-    play = play_request(midgame(), 3)
+    # A time_ms the time cap never reaches (the process is compared with an untimed
+    # in-process bot, whatever the machine's load).
+    play = play_request(midgame(), 3, time_ms=10**8)
     lines = [
         {"type": "hello", "id": 1, "protocol": "hearts-arena/1", "time_ms": 10000},
         {"type": "game_start", "game_id": "g", "seat": play["seat"], "players": list("abcd"),
@@ -198,7 +200,7 @@ def test_runs_from_the_installed_package_layout(open_tmp: Path) -> None:
     assert [r["id"] for r in replies] == [1, 3]
     assert replies[1]["card"] in play["legal"]
     # The same answer as in-process (the heuristic bot was found: it sets the default card).
-    bot = load_bot("search", "layout")
+    bot = load_bot("search", "layout", untimed=True)
     bot.handle(lines[1])
     assert replies[1]["card"] == bot.choose_play(play)
     assert proc.stderr == ""
