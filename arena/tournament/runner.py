@@ -34,11 +34,12 @@ depend on ``--jobs``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import json
 import math
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
@@ -50,6 +51,7 @@ from arena.core.rules import round_robin_deal_key
 from arena.game.referee import GameSpec, Referee, RefereeSettings, SeatSetup, start_bot
 from arena.protocol.records import GameRecordJSON, read_record
 from arena.seats.entrants import Entrant
+from arena.seats.forget import forget as forget_pages
 from arena.seats.launcher import Launcher
 from arena.seats.process import BotProcess, close_all
 
@@ -472,34 +474,136 @@ def chains_of(games: Iterable[GameSpec]) -> list[list[GameSpec]]:
     return turned
 
 
-class DealLockSet(Protocol):
-    """Something that holds a deal key for the length of a game."""
+#: Stripes of the record of when each deal's holders were last closed
+#: (:meth:`DealLocks.released_at`): deal keys are hashed onto them, and a stripe
+#: keeps the latest of its deals, so the record stays small whatever the
+#: schedule (a shared stripe only asks for a process more, never one less).
+DIRTY_STRIPES: Final = 4096
 
-    def hold(self, deal_key: str) -> contextlib.AbstractAsyncContextManager[None]:
-        """Wait until no other game of ``deal_key`` is in play, and hold it."""
+
+def deal_stripe(deal_key: str, stripes: int) -> int:
+    """The stripe (``0 .. stripes - 1``) of ``deal_key``: the first four bytes
+    of its SHA-256, modulo ``stripes``."""
+    digest = hashlib.sha256(deal_key.encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big") % stripes
+
+
+class DealLockSet(Protocol):
+    """Custody of deals: which chain's processes may hold a deal's cards, and
+    the forgets (:mod:`arena.seats.forget`) that separate them.
+
+    A chain *takes* a deal before its game and keeps it while any process
+    that played the game may be alive (across later games of the chain);
+    it *releases* it once those processes are closed. Forgets are counted:
+    ``started()`` of them have begun and ``finished()`` have ended. A release
+    notes ``started()`` (:meth:`released_at`), and a process born when
+    ``finished()`` was ``f`` may play a deal only if ``f`` is above it: a
+    forget began after the deal's last holders were closed and ended before
+    the process was started (:meth:`TournamentRunner.run_chain`).
+    """
+
+    def try_take(self, deal_key: str) -> bool:
+        """Take ``deal_key`` if no one holds it; whether it was taken."""
+        ...
+
+    async def take(self, deal_key: str) -> None:
+        """Wait until no one holds ``deal_key`` and take it (meanwhile
+        :meth:`wanted` is true for it)."""
+        ...
+
+    def release(self, deal_key: str) -> None:
+        """Give ``deal_key`` back: its holder's processes are closed."""
+        ...
+
+    def wanted(self, deal_key: str) -> bool:
+        """Whether a chain waits for ``deal_key``."""
+        ...
+
+    def released_at(self, deal_key: str) -> int:
+        """``started()`` when ``deal_key`` was last released (``-1``: never)."""
+        ...
+
+    def finished(self) -> int:
+        """Forgets ended so far."""
+        ...
+
+    async def forget_after(self, mark: int, forget: Callable[[], object]) -> None:
+        """Return once a forget that began after ``started()`` was ``mark``
+        has ended (``finished() > mark``), running ``forget`` (blocking, in a
+        thread) if none has; one forget at a time."""
         ...
 
 
 class DealLocks:
-    """At most one game of a deal key in play at a time, within this process.
+    """Custody of deals (:class:`DealLockSet`) within this process: a Trio
+    lock per deal key in play, and the forget counts.
 
-    The runner holds a deal key's lock for the whole of each game
-    (:meth:`hold`), so an entrant never has two processes holding cards of
-    one deal at once. :class:`arena.tournament.pool.SharedDealLocks` does the same
-    across worker processes.
+    Holding a deal across a chain's games (not only for one game) is what
+    keeps an entrant's process that has seen a deal from being alive while
+    another of its processes holds the deal's cards (issue 22).
+    :class:`arena.tournament.pool.SharedDealLocks` does the same across
+    worker processes.
     """
 
     def __init__(self) -> None:
         self._locks: dict[str, trio.Lock] = {}
+        self._waiting: dict[str, int] = {}
+        self._released = [-1] * DIRTY_STRIPES
+        self._started = 0
+        self._finished = 0
+        self._forgetting = trio.Lock()
 
-    @contextlib.asynccontextmanager
-    async def hold(self, deal_key: str) -> AsyncIterator[None]:
-        """Wait until no other game of ``deal_key`` is in play, and hold it."""
+    def try_take(self, deal_key: str) -> bool:
+        """See :meth:`DealLockSet.try_take`."""
         lock = self._locks.setdefault(deal_key, trio.Lock())
-        async with lock:
-            yield
+        try:
+            lock.acquire_nowait()
+        except trio.WouldBlock:
+            return False
+        return True
+
+    async def take(self, deal_key: str) -> None:
+        """See :meth:`DealLockSet.take`."""
+        lock = self._locks.setdefault(deal_key, trio.Lock())
+        self._waiting[deal_key] = self._waiting.get(deal_key, 0) + 1
+        try:
+            await lock.acquire()
+        finally:
+            left = self._waiting[deal_key] - 1
+            if left:
+                self._waiting[deal_key] = left
+            else:
+                del self._waiting[deal_key]
+
+    def release(self, deal_key: str) -> None:
+        """See :meth:`DealLockSet.release`."""
+        stripe = deal_stripe(deal_key, DIRTY_STRIPES)
+        self._released[stripe] = max(self._released[stripe], self._started)
+        lock = self._locks[deal_key]
+        lock.release()
         if not lock.locked() and lock.statistics().tasks_waiting == 0:
             self._locks.pop(deal_key, None)
+
+    def wanted(self, deal_key: str) -> bool:
+        """See :meth:`DealLockSet.wanted`."""
+        return deal_key in self._waiting
+
+    def released_at(self, deal_key: str) -> int:
+        """See :meth:`DealLockSet.released_at`."""
+        return self._released[deal_stripe(deal_key, DIRTY_STRIPES)]
+
+    def finished(self) -> int:
+        """See :meth:`DealLockSet.finished`."""
+        return self._finished
+
+    async def forget_after(self, mark: int, forget: Callable[[], object]) -> None:
+        """See :meth:`DealLockSet.forget_after`."""
+        async with self._forgetting:
+            if self._finished > mark:
+                return
+            self._started += 1
+            await trio.to_thread.run_sync(forget)
+            self._finished = self._started
 
 
 # -- the journal -------------------------------------------------------------
@@ -738,45 +842,99 @@ class TournamentRunner:
             outer.cancel_scope.cancel()
 
     async def run_chain(self, chain: list[GameSpec], limiter: trio.CapacityLimiter) -> None:
-        """Play one chain's games in turn with one set of bot processes,
-        holding a ``limiter`` token meanwhile (one game in flight)."""
+        """Play one chain's games in turn, holding a ``limiter`` token
+        meanwhile (one game in flight), with one set of bot processes as long
+        as no other chain needs one of the deals they have seen.
+
+        The chain takes each game's deal (:class:`DealLockSet`) before it and
+        keeps every deal its processes have seen until it closes them: so no
+        process of an entrant that has seen a deal is alive while another of
+        its processes holds cards of that deal (issue 22). Its processes are
+        closed, and its deals released, (1) after a game, when another chain
+        waits for one of its deals; (2) before a game whose deal another
+        chain holds (the chain then waits holding nothing, so chains never
+        wait for each other in a circle); (3) after every game with
+        ``--fresh-processes``; (4) at its end. A process is reused for a
+        game only if it is alive, has not played the deal, and was started
+        after a forget of the page cache (:meth:`forget`) that followed the
+        last release of the deal; otherwise it is replaced, after such a
+        forget if none has happened yet.
+        """
+        locks = self.deal_locks
+        grace = self.settings.referee.grace
+        procs: list[BotProcess | None] = [None, None, None, None]
+        born = [0, 0, 0, 0]  # locks.finished() when each seat's process was started
+        held: list[str] = []
+
+        async def drop(dead: Sequence[BotProcess] = ()) -> None:
+            alive = [*dead, *(b for b in procs if b is not None)]
+            procs[:] = [None, None, None, None]
+            try:
+                if alive:  # together: their uids are purged in one search
+                    await close_all(alive, grace)
+            finally:
+                for deal in held:
+                    locks.release(deal)
+                held.clear()
+
         async with limiter, trio.open_nursery() as nursery:
-            procs: list[BotProcess | None] = [None, None, None, None]
             try:
                 for game in chain:
-                    async with self.deal_locks.hold(game.deal_key):
-                        setups = await self._seat_processes(game, procs, nursery)
-                        events = self.live.sink(game) if self.live is not None else None
-                        referee = Referee(game, setups, self.settings.referee, events)
-                        record = await referee.play()
+                    if not locks.try_take(game.deal_key):
+                        await drop()
+                        await locks.take(game.deal_key)
+                    held.append(game.deal_key)
+                    setups = await self._seat_processes(game, procs, born, nursery)
+                    events = self.live.sink(game) if self.live is not None else None
+                    referee = Referee(game, setups, self.settings.referee, events)
+                    record = await referee.play()
                     closing: list[BotProcess] = []
                     for seat in range(4):
                         bot = procs[seat]
                         if bot is None:
                             continue
                         bot.games_played.add(game.deal_key)
-                        if bot.dead is not None or self.settings.fresh_processes:
+                        if bot.dead is not None:
                             procs[seat] = None
                             closing.append(bot)
-                    if closing:  # together: their uids are purged in one search
-                        await close_all(closing, self.settings.referee.grace)
+                    if self.settings.fresh_processes or any(locks.wanted(d) for d in held):
+                        await drop(closing)
+                    elif closing:  # together: their uids are purged in one search
+                        await close_all(closing, grace)
                     self.on_record(record.to_json())
             finally:
-                await close_all([b for b in procs if b is not None], self.settings.referee.grace)
+                await drop()
+
+    def forget(self) -> None:
+        """Make the page cache of what sealed bots can read forget what bots
+        wrote in it (:func:`arena.seats.forget.forget` over
+        :meth:`arena.seats.launcher.Launcher.readable_roots`; nothing when
+        bots are not sealed). Blocking: run in a thread."""
+        roots = self.launcher.readable_roots()
+        if roots:
+            forget_pages(roots)
 
     async def _seat_processes(
-        self, game: GameSpec, procs: list[BotProcess | None], nursery: trio.Nursery
+        self,
+        game: GameSpec,
+        procs: list[BotProcess | None],
+        born: list[int],
+        nursery: trio.Nursery,
     ) -> list[SeatSetup]:
-        """Reuse each seat's process if it may play this game, else start (and
-        shake hands with) a new one; the processes replaced are closed
-        together first (their uids purged in one search), then all starts of
-        a game run concurrently."""
+        """Reuse each seat's process if it may play this game (see
+        :meth:`run_chain`), else start (and shake hands with) a new one;
+        the processes replaced are closed together first (their uids purged
+        in one search), then the page cache is made to forget if the deal
+        asks for it, then all starts of a game run concurrently."""
         setups: list[SeatSetup] = [SeatSetup(name, None) for name in game.seats]
         referee = self.settings.referee
+        locks = self.deal_locks
+        mark = locks.released_at(game.deal_key)
 
         async def fresh(seat: int) -> None:
             entrant = self.entrants[game.seats[seat]]
             spec = self.launcher.spec(entrant)
+            born[seat] = locks.finished()
             bot, fault = await start_bot(spec, seat, referee.startup_time, nursery)
             if fault is not None:
                 setups[seat].startup_fault = fault
@@ -791,7 +949,12 @@ class TournamentRunner:
         replaced: list[BotProcess] = []
         for seat in range(4):
             bot = procs[seat]
-            if bot is not None and bot.dead is None and game.deal_key not in bot.games_played:
+            if (
+                bot is not None
+                and bot.dead is None
+                and game.deal_key not in bot.games_played
+                and born[seat] > mark
+            ):
                 setups[seat].bot = bot
             else:
                 starting.append(seat)
@@ -800,6 +963,8 @@ class TournamentRunner:
                     replaced.append(bot)
         if replaced:  # closed together first: their uids are purged in one search
             await close_all(replaced, referee.grace)
+        if starting and locks.finished() <= mark:
+            await locks.forget_after(mark, self.forget)
         async with trio.open_nursery() as starter:
             for seat in starting:
                 starter.start_soon(fresh, seat)
