@@ -63,7 +63,7 @@ def main() -> None:
     warm = [trio.run(_start, launcher) for _ in range(args.runs)]
     print(f"{'mode':12} {'forget ms':>10} {'files':>8} {'MiB':>8} {'next start ms':>14}")
     print(f"{'(none)':12} {0:>10} {0:>8} {0:>8} {statistics.median(warm) * 1000:>14.0f}")
-    for mode in args.modes.split(","):
+    for mode in args.modes.split(","):  # evict, reread, drop (drop_caches)
         costs: list[float] = []
         starts: list[float] = []
         files = size = 0

@@ -111,6 +111,7 @@ _RECORDED_FLAGS: Final = {
     "transcript_cap": "transcript_cap",
     "jobs": "jobs",
     "fresh_processes": "fresh_processes",
+    "drop_kernel_caches": "drop_kernel_caches",
     "disqualify_after": "disqualify_after",
     "games": "games",
     "sigma_target": "sigma_target",

@@ -10,8 +10,10 @@ first game is not held back until the chain ends.
 Results do not depend on the number of workers: every game carries its own
 seeds, and the coordinator applies ratings in schedule order. Workers get the
 settings without the master key (each game carries its derived table key and
-bot seeds) and share :class:`SharedDealLocks`, so no two games of one deal
-are in play at once across all of them.
+bot seeds) and share :class:`SharedDealLocks`, the custody of deals across
+all of them: no process that has seen a deal is alive while another holds
+its cards, and the forgets of the page cache between an entrant's games of
+one deal are counted once for the machine.
 """
 
 from __future__ import annotations

@@ -19,16 +19,23 @@ Fairness of the round-robin schedule (:func:`schedule_round_robin`):
   position in a schedule: a gauntlet's ``r1-t3-k2`` is the round-robin's.
 
 The runner plays *chains*: the games of one table and rotation across the
-rounds. A chain keeps its four bot processes from game to game (their deals
-differ from round to round), restarting a process only after it crashed or
-failed its handshake; ``--jobs`` chains run at once, each with one game in
+rounds, every table's rotation 0 first, then every table's rotation 1, and so
+on (:func:`chains_of`); ``--jobs`` chains run at once, each with one game in
 flight. Chain ``k`` of a table starts at round ``1 + k mod R`` and goes round
-the rounds from there, so the rotations of a table mostly play different
-deals at any moment; and a game only starts once no other game of its deal
-key is being played (:class:`DealLocks`): **no entrant ever has two processes
-holding cards of the same deal at the same time**. Results are recorded as
-each game ends and rated later in schedule order, so the standings do not
-depend on ``--jobs``.
+the rounds from there. A chain keeps its four bot processes from game to game
+(their deals differ from round to round) only while no other chain needs a
+deal they have seen: it holds every such deal (:class:`DealLocks`) until it
+closes them, and closes them after a game as soon as another chain waits for
+one. So **no process of an entrant that has seen a deal is alive while
+another of its processes holds cards of that deal** (with ``--jobs 1``
+processes are kept along a whole chain; with more jobs, mostly in fields of
+several tables). Between an entrant's games of one deal the page cache of
+what sealed bots can read is made to forget (:mod:`arena.seats.forget`): a
+process plays a deal only if it started after a forget that followed the
+deal's last holders. Processes are also replaced after a crash or a failed
+handshake, and for every game with ``--fresh-processes``. Results are
+recorded as each game ends and rated later in schedule order, so the
+standings do not depend on ``--jobs`` or on which processes were reused.
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ from arena.core.rules import round_robin_deal_key
 from arena.game.referee import GameSpec, Referee, RefereeSettings, SeatSetup, start_bot
 from arena.protocol.records import GameRecordJSON, read_record
 from arena.seats.entrants import Entrant
+from arena.seats.forget import drop_kernel_caches
 from arena.seats.forget import forget as forget_pages
 from arena.seats.launcher import Launcher
 from arena.seats.process import BotProcess, close_all
@@ -92,6 +100,10 @@ class TournamentSettings:
         jobs: games in flight at once.
         fresh_processes: start new bot processes for every game instead of
             reusing them along a chain.
+        drop_kernel_caches: at each forget of the page cache (between an
+            entrant's games of one deal), also drop the machine's dentry and
+            inode caches (``/proc/sys/vm/drop_caches``, root only): closes the
+            store of names looked up (``--drop-kernel-caches``).
         referee: the referee's settings (time limits, strikes, grace).
         format: ``"round-robin"`` or ``"gauntlet"`` (see :data:`FORMATS`).
         candidate: the entrant every table of a gauntlet includes, or ``None``.
@@ -114,6 +126,7 @@ class TournamentSettings:
     hands: int | None = None
     jobs: int = 1
     fresh_processes: bool = False
+    drop_kernel_caches: bool = False
     seating: str = "rotations"
     referee: RefereeSettings = field(default_factory=RefereeSettings)
     format: str = "round-robin"
@@ -187,6 +200,8 @@ class TournamentSettings:
         }
         if ref.transcripts:  # recorded only then, so older runs still resume
             out["transcript_cap"] = ref.transcript_cap
+        if self.drop_kernel_caches:  # likewise
+            out["drop_kernel_caches"] = True
         if self.disqualify_after is not None:  # likewise
             out["disqualify_after"] = self.disqualify_after
         if self.format == "ladder":  # likewise
@@ -425,15 +440,16 @@ class ScheduleStream:
 
     def chains(self) -> Iterator[list[GameSpec]]:
         """The chains of :func:`chains_of` over this stream's games, made one
-        table at a time. For a whole schedule they are exactly
-        :func:`chains_of`'s, in the same order; with games skipped each
-        chain is the same, but the chains come in table then seating order
-        (:func:`chains_of` orders them by their first game left)."""
+        at a time (the tables are walked once per seating). For a whole
+        schedule they are exactly :func:`chains_of`'s, in the same order;
+        with games skipped each chain is the same, but the chains come in
+        seating then table order (:func:`chains_of` orders those of a
+        seating by their first game left)."""
         maker = _Maker(self.settings)
         seatings = len(maker.seatings)
         per_round = _groups(len(self.names), self.settings) * seatings
-        for t, j, table in _candidate_tables(self.names, self.candidate):
-            for k in range(seatings):
+        for k in range(seatings):
+            for t, j, table in _candidate_tables(self.names, self.candidate):
                 chain = []
                 for rnd in range(1, self.settings.rounds + 1):
                     index = (rnd - 1) * per_round + j * seatings + k
@@ -459,14 +475,19 @@ def iter_chains(games: Games) -> Iterator[list[GameSpec]]:
 def chains_of(games: Iterable[GameSpec]) -> list[list[GameSpec]]:
     """Group games into chains that one set of processes can play in turn:
     same table and rotation (so the same entrant at each seat), different
-    rounds. Chains are ordered by their first game in the schedule; chain
-    ``k`` of a table is turned to start at its ``k mod n``-th game (of ``n``),
-    so the rotations of a table start on different deals where there are
-    rounds enough (see the module docstring)."""
+    rounds. Chains are ordered by rotation, then by their first game in the
+    schedule: every table's rotation 0, then every table's rotation 1, and
+    so on, so that the chains in play at once are mostly of different tables
+    (whose deals differ) and keep their processes (see
+    :meth:`TournamentRunner.run_chain`). Chain ``k`` of a table is turned to
+    start at its ``k mod n``-th game (of ``n``), so the rotations of a table
+    start on different deals where there are rounds enough (see the module
+    docstring). Only the order of play changes: each game keeps its
+    identity, deals and seeds, and ratings are applied in schedule order."""
     chains: dict[tuple[int, int], list[GameSpec]] = {}
     for g in sorted(games, key=lambda g: g.game_index):
         chains.setdefault((g.table, g.rotation), []).append(g)
-    ordered = sorted(chains.values(), key=lambda c: c[0].game_index)
+    ordered = sorted(chains.values(), key=lambda c: (c[0].rotation, c[0].game_index))
     turned = []
     for chain in ordered:
         shift = chain[0].rotation % len(chain)
@@ -909,10 +930,18 @@ class TournamentRunner:
         """Make the page cache of what sealed bots can read forget what bots
         wrote in it (:func:`arena.seats.forget.forget` over
         :meth:`arena.seats.launcher.Launcher.readable_roots`; nothing when
-        bots are not sealed). Blocking: run in a thread."""
+        bots are not sealed), and with ``drop_kernel_caches`` the machine's
+        dentries and inodes (:func:`arena.seats.forget.drop_kernel_caches`).
+        Blocking: run in a thread.
+
+        Raises:
+            OSError: ``drop_kernel_caches`` and the arena is not root.
+        """
         roots = self.launcher.readable_roots()
         if roots:
             forget_pages(roots)
+            if self.settings.drop_kernel_caches:
+                drop_kernel_caches()
 
     async def _seat_processes(
         self,
