@@ -180,3 +180,27 @@ def test_the_carrier_works_when_nothing_is_forgotten(
     print(f"carrier, nothing forgotten: {right} of {named} right, {exact} exact, {got} read")
     assert got >= len(reports) // 2, (right, named, exact, got)
     assert right >= 0.6 * named, (right, named, exact, got)
+
+
+def test_drop_kernel_caches_drops_at_each_forget_and_needs_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--drop-kernel-caches``: at each forget (three between the four
+    rotations of one deal with ``--jobs 1 --fresh-processes``) the dentry and
+    inode caches are dropped too; recorded in run.json; refused without root."""
+    calls: list[str] = []
+    monkeypatch.setattr(runner_module, "drop_kernel_caches", lambda: calls.append("drop"))
+    real_forget = runner_module.forget_pages
+    monkeypatch.setattr(
+        runner_module, "forget_pages", lambda roots: calls.append("forget") or real_forget(roots)
+    )
+    out = tmp_path / "o"
+    flags = ["--jobs", "1", "--fresh-processes", "--drop-kernel-caches"]
+    args = ["run", *_entrants("cache"), "--hands", "1", "--rounds", "1", "--seed", "3"]
+    assert run_arena([*args, "--out", str(out), "--quiet", *flags]) == 0
+    assert calls == ["forget", "drop"] * 3
+    assert json.loads((out / "run.json").read_text())["settings"]["drop_kernel_caches"] is True
+    monkeypatch.setattr("arena.cli.settings.os.geteuid", lambda: 1000)
+    capsys.readouterr()
+    assert run_arena([*args, "--out", str(tmp_path / "p"), "--quiet", *flags]) == 4
+    assert "--drop-kernel-caches needs the arena to run as root" in capsys.readouterr().err
