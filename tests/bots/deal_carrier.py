@@ -46,7 +46,8 @@ BORN = time.time()
 
 def _candidates() -> list[tuple[int, str]]:
     """Large regular files this process may read in a few runtime folders and
-    does not map itself, largest first (the same in every process)."""
+    does not map itself, those others are least likely to map first, then
+    largest first (the same in every process)."""
     need = (CALIBRATION + 4 * REGION) * PAGE * 2
     mapped = set()
     with open("/proc/self/maps") as f:
@@ -69,12 +70,14 @@ def _candidates() -> list[tuple[int, str]]:
                     if depth < 3:
                         stack.append((e.path, depth + 1))
                 elif e.is_file(follow_symlinks=False):
-                    size = e.stat(follow_symlinks=False).st_size
-                    if size >= need and e.path not in mapped and os.access(e.path, os.R_OK):
-                        found.append((size, e.path))
+                    st = e.stat(follow_symlinks=False)
+                    if st.st_size >= need and e.path not in mapped and os.access(e.path, os.R_OK):
+                        # Files others are less likely to map first: not programs, not a JVM's.
+                        rank = (bool(st.st_mode & 0o111), "/jvm/" in e.path, -st.st_size)
+                        found.append((rank, e.path))
             except OSError:
                 continue
-    return sorted(found, reverse=True)
+    return sorted(found)
 
 
 def _works(fd: int, base: int) -> bool:
@@ -97,13 +100,13 @@ def _timed_fd(fd: int, offset: int) -> float:
 
 
 def _choose() -> tuple[str, int, int]:
-    for size, path in _candidates()[:8]:
+    for _, path in _candidates()[:8]:
         try:
             fd = os.open(path, os.O_RDONLY)
         except OSError:
             continue
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-        base = (size // 2) // PAGE * PAGE
+        base = (os.fstat(fd).st_size // 2) // PAGE * PAGE
         if _works(fd, base):
             return path, fd, base
         os.close(fd)
