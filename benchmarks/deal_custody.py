@@ -9,7 +9,7 @@ Two runs, sealed as the arena decides by default: the default
 ``hearts-arena run`` (the four sample bots, 2 rounds, ``--jobs`` the cores)
 and a 4-entrant ``--rounds 4`` run. Prints, per run, the median seconds of
 each side over N alternations (default 3) and their ratio (this checkout
-over the baseline), with the forgets of the page cache this checkout made.
+over the baseline).
 """
 
 from __future__ import annotations
