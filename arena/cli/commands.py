@@ -120,6 +120,7 @@ _RECORDED_FLAGS: Final = {
     "wall_cap": "wall_cap",
     "jobs": "jobs",
     "fresh_processes": "fresh_processes",
+    "drop_kernel_caches": "drop_kernel_caches",
     "disqualify_after": "disqualify_after",
     "games": "games",
     "sigma_target": "sigma_target",

@@ -471,6 +471,13 @@ RUN_OPTIONS: Final[tuple[Option, ...]] = (
         action="store_true", default=False,
     ),
     Option(
+        ("--drop-kernel-caches",), "drop_kernel_caches",
+        "as root, also drop the machine's dentry and inode caches each time the page "
+        "cache is made to forget between an entrant's games of one deal (closes the "
+        "store a bot can leave in names it looked up; see docs/competitions.md)",
+        action="store_true", default=False,
+    ),
+    Option(
         ("--transcripts",), "transcripts",
         "record every message sent and received per seat", action="store_true", default=False,
     ),

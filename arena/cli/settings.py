@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,6 +45,8 @@ def game_length(target_score: int | None, hands: int | None) -> tuple[int | None
 def tournament_settings(args: argparse.Namespace, key: MasterKey) -> TournamentSettings:
     """The tournament's settings from the flags of ``run`` and its master key."""
     target, hands = game_length(args.target_score, args.hands)
+    if args.drop_kernel_caches and os.geteuid() != 0:
+        raise CliError("--drop-kernel-caches needs the arena to run as root", EXIT_ENVIRONMENT)
     return TournamentSettings(
         seed=key.seed,
         key=key,
@@ -52,6 +55,7 @@ def tournament_settings(args: argparse.Namespace, key: MasterKey) -> TournamentS
         hands=hands,
         jobs=args.jobs,
         fresh_processes=args.fresh_processes,
+        drop_kernel_caches=args.drop_kernel_caches,
         seating=args.seating,
         format=args.format,
         candidate=args.candidate,

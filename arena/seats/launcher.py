@@ -241,6 +241,32 @@ class Launcher:
         own = self._python is None or self._python[0] == sys.executable
         return [*seal.runtime_paths(arena_python=own), *self.options.sandbox_ro]
 
+    def readable_roots(self) -> list[Path]:
+        """The folders and files a sealed bot can read whose page cache
+        outlives it (:mod:`arena.seats.forget`): the seal's fixed list of
+        runtimes and ``/etc`` files (:func:`arena.seats.seal.readable_paths`),
+        the bot kit's copy, the interpreter's and ``--sandbox-ro`` paths, and
+        every entrant's private copy of its folder. Empty when bots are not sealed (they can then read, and
+        leave, far more: see ``docs/competitions.md``). Symbolic links are
+        resolved and each path given once.
+
+        This is the list the runner makes forget between an entrant's games
+        of one deal; a narrower seal passes its own list here.
+        """
+        if not self.sealed:
+            return []
+        found: list[Path] = [*seal.readable_paths(), seal.kit_source()]
+        found += self._read_only()
+        found += [copy.folder for copy in self._resources.copies.values()]
+        out: list[Path] = []
+        for path in found:
+            if not path.exists():
+                continue
+            real = path.resolve()
+            if real not in out:
+                out.append(real)
+        return out
+
     def _resolve(self, *, announce: bool) -> None:
         """Decide whether bots are sealed here (probing bubblewrap as a bot
         user would run it) and build the seccomp program."""

@@ -40,7 +40,8 @@ POOL_MIN_GAMES: int = 8
 
 class LocalExecutor:
     """Games on this machine: ``settings.jobs`` chains at once, each keeping
-    its bot processes along its games (:class:`TournamentRunner`)."""
+    its bot processes along its games while no other chain needs a deal they
+    have seen (:class:`TournamentRunner`)."""
 
     def __init__(
         self,

@@ -10,15 +10,16 @@ first game is not held back until the chain ends.
 Results do not depend on the number of workers: every game carries its own
 seeds, and the coordinator applies ratings in schedule order. Workers get the
 settings without the master key (each game carries its derived table key and
-bot seeds) and share :class:`SharedDealLocks`, so no two games of one deal
-are in play at once across all of them.
+bot seeds) and share :class:`SharedDealLocks`, the custody of deals across
+all of them: no process that has seen a deal is alive while another holds
+its cards, and the forgets of the page cache between an entrant's games of
+one deal are counted once for the machine.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import hashlib
 import math
 import multiprocessing
 import os
@@ -26,7 +27,7 @@ import queue
 import signal
 import time
 import traceback
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import trio
@@ -34,7 +35,14 @@ import trio
 from arena.protocol import records
 from arena.seats.entrants import Entrant
 from arena.seats.launcher import Launcher, LaunchOptions
-from arena.tournament.runner import Games, TournamentRunner, TournamentSettings, iter_chains
+from arena.tournament.runner import (
+    DIRTY_STRIPES,
+    Games,
+    TournamentRunner,
+    TournamentSettings,
+    deal_stripe,
+    iter_chains,
+)
 
 RecordSink = records.RecordSink
 _PR_SET_PDEATHSIG = 1
@@ -52,35 +60,97 @@ STOP_WAIT: float = 10.0
 
 
 class SharedDealLocks:
-    """At most one game of a deal key in play at a time, across processes.
+    """Custody of deals (:class:`arena.tournament.runner.DealLockSet`) across
+    worker processes.
 
     Deal keys are hashed (SHA-256) onto :data:`DEAL_LOCK_STRIPES`
     ``multiprocessing`` locks made before the workers start; two keys on one
-    lock only wait for each other, never play together. A taken lock is
-    polled from Trio (never a blocking call, so cancellation stays prompt).
+    lock only wait for each other, never play together (a chain holding one
+    and asking for the other gives up its processes first). Beside each lock,
+    a count of the chains waiting for it; the releases and forget counts
+    live in shared integers (:meth:`make`). A taken lock is polled from Trio
+    (never a blocking call, so cancellation stays prompt).
 
     Args:
-        locks: the shared locks (a list of ``multiprocessing`` ``Lock``).
+        state: what :meth:`make` returned, passed to each worker.
     """
 
-    def __init__(self, locks: Sequence[Any]) -> None:
-        self.locks = list(locks)
+    def __init__(self, state: dict[str, Any]) -> None:
+        self.locks = list(state["locks"])
+        self._waiting = state["waiting"]
+        self._released = state["released"]
+        self._started = state["started"]
+        self._finished = state["finished"]
+        self._forgetting = state["forgetting"]
 
-    def _lock_of(self, deal_key: str) -> Any:
-        digest = hashlib.sha256(deal_key.encode("utf-8")).digest()
-        return self.locks[int.from_bytes(digest[:4], "big") % len(self.locks)]
+    @staticmethod
+    def make(ctx: Any) -> dict[str, Any]:
+        """The shared objects (from a ``multiprocessing`` context ``ctx``),
+        made before the workers start."""
+        return {
+            "locks": [ctx.Lock() for _ in range(DEAL_LOCK_STRIPES)],
+            "waiting": ctx.Array("i", DEAL_LOCK_STRIPES),
+            "released": ctx.Array("q", [-1] * DIRTY_STRIPES),
+            "started": ctx.Value("q", 0),
+            "finished": ctx.Value("q", 0),
+            "forgetting": ctx.Lock(),
+        }
 
-    @contextlib.asynccontextmanager
-    async def hold(self, deal_key: str) -> AsyncIterator[None]:
-        """Wait until no other game of ``deal_key`` is in play, and hold it."""
-        lock = self._lock_of(deal_key)
-        # A lock of another process cannot wake a Trio task: poll it.
-        while not lock.acquire(False):  # noqa: ASYNC110
+    def _stripe(self, deal_key: str) -> int:
+        return deal_stripe(deal_key, len(self.locks))
+
+    def try_take(self, deal_key: str) -> bool:
+        """See :meth:`arena.tournament.runner.DealLockSet.try_take`."""
+        return bool(self.locks[self._stripe(deal_key)].acquire(False))
+
+    async def take(self, deal_key: str) -> None:
+        """See :meth:`arena.tournament.runner.DealLockSet.take`."""
+        stripe = self._stripe(deal_key)
+        lock = self.locks[stripe]
+        with self._waiting.get_lock():
+            self._waiting[stripe] += 1
+        try:
+            # A lock of another process cannot wake a Trio task: poll it.
+            while not lock.acquire(False):  # noqa: ASYNC110
+                await trio.sleep(DEAL_LOCK_POLL)
+        finally:
+            with self._waiting.get_lock():
+                self._waiting[stripe] -= 1
+
+    def release(self, deal_key: str) -> None:
+        """See :meth:`arena.tournament.runner.DealLockSet.release`."""
+        stripe = deal_stripe(deal_key, DIRTY_STRIPES)
+        with self._released.get_lock():
+            self._released[stripe] = max(self._released[stripe], self._started.value)
+        self.locks[self._stripe(deal_key)].release()
+
+    def wanted(self, deal_key: str) -> bool:
+        """See :meth:`arena.tournament.runner.DealLockSet.wanted`."""
+        return bool(self._waiting[self._stripe(deal_key)] > 0)
+
+    def released_at(self, deal_key: str) -> int:
+        """See :meth:`arena.tournament.runner.DealLockSet.released_at`."""
+        return int(self._released[deal_stripe(deal_key, DIRTY_STRIPES)])
+
+    def finished(self) -> int:
+        """See :meth:`arena.tournament.runner.DealLockSet.finished`."""
+        return int(self._finished.value)
+
+    async def forget_after(self, mark: int, forget: Callable[[], object]) -> None:
+        """See :meth:`arena.tournament.runner.DealLockSet.forget_after`."""
+        while not self._forgetting.acquire(False):  # noqa: ASYNC110
             await trio.sleep(DEAL_LOCK_POLL)
         try:
-            yield
+            if self._finished.value > mark:
+                return
+            with self._started.get_lock():
+                self._started.value += 1
+                number = self._started.value
+            with trio.CancelScope(shield=True):  # the count must match what was done
+                await trio.to_thread.run_sync(forget)
+            self._finished.value = number
         finally:
-            lock.release()
+            self._forgetting.release()
 
 
 def worker_count(jobs: int, cores: int | None = None) -> int:
@@ -112,7 +182,7 @@ def _worker(
     tasks: Any,
     results: Any,
     slots: int,
-    deal_locks: list[Any],
+    deal_locks: dict[str, Any],
     live: Any,
     parent: int,
 ) -> None:
@@ -203,14 +273,14 @@ class ProcessPool:
         self._procs: list[Any] = []
         self._tasks: Any = None
         self._results: Any = None
-        self._locks: list[Any] = []
+        self._locks: dict[str, Any] = {}
 
     def _start(self) -> None:
         ctx = multiprocessing.get_context("spawn")
         self._tasks = ctx.Queue()
         self._results = ctx.Queue()
         # Kept referenced: a spawned worker opens them by name after start().
-        self._locks = locks = [ctx.Lock() for _ in range(DEAL_LOCK_STRIPES)]
+        self._locks = locks = SharedDealLocks.make(ctx)
         for _ in range(self.workers):
             proc = ctx.Process(
                 target=_worker,

@@ -19,18 +19,25 @@ Fairness of the round-robin schedule (:func:`schedule_round_robin`):
   position in a schedule: a gauntlet's ``r1-t3-k2`` is the round-robin's.
 
 The runner plays *chains*: the games of one table and rotation across the
-rounds. A chain keeps its four bot processes from game to game (their deals
-differ from round to round), restarting a process only after it crashed or
-failed its handshake; ``--jobs`` chains run at once, each with one game in
+rounds, one chain of every table first, then a second of every table, and so
+on (:func:`chains_of`); ``--jobs`` chains run at once, each with one game in
 flight. Chain ``k`` of a table starts at round ``1 + k mod R`` and goes round
-the rounds from there, so the rotations of a table mostly play different
-deals at any moment; and a game only starts once no other game of its deal
-key is being played (:class:`DealLocks`): **no entrant ever has two processes
-holding cards of the same deal at the same time**. Which rotation of a
-table is taken first is drawn from the table's deals (:func:`play_order`), so
-an entrant's first game of a deal is not always in the same seat. Results are recorded as
-each game ends and rated later in schedule order, so the standings do not
-depend on ``--jobs``.
+the rounds from there. A chain keeps its four bot processes from game to game
+(their deals differ from round to round) only while no other chain needs a
+deal they have seen: it holds every such deal (:class:`DealLocks`) until it
+closes them, and closes them after a game as soon as another chain waits for
+one. So **no process of an entrant that has seen a deal is alive while
+another of its processes holds cards of that deal** (with ``--jobs 1``
+processes are kept along a whole chain; with more jobs, mostly in fields of
+several tables). Between an entrant's games of one deal the page cache of
+what sealed bots can read is made to forget (:mod:`arena.seats.forget`): a
+process plays a deal only if it started after a forget that followed the
+deal's last holders. Processes are also replaced after a crash or a failed
+handshake, and for every game with ``--fresh-processes``. Which rotation of
+a table is taken first (second, ...) is drawn from the table's deals
+(:func:`play_order`), so an entrant's first game of a deal is not always in
+the same seat. Results are recorded as each game ends and rated later in schedule order, so the
+standings do not depend on ``--jobs`` or on which processes were reused.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ import itertools
 import json
 import math
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
@@ -60,6 +67,8 @@ from arena.game.referee import (
 )
 from arena.protocol.records import GameRecordJSON, read_record
 from arena.seats.entrants import Entrant
+from arena.seats.forget import drop_kernel_caches
+from arena.seats.forget import forget as forget_pages
 from arena.seats.launcher import Launcher
 from arena.seats.process import BotProcess, close_all
 
@@ -100,6 +109,10 @@ class TournamentSettings:
         jobs: games in flight at once.
         fresh_processes: start new bot processes for every game instead of
             reusing them along a chain.
+        drop_kernel_caches: at each forget of the page cache (between an
+            entrant's games of one deal), also drop the machine's dentry and
+            inode caches (``/proc/sys/vm/drop_caches``, root only): closes the
+            store of names looked up (``--drop-kernel-caches``).
         referee: the referee's settings (time limits, strikes, grace).
         format: ``"round-robin"`` or ``"gauntlet"`` (see :data:`FORMATS`).
         candidate: the entrant every table of a gauntlet includes, or ``None``.
@@ -122,6 +135,7 @@ class TournamentSettings:
     hands: int | None = None
     jobs: int = 1
     fresh_processes: bool = False
+    drop_kernel_caches: bool = False
     seating: str = "rotations"
     referee: RefereeSettings = field(default_factory=RefereeSettings)
     format: str = "round-robin"
@@ -199,6 +213,8 @@ class TournamentSettings:
             out["pace"] = ref.pace
         if ref.wall_cap != DEFAULT_WALL_CAP:  # likewise
             out["wall_cap"] = ref.wall_cap
+        if self.drop_kernel_caches:  # likewise
+            out["drop_kernel_caches"] = True
         if self.disqualify_after is not None:  # likewise
             out["disqualify_after"] = self.disqualify_after
         if self.format == "ladder":  # likewise
@@ -437,26 +453,42 @@ class ScheduleStream:
 
     def chains(self) -> Iterator[list[GameSpec]]:
         """The chains of :func:`chains_of` over this stream's games, made one
-        table at a time. For a whole schedule they are exactly
-        :func:`chains_of`'s, in the same order; with games skipped each
-        chain is the same, but the chains come in table order, each table's
-        in :func:`play_order` (:func:`chains_of` orders them by their first
-        game left)."""
+        at a time: the tables are walked once per place, and at place ``p``
+        each table plays its chain ranked ``p`` by :func:`play_order` (ranked
+        first from each chain's lowest-round game). For a whole schedule they
+        are exactly :func:`chains_of`'s, in the same order; with games skipped
+        each chain is the same, but the chains come in place then table order
+        (:func:`chains_of` orders those of a place by their first game left)."""
         maker = _Maker(self.settings)
         seatings = len(maker.seatings)
         per_round = _groups(len(self.names), self.settings) * seatings
-        for t, j, table in _candidate_tables(self.names, self.candidate):
-            chains = []
+        rounds = range(1, self.settings.rounds + 1)
+        tables = list(_candidate_tables(self.names, self.candidate))
+
+        def index(rnd: int, j: int, k: int) -> int:
+            return (rnd - 1) * per_round + j * seatings + k
+
+        orders: list[list[int]] = []
+        for t, j, table in tables:
+            ranked = []
             for k in range(seatings):
-                chain = []
-                for rnd in range(1, self.settings.rounds + 1):
-                    index = (rnd - 1) * per_round + j * seatings + k
-                    if index not in self.skip:
-                        chain.append(maker.game(index, rnd, t, k, table))
-                if chain:
-                    shift = k % len(chain)
-                    chains.append(chain[shift:] + chain[:shift])
-            yield from play_order(chains)
+                first = next((r for r in rounds if index(r, j, k) not in self.skip), None)
+                if first is not None:
+                    game = maker.game(index(first, j, k), first, t, k, table)
+                    ranked.append((_chain_rank([game]), k))
+            orders.append([k for _, k in sorted(ranked)])
+        for place in range(seatings):
+            for (t, j, table), order in zip(tables, orders, strict=True):
+                if place >= len(order):
+                    continue
+                k = order[place]
+                chain = [
+                    maker.game(index(rnd, j, k), rnd, t, k, table)
+                    for rnd in rounds
+                    if index(rnd, j, k) not in self.skip
+                ]
+                shift = k % len(chain)
+                yield chain[shift:] + chain[:shift]
 
 
 #: Games given to a runner: a list (any subset of a schedule) or a stream.
@@ -474,14 +506,20 @@ def iter_chains(games: Games) -> Iterator[list[GameSpec]]:
 def chains_of(games: Iterable[GameSpec]) -> list[list[GameSpec]]:
     """Group games into chains that one set of processes can play in turn:
     same table and rotation (so the same entrant at each seat), different
-    rounds. Chains are ordered by their first game in the schedule; chain
-    ``k`` of a table is turned to start at its ``k mod n``-th game (of ``n``),
-    so the rotations of a table start on different deals where there are
-    rounds enough (see the module docstring)."""
+    rounds. Chains are ordered by place, then by their first game in the
+    schedule: one chain of every table, then a second of every table, and
+    so on (which of a table's rotations takes which place is drawn by
+    :func:`play_order`), so that the chains in play at once are mostly of different tables
+    (whose deals differ) and keep their processes (see
+    :meth:`TournamentRunner.run_chain`). Chain ``k`` of a table is turned to
+    start at its ``k mod n``-th game (of ``n``), so the rotations of a table
+    start on different deals where there are rounds enough (see the module
+    docstring). Only the order of play changes: each game keeps its
+    identity, deals and seeds, and ratings are applied in schedule order."""
     chains: dict[tuple[int, int], list[GameSpec]] = {}
     for g in sorted(games, key=lambda g: g.game_index):
         chains.setdefault((g.table, g.rotation), []).append(g)
-    ordered = sorted(chains.values(), key=lambda c: c[0].game_index)
+    ordered = sorted(chains.values(), key=lambda c: (c[0].rotation, c[0].game_index))
     turned = []
     for chain in ordered:
         shift = chain[0].rotation % len(chain)
@@ -518,34 +556,136 @@ def _chain_rank(chain: list[GameSpec]) -> tuple[bytes, int]:
     return digest, first.rotation
 
 
-class DealLockSet(Protocol):
-    """Something that holds a deal key for the length of a game."""
+#: Stripes of the record of when each deal's holders were last closed
+#: (:meth:`DealLocks.released_at`): deal keys are hashed onto them, and a stripe
+#: keeps the latest of its deals, so the record stays small whatever the
+#: schedule (a shared stripe only asks for a process more, never one less).
+DIRTY_STRIPES: Final = 4096
 
-    def hold(self, deal_key: str) -> contextlib.AbstractAsyncContextManager[None]:
-        """Wait until no other game of ``deal_key`` is in play, and hold it."""
+
+def deal_stripe(deal_key: str, stripes: int) -> int:
+    """The stripe (``0 .. stripes - 1``) of ``deal_key``: the first four bytes
+    of its SHA-256, modulo ``stripes``."""
+    digest = hashlib.sha256(deal_key.encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big") % stripes
+
+
+class DealLockSet(Protocol):
+    """Custody of deals: which chain's processes may hold a deal's cards, and
+    the forgets (:mod:`arena.seats.forget`) that separate them.
+
+    A chain *takes* a deal before its game and keeps it while any process
+    that played the game may be alive (across later games of the chain);
+    it *releases* it once those processes are closed. Forgets are counted:
+    ``started()`` of them have begun and ``finished()`` have ended. A release
+    notes ``started()`` (:meth:`released_at`), and a process born when
+    ``finished()`` was ``f`` may play a deal only if ``f`` is above it: a
+    forget began after the deal's last holders were closed and ended before
+    the process was started (:meth:`TournamentRunner.run_chain`).
+    """
+
+    def try_take(self, deal_key: str) -> bool:
+        """Take ``deal_key`` if no one holds it; whether it was taken."""
+        ...
+
+    async def take(self, deal_key: str) -> None:
+        """Wait until no one holds ``deal_key`` and take it (meanwhile
+        :meth:`wanted` is true for it)."""
+        ...
+
+    def release(self, deal_key: str) -> None:
+        """Give ``deal_key`` back: its holder's processes are closed."""
+        ...
+
+    def wanted(self, deal_key: str) -> bool:
+        """Whether a chain waits for ``deal_key``."""
+        ...
+
+    def released_at(self, deal_key: str) -> int:
+        """``started()`` when ``deal_key`` was last released (``-1``: never)."""
+        ...
+
+    def finished(self) -> int:
+        """Forgets ended so far."""
+        ...
+
+    async def forget_after(self, mark: int, forget: Callable[[], object]) -> None:
+        """Return once a forget that began after ``started()`` was ``mark``
+        has ended (``finished() > mark``), running ``forget`` (blocking, in a
+        thread) if none has; one forget at a time."""
         ...
 
 
 class DealLocks:
-    """At most one game of a deal key in play at a time, within this process.
+    """Custody of deals (:class:`DealLockSet`) within this process: a Trio
+    lock per deal key in play, and the forget counts.
 
-    The runner holds a deal key's lock for the whole of each game
-    (:meth:`hold`), so an entrant never has two processes holding cards of
-    one deal at once. :class:`arena.tournament.pool.SharedDealLocks` does the same
-    across worker processes.
+    Holding a deal across a chain's games (not only for one game) is what
+    keeps an entrant's process that has seen a deal from being alive while
+    another of its processes holds the deal's cards (issue 22).
+    :class:`arena.tournament.pool.SharedDealLocks` does the same across
+    worker processes.
     """
 
     def __init__(self) -> None:
         self._locks: dict[str, trio.Lock] = {}
+        self._waiting: dict[str, int] = {}
+        self._released = [-1] * DIRTY_STRIPES
+        self._started = 0
+        self._finished = 0
+        self._forgetting = trio.Lock()
 
-    @contextlib.asynccontextmanager
-    async def hold(self, deal_key: str) -> AsyncIterator[None]:
-        """Wait until no other game of ``deal_key`` is in play, and hold it."""
+    def try_take(self, deal_key: str) -> bool:
+        """See :meth:`DealLockSet.try_take`."""
         lock = self._locks.setdefault(deal_key, trio.Lock())
-        async with lock:
-            yield
+        try:
+            lock.acquire_nowait()
+        except trio.WouldBlock:
+            return False
+        return True
+
+    async def take(self, deal_key: str) -> None:
+        """See :meth:`DealLockSet.take`."""
+        lock = self._locks.setdefault(deal_key, trio.Lock())
+        self._waiting[deal_key] = self._waiting.get(deal_key, 0) + 1
+        try:
+            await lock.acquire()
+        finally:
+            left = self._waiting[deal_key] - 1
+            if left:
+                self._waiting[deal_key] = left
+            else:
+                del self._waiting[deal_key]
+
+    def release(self, deal_key: str) -> None:
+        """See :meth:`DealLockSet.release`."""
+        stripe = deal_stripe(deal_key, DIRTY_STRIPES)
+        self._released[stripe] = max(self._released[stripe], self._started)
+        lock = self._locks[deal_key]
+        lock.release()
         if not lock.locked() and lock.statistics().tasks_waiting == 0:
             self._locks.pop(deal_key, None)
+
+    def wanted(self, deal_key: str) -> bool:
+        """See :meth:`DealLockSet.wanted`."""
+        return deal_key in self._waiting
+
+    def released_at(self, deal_key: str) -> int:
+        """See :meth:`DealLockSet.released_at`."""
+        return self._released[deal_stripe(deal_key, DIRTY_STRIPES)]
+
+    def finished(self) -> int:
+        """See :meth:`DealLockSet.finished`."""
+        return self._finished
+
+    async def forget_after(self, mark: int, forget: Callable[[], object]) -> None:
+        """See :meth:`DealLockSet.forget_after`."""
+        async with self._forgetting:
+            if self._finished > mark:
+                return
+            self._started += 1
+            await trio.to_thread.run_sync(forget)
+            self._finished = self._started
 
 
 # -- the journal -------------------------------------------------------------
@@ -784,45 +924,107 @@ class TournamentRunner:
             outer.cancel_scope.cancel()
 
     async def run_chain(self, chain: list[GameSpec], limiter: trio.CapacityLimiter) -> None:
-        """Play one chain's games in turn with one set of bot processes,
-        holding a ``limiter`` token meanwhile (one game in flight)."""
+        """Play one chain's games in turn, holding a ``limiter`` token
+        meanwhile (one game in flight), with one set of bot processes as long
+        as no other chain needs one of the deals they have seen.
+
+        The chain takes each game's deal (:class:`DealLockSet`) before it and
+        keeps every deal its processes have seen until it closes them: so no
+        process of an entrant that has seen a deal is alive while another of
+        its processes holds cards of that deal (issue 22). Its processes are
+        closed, and its deals released, (1) after a game, when another chain
+        waits for one of its deals; (2) before a game whose deal another
+        chain holds (the chain then waits holding nothing, so chains never
+        wait for each other in a circle); (3) after every game with
+        ``--fresh-processes``; (4) at its end. A process is reused for a
+        game only if it is alive, has not played the deal, and was started
+        after a forget of the page cache (:meth:`forget`) that followed the
+        last release of the deal; otherwise it is replaced, after such a
+        forget if none has happened yet.
+        """
+        locks = self.deal_locks
+        grace = self.settings.referee.grace
+        procs: list[BotProcess | None] = [None, None, None, None]
+        born = [0, 0, 0, 0]  # locks.finished() when each seat's process was started
+        held: list[str] = []
+
+        async def drop(dead: Sequence[BotProcess] = ()) -> None:
+            alive = [*dead, *(b for b in procs if b is not None)]
+            procs[:] = [None, None, None, None]
+            try:
+                if alive:  # together: their uids are purged in one search
+                    await close_all(alive, grace)
+            finally:
+                for deal in held:
+                    locks.release(deal)
+                held.clear()
+
         async with limiter, trio.open_nursery() as nursery:
-            procs: list[BotProcess | None] = [None, None, None, None]
             try:
                 for game in chain:
-                    async with self.deal_locks.hold(game.deal_key):
-                        setups = await self._seat_processes(game, procs, nursery)
-                        events = self.live.sink(game) if self.live is not None else None
-                        referee = Referee(game, setups, self.settings.referee, events)
-                        record = await referee.play()
+                    if not locks.try_take(game.deal_key):
+                        await drop()
+                        await locks.take(game.deal_key)
+                    held.append(game.deal_key)
+                    setups = await self._seat_processes(game, procs, born, nursery)
+                    events = self.live.sink(game) if self.live is not None else None
+                    referee = Referee(game, setups, self.settings.referee, events)
+                    record = await referee.play()
                     closing: list[BotProcess] = []
                     for seat in range(4):
                         bot = procs[seat]
                         if bot is None:
                             continue
                         bot.games_played.add(game.deal_key)
-                        if bot.dead is not None or self.settings.fresh_processes:
+                        if bot.dead is not None:
                             procs[seat] = None
                             closing.append(bot)
-                    if closing:  # together: their uids are purged in one search
-                        await close_all(closing, self.settings.referee.grace)
+                    if self.settings.fresh_processes or any(locks.wanted(d) for d in held):
+                        await drop(closing)
+                    elif closing:  # together: their uids are purged in one search
+                        await close_all(closing, grace)
                     self.on_record(record.to_json())
             finally:
-                await close_all([b for b in procs if b is not None], self.settings.referee.grace)
+                await drop()
+
+    def forget(self) -> None:
+        """Make the page cache of what sealed bots can read forget what bots
+        wrote in it (:func:`arena.seats.forget.forget` over
+        :meth:`arena.seats.launcher.Launcher.readable_roots`; nothing when
+        bots are not sealed), and with ``drop_kernel_caches`` the machine's
+        dentries and inodes (:func:`arena.seats.forget.drop_kernel_caches`).
+        Blocking: run in a thread.
+
+        Raises:
+            OSError: ``drop_kernel_caches`` and the arena is not root.
+        """
+        roots = self.launcher.readable_roots()
+        if roots:
+            forget_pages(roots)
+            if self.settings.drop_kernel_caches:
+                drop_kernel_caches()
 
     async def _seat_processes(
-        self, game: GameSpec, procs: list[BotProcess | None], nursery: trio.Nursery
+        self,
+        game: GameSpec,
+        procs: list[BotProcess | None],
+        born: list[int],
+        nursery: trio.Nursery,
     ) -> list[SeatSetup]:
-        """Reuse each seat's process if it may play this game, else start (and
-        shake hands with) a new one; the processes replaced are closed
-        together first (their uids purged in one search), then all starts of
-        a game run concurrently."""
+        """Reuse each seat's process if it may play this game (see
+        :meth:`run_chain`), else start (and shake hands with) a new one;
+        the processes replaced are closed together first (their uids purged
+        in one search), then the page cache is made to forget if the deal
+        asks for it, then all starts of a game run concurrently."""
         setups: list[SeatSetup] = [SeatSetup(name, None) for name in game.seats]
         referee = self.settings.referee
+        locks = self.deal_locks
+        mark = locks.released_at(game.deal_key)
 
         async def fresh(seat: int) -> None:
             entrant = self.entrants[game.seats[seat]]
             spec = self.launcher.spec(entrant)
+            born[seat] = locks.finished()
             bot, fault = await start_bot(spec, seat, referee.startup_time, nursery)
             if fault is not None:
                 setups[seat].startup_fault = fault
@@ -837,7 +1039,12 @@ class TournamentRunner:
         replaced: list[BotProcess] = []
         for seat in range(4):
             bot = procs[seat]
-            if bot is not None and bot.dead is None and game.deal_key not in bot.games_played:
+            if (
+                bot is not None
+                and bot.dead is None
+                and game.deal_key not in bot.games_played
+                and born[seat] > mark
+            ):
                 setups[seat].bot = bot
             else:
                 starting.append(seat)
@@ -846,6 +1053,8 @@ class TournamentRunner:
                     replaced.append(bot)
         if replaced:  # closed together first: their uids are purged in one search
             await close_all(replaced, referee.grace)
+        if starting and locks.finished() <= mark:
+            await locks.forget_after(mark, self.forget)
         async with trio.open_nursery() as starter:
             for seat in starting:
                 starter.start_soon(fresh, seat)
