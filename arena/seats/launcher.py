@@ -246,9 +246,10 @@ class Launcher:
         outlives it (:mod:`arena.seats.forget`): the seal's fixed list of
         runtimes and ``/etc`` files (:func:`arena.seats.seal.readable_paths`),
         the bot kit's copy, the interpreter's and ``--sandbox-ro`` paths, and
-        every entrant's private copy of its folder. Empty when bots are not sealed (they can then read, and
-        leave, far more: see ``docs/competitions.md``). Symbolic links are
-        resolved and each path given once.
+        every entrant's private copy of its folder. Empty when bots are not
+        sealed (they can then read, and leave, far more: see
+        ``docs/competitions.md``). Symbolic links are resolved and each path
+        given once.
 
         This is the list the runner makes forget between an entrant's games
         of one deal; a narrower seal passes its own list here.
