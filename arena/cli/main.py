@@ -13,6 +13,7 @@ a while to load).
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 import sys
@@ -103,10 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
 class PipeSafe:
     """A text stream (``sys.stdout``, ``sys.stderr``) that goes quiet instead
     of raising when its reader has gone (``hearts-arena run ... | true``,
-    ``| head``): the rest of the output is dropped, the command goes on and
-    its exit code and files are those it would have had. The stream's file
-    descriptor is pointed at ``/dev/null`` so that the interpreter's last
-    flush at exit cannot fail either (no "Exception ignored" message)."""
+    ``| head``, or a terminal that hung up): the rest of the output is
+    dropped, the command goes on and its exit code and files are those it
+    would have had. The stream's file descriptor is pointed at ``/dev/null``
+    so that the interpreter's last flush at exit cannot fail either (no
+    "Exception ignored" message)."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
@@ -117,8 +119,8 @@ class PipeSafe:
         if not self.gone:
             try:
                 return int(self._stream.write(text))
-            except BrokenPipeError:
-                self._lose()
+            except OSError as exc:
+                self._lose_or_raise(exc)
         return len(text)
 
     def flush(self) -> None:
@@ -126,8 +128,15 @@ class PipeSafe:
         if not self.gone:
             try:
                 self._stream.flush()
-            except BrokenPipeError:
-                self._lose()
+            except OSError as exc:
+                self._lose_or_raise(exc)
+
+    def _lose_or_raise(self, exc: OSError) -> None:
+        # EPIPE: the reader of a pipe has gone; EIO: the terminal has hung up
+        # (SIGHUP: closed window, dropped ssh session). Anything else is raised.
+        if exc.errno not in (errno.EPIPE, errno.EIO):
+            raise exc
+        self._lose()
 
     def _lose(self) -> None:
         self.gone = True
@@ -143,6 +152,11 @@ class PipeSafe:
         return getattr(self._stream, name)
 
 
+#: Signals handled as Ctrl-C: SIGTERM (``kill``, ``timeout``, ``docker stop``)
+#: and SIGHUP (the terminal closed, the ssh session dropped).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
 def _sigterm_as_ctrl_c(signum: int, frame: object) -> None:
     signal.raise_signal(signal.SIGINT)
 
@@ -150,8 +164,9 @@ def _sigterm_as_ctrl_c(signum: int, frame: object) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``hearts-arena`` console script; returns the exit code.
 
-    SIGTERM (``kill``, ``timeout``, a CI job cancelled, ``docker stop``) is
-    handled as Ctrl-C: bots are stopped, finished games kept, exit code 130.
+    SIGTERM (``kill``, ``timeout``, a CI job cancelled, ``docker stop``) and
+    SIGHUP (a closed terminal, a dropped ssh session) are handled as Ctrl-C:
+    bots are stopped, finished games kept, exit code 130.
     Output to a closed pipe is dropped (:class:`PipeSafe`) and changes
     neither the exit code nor the files written.
     """
@@ -174,7 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main_with_signals(argv: Sequence[str] | None) -> int:
     if threading.current_thread() is not threading.main_thread():
         return _main(argv)
-    previous = signal.signal(signal.SIGTERM, _sigterm_as_ctrl_c)
+    # SIGHUP (a closed terminal, a dropped ssh session) is a stop like SIGTERM.
+    previous = {sig: signal.signal(sig, _sigterm_as_ctrl_c) for sig in STOP_SIGNALS}
     # A background job of a script starts with SIGINT ignored; SIGTERM must still stop us.
     ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     if ignored:
@@ -182,7 +198,8 @@ def _main_with_signals(argv: Sequence[str] | None) -> int:
     try:
         return _main(argv)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         if ignored:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
 
