@@ -27,6 +27,7 @@ from arena.cli.errors import (
 )
 from arena.cli.options import (
     HANDS,
+    HANDS_TYPE,
     ISOLATION_OPTIONS,
     JUNIT,
     SEED,
@@ -35,6 +36,7 @@ from arena.cli.options import (
     TARGET_SCORE,
     TIME_LIMIT,
     add_options,
+    delay,
     positive_int,
 )
 from arena.cli.settings import checked_launcher, game_length, parse_bot
@@ -135,7 +137,7 @@ def add_tool_commands(sub: Any) -> None:
         help="the bot to ask (a file or NAME=COMMAND); default: the entrant's own command "
         "from the tournament's run.json",
     )
-    replay.add_argument("--hand", type=positive_int, default=None, help="the hand (default 1)")
+    replay.add_argument("--hand", type=HANDS_TYPE, default=None, help="the hand (default 1)")
     where = replay.add_mutually_exclusive_group()
     where.add_argument("--trick", type=positive_int, default=None, help="the trick 1..13")
     where.add_argument(
@@ -168,7 +170,7 @@ def add_tool_commands(sub: Any) -> None:
     SEED.add_to(play, help="seed of the deals (default: drawn)")
     play.add_argument(
         "--delay",
-        type=float,
+        type=delay,
         default=0.0,
         help="seconds to pause after each trick (default 0)",
     )
