@@ -984,6 +984,9 @@ def _print_standings(results: dict[str, Any], out: Path) -> None:
     from arena.report.terminal import standings_table
 
     print("\n".join(standings_table(results["standings"])))
+    verdict = (results.get("confidence") or {}).get("verdict") or {}
+    if verdict.get("text"):  # the report's sentence: is the top settled?
+        print(verdict["text"])
     print(
         f"{results['games_played']} of {results['games_total']} games; report: {out / INDEX_FILE}"
     )
