@@ -32,6 +32,7 @@ from arena.cli.errors import (
     EXIT_USAGE,
     CliError,
 )
+from arena.cli.init import is_init, run_as_init
 from arena.cli.live import add_watch_command, watch_command
 from arena.cli.options import UsageParser, add_run_options
 from arena.cli.tools import TOOL_COMMANDS, add_tool_commands
@@ -168,8 +169,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     SIGHUP (a closed terminal, a dropped ssh session) are handled as Ctrl-C:
     bots are stopped, finished games kept, exit code 130.
     Output to a closed pipe is dropped (:class:`PipeSafe`) and changes
-    neither the exit code nor the files written.
+    neither the exit code nor the files written. As PID 1 (a container's
+    entrypoint) it forks first and PID 1 stays as a small init that reaps
+    orphans (:mod:`arena.cli.init`).
     """
+    if is_init() and threading.current_thread() is threading.main_thread():
+        run_as_init()  # PID 1 (a container): fork; PID 1 stays to reap orphans
     stdout, stderr = sys.stdout, sys.stderr
     # None when the descriptor was closed at start (>&-): print() then prints nothing.
     safe_out = PipeSafe(stdout) if stdout is not None else None
