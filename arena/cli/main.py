@@ -84,19 +84,28 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser(
         "report", allow_abbrev=False, help="rebuild the HTML report of a tournament folder"
     )
-    rep.add_argument("folder", type=Path)
+    rep.add_argument(
+        "folder", type=Path, metavar="DIR", help="a tournament folder (a run's --out, reports/)"
+    )
     ver = sub.add_parser(
         "verify",
         allow_abbrev=False,
         help="check a finished tournament's deals and seeds against its revealed key",
     )
-    ver.add_argument("folder", type=Path)
+    ver.add_argument(
+        "folder",
+        type=Path,
+        metavar="DIR",
+        help="a finished tournament's folder (its --out), holding run.json and results.json",
+    )
     clean = sub.add_parser(
         "cleanup",
         allow_abbrev=False,
         help="kill and remove every bot process and control group a killed run on DIR left",
     )
-    clean.add_argument("folder", type=Path, metavar="DIR")
+    clean.add_argument(
+        "folder", type=Path, metavar="DIR", help="the --out folder of the run that was killed"
+    )
     add_tool_commands(sub)
     add_watch_command(sub)
     return parser
@@ -224,6 +233,10 @@ def _command(name: str) -> Any:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    given = sys.argv[1:] if argv is None else list(argv)
+    if not given:  # bare `hearts-arena`: the commands, on stderr, and a usage exit
+        print(build_parser().format_help(), file=sys.stderr, end="")
+        return EXIT_USAGE
     try:
         try:
             args = build_parser().parse_args(argv)
