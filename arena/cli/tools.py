@@ -178,6 +178,15 @@ def add_tool_commands(sub: Any) -> None:
     add_options(play, ISOLATION_OPTIONS)
 
 
+def _check_progress(result: Any) -> None:
+    """One line on stderr as each check ends (a check run takes 40 s and more),
+    flushed so that a CI log shows it at once; the report follows on stdout."""
+    if result.skipped:
+        return
+    mark = "PASS" if result.passed else "FAIL"
+    print(f"check: {mark}  {result.name}", file=sys.stderr, flush=True)
+
+
 def check_command(args: argparse.Namespace) -> int:
     """``hearts-arena check``: see :mod:`arena.tools.check`. Exit 0 if every check
     passed, 5 if one failed, 2 on a bad bot or scenario file, 4 when the
@@ -210,7 +219,7 @@ def check_command(args: argparse.Namespace) -> int:
         time_limit=args.time_limit, startup_time=args.startup_time, strikes=args.strikes
     )
     try:
-        report = run_checks(entrant, scenarios, settings, launcher, args.only)
+        report = run_checks(entrant, scenarios, settings, launcher, args.only, _check_progress)
     except ScenarioError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     finally:

@@ -37,3 +37,17 @@ def test_a_bad_fail_if_metric_lists_the_valid_ones(capsys: pytest.CaptureFixture
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown metric 'pointz'" in err
     assert all(metric in err for metric in METRICS)
+
+
+def test_check_prints_each_check_as_it_ends(capfd: pytest.CaptureFixture[str]) -> None:
+    """``check`` printed nothing until it finished (42 s and more): a line per
+    check on stderr, flushed as its scenario ends, before the report."""
+    from conftest import bot_path
+
+    code = run_arena(["check", str(bot_path("first_legal")), "--only", "handshake",
+                      "--only", "one-legal-card"])  # fmt: skip
+    out, err = capfd.readouterr()
+    assert code == EXIT_OK, out
+    lines = [x for x in err.splitlines() if x.startswith("check: ")]
+    assert lines == ["check: PASS  handshake", "check: PASS  one-legal-card"]
+    assert "PASS  handshake" in out  # the report on stdout, as before
