@@ -31,6 +31,7 @@ from arena.cli.errors import (
     CliError,
 )
 from arena.cli.live import check_live_args, open_live
+from arena.cli.options import Number, option_for
 from arena.cli.settings import (
     check_launcher,
     fit_memory_limit,
@@ -162,17 +163,17 @@ def apply_resume(args: argparse.Namespace, argv: list[str]) -> None:
     for key, dest in _RECORDED_FLAGS.items():
         if key not in recorded or dest in given or (dest in exclusive and exclusive & given):
             continue
-        setattr(args, dest, recorded[key])
+        setattr(args, dest, _in_bounds(dest, recorded[key], path))
     isolation = recorded.get("isolation")
     if isinstance(isolation, dict):
         limits = isolation.get("limits") or {}
         for key, dest in _RECORDED_LIMITS.items():
             if key in limits and dest not in given:
-                setattr(args, dest, limits[key])
+                setattr(args, dest, _in_bounds(dest, limits[key], path))
         if "sandbox" in isolation and "sandbox" not in given:
             args.sandbox = bool(isolation["sandbox"])  # recorded resolved: sealed or not
         if isinstance(isolation.get("tmp_mb"), int) and "tmp_size" not in given:
-            args.tmp_size = isolation["tmp_mb"]
+            args.tmp_size = _in_bounds("tmp_size", isolation["tmp_mb"], path)
         if isinstance(isolation.get("sandbox_ro"), list) and "sandbox_ro" not in given:
             args.sandbox_ro = [Path(str(p)) for p in isolation["sandbox_ro"]]
         if "separate_users" in isolation and "same_user" not in given:
@@ -183,6 +184,23 @@ def apply_resume(args: argparse.Namespace, argv: list[str]) -> None:
         args.entrants = [entrant_from_record(e) for e in recorded["entrants"]]
     except EntrantError as exc:
         raise CliError(f"--resume: {path}: {exc}", EXIT_OUTPUT) from None
+
+
+def _in_bounds(dest: str, value: Any, path: Path) -> Any:
+    """A recorded setting, checked as its option checks a value given (a
+    record made before the options were bounded may hold one the arena can no
+    longer carry).
+
+    Raises:
+        CliError: exit 2, one line naming the file, the setting and the bounds.
+    """
+    option = option_for(dest)
+    if value is None or option is None or not isinstance(option.type, Number):
+        return value
+    try:
+        return option.type(str(value))
+    except argparse.ArgumentTypeError as exc:
+        raise CliError(f"--resume: {path}: {dest}: {exc}", EXIT_USAGE) from None
 
 
 def verdict_record(args: argparse.Namespace) -> dict[str, Any]:
@@ -981,6 +999,9 @@ def _print_standings(results: dict[str, Any], out: Path) -> None:
     from arena.report.terminal import standings_table
 
     print("\n".join(standings_table(results["standings"])))
+    verdict = (results.get("confidence") or {}).get("verdict") or {}
+    if verdict.get("text"):  # the report's sentence: is the top settled?
+        print(verdict["text"])
     print(
         f"{results['games_played']} of {results['games_total']} games; report: {out / INDEX_FILE}"
     )

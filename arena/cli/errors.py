@@ -11,7 +11,8 @@ Exit codes (also in the README):
 * 4: the environment: a requested facility is not available here.
 * 5: a verdict failed: a ``check`` failed, a ``run --fail-if`` condition
   held, or ``replay`` found the bot answering otherwise than recorded.
-* 130: interrupted (Ctrl-C or SIGTERM); finished games are kept and partial standings written.
+* 130: interrupted (Ctrl-C, SIGTERM or SIGHUP); finished games are kept and partial
+  standings written.
 """
 
 from __future__ import annotations

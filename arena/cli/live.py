@@ -36,7 +36,12 @@ def add_watch_command(sub: Any) -> None:
         description="Serve the live page of a finished run, or of a run in progress "
         "(finished games only: it follows games.jsonl as it grows). Stop it with Ctrl-C.",
     )
-    watch.add_argument("folder", type=Path)
+    watch.add_argument(
+        "folder",
+        type=Path,
+        metavar="DIR",
+        help="a tournament folder (a run's --out), finished or still being played",
+    )
     group = watch.add_argument_group(LIVE)
     LIVE_ADDRESS.add_to(group, required=True)
     LIVE_DELAY.add_to(group)

@@ -13,6 +13,7 @@ a while to load).
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 import sys
@@ -31,6 +32,7 @@ from arena.cli.errors import (
     EXIT_USAGE,
     CliError,
 )
+from arena.cli.init import is_init, run_as_init
 from arena.cli.kits import KIT_COMMANDS, add_kit_commands
 from arena.cli.live import add_watch_command, watch_command
 from arena.cli.options import UsageParser, add_run_options
@@ -83,19 +85,28 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser(
         "report", allow_abbrev=False, help="rebuild the HTML report of a tournament folder"
     )
-    rep.add_argument("folder", type=Path)
+    rep.add_argument(
+        "folder", type=Path, metavar="DIR", help="a tournament folder (a run's --out, reports/)"
+    )
     ver = sub.add_parser(
         "verify",
         allow_abbrev=False,
         help="check a finished tournament's deals and seeds against its revealed key",
     )
-    ver.add_argument("folder", type=Path)
+    ver.add_argument(
+        "folder",
+        type=Path,
+        metavar="DIR",
+        help="a finished tournament's folder (its --out), holding run.json and results.json",
+    )
     clean = sub.add_parser(
         "cleanup",
         allow_abbrev=False,
         help="kill and remove every bot process and control group a killed run on DIR left",
     )
-    clean.add_argument("folder", type=Path, metavar="DIR")
+    clean.add_argument(
+        "folder", type=Path, metavar="DIR", help="the --out folder of the run that was killed"
+    )
     add_tool_commands(sub)
     add_watch_command(sub)
     add_kit_commands(sub)
@@ -105,10 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
 class PipeSafe:
     """A text stream (``sys.stdout``, ``sys.stderr``) that goes quiet instead
     of raising when its reader has gone (``hearts-arena run ... | true``,
-    ``| head``): the rest of the output is dropped, the command goes on and
-    its exit code and files are those it would have had. The stream's file
-    descriptor is pointed at ``/dev/null`` so that the interpreter's last
-    flush at exit cannot fail either (no "Exception ignored" message)."""
+    ``| head``, or a terminal that hung up): the rest of the output is
+    dropped, the command goes on and its exit code and files are those it
+    would have had. The stream's file descriptor is pointed at ``/dev/null``
+    so that the interpreter's last flush at exit cannot fail either (no
+    "Exception ignored" message)."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
@@ -119,8 +131,8 @@ class PipeSafe:
         if not self.gone:
             try:
                 return int(self._stream.write(text))
-            except BrokenPipeError:
-                self._lose()
+            except OSError as exc:
+                self._lose_or_raise(exc)
         return len(text)
 
     def flush(self) -> None:
@@ -128,8 +140,15 @@ class PipeSafe:
         if not self.gone:
             try:
                 self._stream.flush()
-            except BrokenPipeError:
-                self._lose()
+            except OSError as exc:
+                self._lose_or_raise(exc)
+
+    def _lose_or_raise(self, exc: OSError) -> None:
+        # EPIPE: the reader of a pipe has gone; EIO: the terminal has hung up
+        # (SIGHUP: closed window, dropped ssh session). Anything else is raised.
+        if exc.errno not in (errno.EPIPE, errno.EIO):
+            raise exc
+        self._lose()
 
     def _lose(self) -> None:
         self.gone = True
@@ -145,6 +164,11 @@ class PipeSafe:
         return getattr(self._stream, name)
 
 
+#: Signals handled as Ctrl-C: SIGTERM (``kill``, ``timeout``, ``docker stop``)
+#: and SIGHUP (the terminal closed, the ssh session dropped).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
 def _sigterm_as_ctrl_c(signum: int, frame: object) -> None:
     signal.raise_signal(signal.SIGINT)
 
@@ -152,11 +176,16 @@ def _sigterm_as_ctrl_c(signum: int, frame: object) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``hearts-arena`` console script; returns the exit code.
 
-    SIGTERM (``kill``, ``timeout``, a CI job cancelled, ``docker stop``) is
-    handled as Ctrl-C: bots are stopped, finished games kept, exit code 130.
+    SIGTERM (``kill``, ``timeout``, a CI job cancelled, ``docker stop``) and
+    SIGHUP (a closed terminal, a dropped ssh session) are handled as Ctrl-C:
+    bots are stopped, finished games kept, exit code 130.
     Output to a closed pipe is dropped (:class:`PipeSafe`) and changes
-    neither the exit code nor the files written.
+    neither the exit code nor the files written. As PID 1 (a container's
+    entrypoint) it forks first and PID 1 stays as a small init that reaps
+    orphans (:mod:`arena.cli.init`).
     """
+    if is_init() and threading.current_thread() is threading.main_thread():
+        run_as_init()  # PID 1 (a container): fork; PID 1 stays to reap orphans
     stdout, stderr = sys.stdout, sys.stderr
     # None when the descriptor was closed at start (>&-): print() then prints nothing.
     safe_out = PipeSafe(stdout) if stdout is not None else None
@@ -176,7 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main_with_signals(argv: Sequence[str] | None) -> int:
     if threading.current_thread() is not threading.main_thread():
         return _main(argv)
-    previous = signal.signal(signal.SIGTERM, _sigterm_as_ctrl_c)
+    # SIGHUP (a closed terminal, a dropped ssh session) is a stop like SIGTERM.
+    previous = {sig: signal.signal(sig, _sigterm_as_ctrl_c) for sig in STOP_SIGNALS}
     # A background job of a script starts with SIGINT ignored; SIGTERM must still stop us.
     ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     if ignored:
@@ -184,7 +214,8 @@ def _main_with_signals(argv: Sequence[str] | None) -> int:
     try:
         return _main(argv)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         if ignored:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -204,6 +235,10 @@ def _command(name: str) -> Any:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    given = sys.argv[1:] if argv is None else list(argv)
+    if not given:  # bare `hearts-arena`: the commands, on stderr, and a usage exit
+        print(build_parser().format_help(), file=sys.stderr, end="")
+        return EXIT_USAGE
     try:
         try:
             args = build_parser().parse_args(argv)

@@ -28,11 +28,12 @@ from pathlib import Path
 from typing import Any, Final, NoReturn
 
 from arena.cli.errors import EXIT_USAGE, CliError
+from arena.core.rules import MAX_TIEBREAK_HANDS
 from arena.game.referee import RefereeSettings
 from arena.report.verdict import Condition, ConditionError, parse_condition
 from arena.seats.isolation import Limits
 from arena.seats.launcher import LaunchOptions
-from arena.tournament.runner import FORMATS, TournamentSettings
+from arena.tournament.runner import FORMATS, MAX_SCHEDULED_GAMES, TournamentSettings
 from arena.tournament.work import EXECUTORS
 
 
@@ -56,37 +57,136 @@ def field_default(cls: type, name: str) -> Any:
 # -- argparse types: each turns the flag's text into its value, or says why not ---------
 
 
-def positive_float(text: str) -> float:
-    """A positive finite number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return value
+#: The largest value of a 32-bit signed integer: what bots in most languages
+#: read a JSON integer into (``time_ms``, scores, counts).
+INT32_MAX: Final = 2**31 - 1
+#: The largest value of a 64-bit signed integer (``--seed``; the kernel's
+#: limits: a control group's byte counts, ``setrlimit``).
+INT64_MAX: Final = 2**63 - 1
+#: Seconds a time option may give: ``time_ms`` (its milliseconds, sent to the
+#: bot) is 1 to 2**31 - 1.
+MIN_SECONDS: Final = 0.001
+MAX_SECONDS: Final = INT32_MAX / 1000
 
 
-def positive_int(text: str) -> int:
-    """An integer of 1 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+#: Points of a hand at most (R11): totals must fit ``INT32_MAX`` (R13's tie-break hands too).
+@dataclass(frozen=True)
+class Number:
+    """An argparse type (and ``--config`` check): a number from ``low`` to
+    ``high``, both included, with its unit for the error. Every numeric
+    option has one, so a value the arena accepts is one the protocol
+    (32-bit integers for bots in other languages) and the machine (the
+    kernel's limits, Trio's clock) can carry; anything else is a usage
+    error of one line (exit 2).
+
+    Attributes:
+        low, high: the bounds, included.
+        integer: an integer (``int``) rather than a finite ``float``.
+        unit: the unit named in the error ("seconds", "MiB"), or "".
+        why: why ``high`` is the most, said in the error ("time_ms is a
+            32-bit integer"), or "".
+    """
+
+    low: float
+    high: float
+    integer: bool = True
+    unit: str = ""
+    why: str = ""
+
+    @property
+    def __name__(self) -> str:  # argparse names the type in some messages
+        return "integer" if self.integer else "number"
+
+    def __call__(self, text: str) -> Any:
+        """``text`` as a number within the bounds.
+
+        Raises:
+            argparse.ArgumentTypeError: not a number, or out of bounds (one line).
+        """
+        try:
+            value: float = int(text) if self.integer else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"not {'an integer' if self.integer else 'a number'}: {text[:40]!r}"
+            ) from None
+        if self.integer and self.low <= value <= self.high:
+            return value
+        if not self.integer and math.isfinite(value) and self.low <= value <= self.high:
+            return value
+        if math.isfinite(value) and value > self.high:
+            why = f" ({self.why})" if self.why else ""
+            raise argparse.ArgumentTypeError(
+                f"must be at most {self._show(self.high)}, got {text[:40]}{why}"
+            )
+        raise argparse.ArgumentTypeError(self._below(text, value))
+
+    def _show(self, value: float) -> str:
+        shown = f"{value:d}" if self.integer else f"{value:.3f}".rstrip("0").rstrip(".")
+        return f"{shown} {self.unit}" if self.unit else shown
+
+    def _below(self, text: str, value: float) -> str:
+        # The wording of the types these replace (kept: messages are matched).
+        if not self.integer and 0 < value < self.low:
+            return f"must be at least {self._show(self.low)}, got {text[:40]}"
+        if self.integer and self.low in (0, 1):
+            return f"must be {'0 or more' if self.low == 0 else 'at least 1'}, got {text[:40]}"
+        if not self.integer and self.unit == "seconds" and self.low > 0:
+            return f"must be a positive number of seconds, got {text[:40]!r}"
+        if not self.integer and self.low > 0:
+            return f"must be a positive number, got {text[:40]!r}"
+        return f"must be {self.describe()}, got {text[:40]}"
+
+    def describe(self) -> str:
+        """The range in words: ``1 to 2147483647``, ``0.001 to 2147483.647 seconds``."""
+        low = self._show(self.low).removesuffix(f" {self.unit}")
+        return f"{low} to {self._show(self.high)}"
 
 
-def nonnegative_int(text: str) -> int:
-    """An integer of 0 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+def seconds(*, low: float = MIN_SECONDS, high: float = MAX_SECONDS, why: str = "") -> Number:
+    """A number of seconds; by default one whose milliseconds fit ``time_ms``."""
+    why = why or "its milliseconds, time_ms, are a 32-bit integer"
+    return Number(low, high, integer=False, unit="seconds", why=why)
+
+
+def count(low: int = 1, high: int = INT32_MAX, unit: str = "", why: str = "") -> Number:
+    """An integer from ``low`` to ``high`` (default: one a 32-bit integer holds)."""
+    why = why or ("" if high != INT32_MAX else "a 32-bit integer")
+    return Number(low, high, unit=unit, why=why)
+
+
+#: The argparse types of the most common kinds (kept by name for callers).
+positive_float: Final = seconds()
+positive_int: Final = count(1)
+nonnegative_int: Final = count(0)
+
+
+_TOTAL_WHY: Final = "scores are 32-bit integers"
+#: ``--hands``: 26 points a hand (R11) at most, totals within ``INT32_MAX``.
+HANDS_TYPE: Final = Number(1, INT32_MAX // 26, why=_TOTAL_WHY)
+#: ``--target-score``: a total may pass it by a hand and R13's tie-break hands.
+TARGET_TYPE: Final = Number(1, INT32_MAX - 26 * (1 + MAX_TIEBREAK_HANDS), why=_TOTAL_WHY)
+#: ``--games``: a run has at most this many games (a record's ``game_index``).
+GAMES_TYPE: Final = Number(1, MAX_SCHEDULED_GAMES, why="a run has at most 10^9 games")
+#: ``--rounds``: a round has at least one table of four games.
+ROUNDS_TYPE: Final = Number(1, MAX_SCHEDULED_GAMES // 4, why="a run has at most 10^9 games")
+#: ``--jobs``: games in flight at once (each holds four bot processes).
+JOBS_TYPE: Final = Number(1, 1024, why="each game in flight holds four bot processes")
+#: ``--cores``: core tokens (each is a file every bot start may open).
+CORES_TYPE: Final = Number(0, 1024, why="one token file per core")
+#: ``--tmp-size``: MiB of a tmpfs (1 TiB at most).
+TMP_TYPE: Final = Number(1, 2**20, unit="MiB", why="1 TiB")
+#: ``--memory-limit``: MiB whose bytes fit the kernel's 64-bit limits.
+MEMORY_TYPE: Final = Number(0, INT64_MAX >> 20, unit="MiB", why="its bytes must fit 64 bits")
+#: ``--cpu-limit``: CPU seconds (RLIMIT_CPU).
+CPU_TYPE: Final = Number(0, INT32_MAX, unit="seconds", why="a 32-bit integer")
+#: ``--max-processes``: the kernel's most process ids (``pid_max`` at most 2**22).
+PROCESSES_TYPE: Final = Number(1, 2**22, why="the kernel's most process ids")
+#: ``--max-open-files``: the kernel's default most open files (``fs.nr_open``).
+OPEN_FILES_TYPE: Final = Number(1, 2**20, why="the kernel's default fs.nr_open")
+#: ``--seed``: a 64-bit signed integer (what JSON readers of run.json hold).
+SEED_TYPE: Final = Number(-(2**63), INT64_MAX, why="a 64-bit integer")
+#: ``--ladder-batch``: tables per snapshot (a run has at most 10^9 / 4 tables).
+BATCH_TYPE: Final = Number(1, MAX_SCHEDULED_GAMES // 4, why="a run has at most 10^9 games")
 
 
 def output_file(text: str) -> Path:
@@ -110,26 +210,10 @@ def output_folder(text: str) -> Path:
     return Path(text)
 
 
-def sigma(text: str) -> float:
-    """A positive finite TrueSkill sigma (``--sigma-target``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
-
-
-def delay(text: str) -> float:
-    """0 to 3600 seconds (``--live-delay``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 <= value <= 3600:
-        raise argparse.ArgumentTypeError("a delay is 0..3600 seconds")
-    return value
+#: ``--sigma-target``: a TrueSkill sigma (they start at 8.33; a larger target stops at once).
+sigma: Final = Number(0.001, 1000.0, integer=False)
+#: ``--live-delay``: 0 to an hour.
+delay: Final = Number(0, 3600, integer=False, unit="seconds")
 
 
 def pace(text: str) -> float:
@@ -322,17 +406,17 @@ WALL_CAP: Final = Option(
 TARGET_SCORE: Final = Option(
     ("--target-score",), "target_score",
     f"play games to this total (default {_TOURNAMENT.target_score}, R13)",
-    type=positive_int, exclusive="length",
+    type=TARGET_TYPE, exclusive="length",
 )  # fmt: skip
 HANDS: Final = Option(
     ("--hands",), "hands", "play exactly this many hands per game",
-    type=positive_int, exclusive="length",
+    type=HANDS_TYPE, exclusive="length",
 )  # fmt: skip
 SEED: Final = Option(
     ("--seed",), "seed",
     "a public seed every random choice derives from, for reproducible runs: anyone "
     "who knows it can compute every deal (default: a secret 256-bit key is drawn)",
-    type=int,
+    type=SEED_TYPE,
 )  # fmt: skip
 JUNIT: Final = Option(
     ("--junit",), "junit",
@@ -374,7 +458,7 @@ ISOLATION_OPTIONS: Final = (
         ("--tmp-size",), "tmp_size",
         "size of a sealed bot's private /tmp and of its /dev/shm, each "
         f"(default {field_default(LaunchOptions, 'tmp_mb')})",
-        type=positive_int, default=field_default(LaunchOptions, "tmp_mb"), metavar="MIB",
+        type=TMP_TYPE, default=field_default(LaunchOptions, "tmp_mb"), metavar="MIB",
         group=ISOLATION,
     ),
     Option(
@@ -387,7 +471,7 @@ ISOLATION_OPTIONS: Final = (
         "memory per bot in MiB: for the bot as a whole where a memory control group "
         f"binds, else address space per process (default {_LIMITS.memory_mb}, lowered to "
         "fit --jobs x 4 bots in the machine's memory; 0: none)",
-        type=nonnegative_int, default=None, metavar="MIB", group=ISOLATION,
+        type=MEMORY_TYPE, default=None, metavar="MIB", group=ISOLATION,
     ),
     Option(
         ("--stderr-limit",), "stderr_limit",
@@ -398,19 +482,19 @@ ISOLATION_OPTIONS: Final = (
     Option(
         ("--cpu-limit",), "cpu_limit",
         f"CPU seconds per bot process and game (default {_LIMITS.cpu_seconds}; 0: none)",
-        type=nonnegative_int, default=_LIMITS.cpu_seconds, metavar="SECONDS", group=ISOLATION,
+        type=CPU_TYPE, default=_LIMITS.cpu_seconds, metavar="SECONDS", group=ISOLATION,
     ),
     Option(
         ("--max-processes",), "max_processes",
         f"processes and threads per bot (default {_LIMITS.processes}; a pids control group, "
         "else binds only unprivileged bot users)",
-        type=positive_int, default=_LIMITS.processes, metavar="N", group=ISOLATION,
+        type=PROCESSES_TYPE, default=_LIMITS.processes, metavar="N", group=ISOLATION,
     ),
     Option(
         ("--cores",), "cores",
         "bots thinking at once across all games; a decision's clock starts when its bot "
         "gets a core (default 0: the machine's cores)",
-        type=nonnegative_int, default=field_default(LaunchOptions, "cores"), metavar="N",
+        type=CORES_TYPE, default=field_default(LaunchOptions, "cores"), metavar="N",
         group=ISOLATION,
     ),
     Option(
@@ -421,7 +505,7 @@ ISOLATION_OPTIONS: Final = (
     Option(
         ("--max-open-files",), "max_open_files",
         f"open files per bot process (default {_LIMITS.open_files})",
-        type=positive_int, default=_LIMITS.open_files, metavar="N", group=ISOLATION,
+        type=OPEN_FILES_TYPE, default=_LIMITS.open_files, metavar="N", group=ISOLATION,
     ),
 )  # fmt: skip
 
@@ -433,7 +517,7 @@ RUN_OPTIONS: Final[tuple[Option, ...]] = (
     ),
     Option(
         ("--rounds",), "rounds", f"rounds (default {_TOURNAMENT.rounds})",
-        type=positive_int, default=_TOURNAMENT.rounds,
+        type=ROUNDS_TYPE, default=_TOURNAMENT.rounds,
     ),
     Option(
         ("--seating",), "seating",
@@ -464,7 +548,7 @@ RUN_OPTIONS: Final[tuple[Option, ...]] = (
     ),
     Option(
         ("--jobs",), "jobs", "games in flight at once (default: the number of cores)",
-        type=positive_int, default=lambda: os.cpu_count() or 1,
+        type=JOBS_TYPE, default=lambda: os.cpu_count() or 1,
     ),
     Option(
         ("--fresh-processes",), "fresh_processes", "start new bot processes for every game",
@@ -536,7 +620,7 @@ RUN_OPTIONS: Final[tuple[Option, ...]] = (
         ("--games",), "games",
         "--format ladder: play at most G games (whole tables of 4 games: one deal "
         "in its 4 seat rotations)",
-        type=positive_int, metavar="G", group=BIG, only_format="ladder",
+        type=GAMES_TYPE, metavar="G", group=BIG, only_format="ladder",
     ),
     Option(
         ("--sigma-target",), "sigma_target",
@@ -549,7 +633,7 @@ RUN_OPTIONS: Final[tuple[Option, ...]] = (
         f"--format ladder: tables chosen at a time from one snapshot of the ratings "
         f"(default {_TOURNAMENT.ladder_batch}; part of the tournament, so independent "
         "of --jobs)",
-        type=positive_int, metavar="TABLES", group=BIG, only_format="ladder",
+        type=BATCH_TYPE, metavar="TABLES", group=BIG, only_format="ladder",
     ),
     Option(
         ("--executor",), "executor",

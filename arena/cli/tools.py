@@ -28,6 +28,7 @@ from arena.cli.errors import (
 )
 from arena.cli.options import (
     HANDS,
+    HANDS_TYPE,
     ISOLATION_OPTIONS,
     JUNIT,
     SEED,
@@ -36,6 +37,7 @@ from arena.cli.options import (
     TARGET_SCORE,
     TIME_LIMIT,
     add_options,
+    delay,
     positive_int,
 )
 from arena.cli.settings import checked_launcher, game_length, parse_bot
@@ -136,7 +138,7 @@ def add_tool_commands(sub: Any) -> None:
         help="the bot to ask (a file or NAME=COMMAND); default: the entrant's own command "
         "from the tournament's run.json",
     )
-    replay.add_argument("--hand", type=positive_int, default=None, help="the hand (default 1)")
+    replay.add_argument("--hand", type=HANDS_TYPE, default=None, help="the hand (default 1)")
     where = replay.add_mutually_exclusive_group()
     where.add_argument("--trick", type=positive_int, default=None, help="the trick 1..13")
     where.add_argument(
@@ -211,12 +213,21 @@ def add_tool_commands(sub: Any) -> None:
     SEED.add_to(play, help="seed of the deals (default: drawn)")
     play.add_argument(
         "--delay",
-        type=float,
+        type=delay,
         default=0.0,
         help="seconds to pause after each trick (default 0)",
     )
     _timing_options(play)
     add_options(play, ISOLATION_OPTIONS)
+
+
+def _check_progress(result: Any) -> None:
+    """One line on stderr as each check ends (a check run takes 40 s and more),
+    flushed so that a CI log shows it at once; the report follows on stdout."""
+    if result.skipped:
+        return
+    mark = "PASS" if result.passed else "FAIL"
+    print(f"check: {mark}  {result.name}", file=sys.stderr, flush=True)
 
 
 def check_command(args: argparse.Namespace) -> int:
@@ -251,7 +262,7 @@ def check_command(args: argparse.Namespace) -> int:
         time_limit=args.time_limit, startup_time=args.startup_time, strikes=args.strikes
     )
     try:
-        report = run_checks(entrant, scenarios, settings, launcher, args.only)
+        report = run_checks(entrant, scenarios, settings, launcher, args.only, _check_progress)
     except ScenarioError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     finally:

@@ -522,6 +522,7 @@ def _server_process(
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's; it stops us
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # so is a closed terminal's SIGHUP
     with contextlib.suppress(OSError):
         os.nice(10)  # the games come first: the page takes the CPU they leave
     hub = Hub(settings, games_total, Path(journal), mode, note, delay)

@@ -289,6 +289,20 @@ def _range(lo: float, hi: float) -> str:
     return f"{abs(lo):.2f} more to {abs(hi):.2f} fewer"
 
 
+def _challenger(
+    lead: str, others: Sequence[str], pairs: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> tuple[str, Mapping[str, Any]] | None:
+    """The entrant best on the metric among ``others`` (the lowest mean: the
+    smallest ``other - lead`` difference; ties go to the earlier row) and its
+    pair read ``other - lead``; ``None`` when no other has a pair with ``lead``."""
+    best: tuple[str, Mapping[str, Any]] | None = None
+    for name in others:
+        pair = pairs.get((name, lead))
+        if pair is not None and (best is None or pair["difference"] < best[1]["difference"]):
+            best = (name, pair)
+    return best
+
+
 def top_settled(
     standings: Sequence[Mapping[str, Any]],
     statistics: Mapping[str, Any],
@@ -297,30 +311,37 @@ def top_settled(
 ) -> dict[str, Any]:
     """Whether the top of the table is settled, in one sentence.
 
-    The sentence is about the first two rows of ``standings`` as sorted (the
-    table the report shows: by the conservative rating ``mu - 3 sigma``,
-    disqualified entrants last), never about other rows. It gives their
-    duplicate-score gap (points per hand on the same cards; lower is better;
-    points per hand when either lacks complete boards) with its 95%
-    interval, and when that gap favours the second row it says in plain
-    words that the duplicate score and the table's order disagree.
+    The leader is the first row of ``standings`` as sorted (the table the
+    report shows: by the conservative rating ``mu - 3 sigma``, disqualified
+    entrants last). The sentence quotes one metric, the duplicate score
+    (points per hand on the same cards; lower is better), or points per hand
+    when an entrant lacks complete boards, and compares the leader with the
+    entrant best on that metric among the others (not disqualified, with
+    games): second on the metric when the leader is first on it, else first
+    (the table's second row may be neither: the orders by rating and by
+    duplicate score can differ). When that gap favours the other entrant it
+    says in plain words that the metric and the table's order disagree.
 
-    The top is settled when the interval excludes zero in the first row's
-    favour. Otherwise the interval's half-width ``w`` shrinks roughly as
-    ``1 / sqrt(deals)``, so the rounds needed for it to fall below the
-    observed difference ``d`` are about ``rounds * (w / d) ** 2``.
-    With fewer than :data:`MIN_RELIABLE_DEALS` deals the lead is never
-    settled, and the rounds asked for are those that reach that many deals.
+    The top is settled when the 95% interval of the gap excludes zero in the
+    leader's favour, against that entrant and every other one. Otherwise the
+    interval's half-width ``w`` shrinks roughly as ``1 / sqrt(deals)``, so
+    the rounds needed for it to fall below the observed difference ``d``
+    are about ``rounds * (w / d) ** 2``. With fewer than
+    :data:`MIN_RELIABLE_DEALS` deals the lead is never settled, and the
+    rounds asked for are those that reach that many deals.
 
     A ladder has no rounds: it passes its games played as ``rounds_played``
     and ``unit="game"``, and the same formulas count games.
 
     Returns:
-        ``settled`` (bool), ``metric``, ``leader`` and ``runner_up`` (the
-        first two rows), ``difference`` (runner-up minus leader, points per
-        hand: positive favours the leader), ``low``, ``high``, ``agrees``
-        (the gap favours the leader, or is zero; ``None`` when unknown),
-        ``more_rounds`` (int or None, in ``unit``s), ``unit`` and ``text``.
+        ``settled`` (bool), ``metric``, ``leader`` (the first row) and
+        ``runner_up`` (the other entrant best on ``metric``), ``difference``
+        (runner-up minus leader, points per hand: positive favours the
+        leader), ``low``, ``high``, ``agrees`` (the gap favours the leader,
+        or is zero; ``None`` when unknown), ``unseparated`` (another entrant
+        the leader is not significantly ahead of although it is of the
+        runner-up, or ``None``), ``more_rounds`` (int or None, in ``unit``s),
+        ``unit`` and ``text``.
     """
     out: dict[str, Any] = {
         "settled": False,
@@ -331,35 +352,42 @@ def top_settled(
         "low": None,
         "high": None,
         "agrees": None,
+        "unseparated": None,
         "more_rounds": None,
         "unit": unit,
     }
-    rows = list(standings[:2])
-    if len(rows) < 2 or not all(r.get("games") for r in rows):
+    rows = [r for r in standings if r.get("games")]
+    first = standings[0] if standings else None
+    others = [r["name"] for r in rows[1:] if not r.get("disqualified")]
+    if first is None or not first.get("games") or not others:
         out["text"] = "Too few games have been played to judge the top of the table."
         return out
-    lead, second = rows[0]["name"], rows[1]["name"]
-    out["leader"], out["runner_up"] = lead, second
+    lead = first["name"]
     ents = statistics["entrants"]
-    metric = (
-        DUPLICATE if ents[lead]["duplicate_hands"] and ents[second]["duplicate_hands"] else POINTS
-    )
-    out["metric"] = metric
-    pair = pair_lookup(statistics["pairs"][metric]).get((second, lead))
+    complete = all(ents.get(n, {}).get("duplicate_hands") for n in (lead, *others))
+    metric = DUPLICATE if complete else POINTS
+    out["leader"], out["metric"] = lead, metric
     label = "duplicate score" if metric == DUPLICATE else "points per hand"
-    if pair is None or pair["low"] is None:
+    pairs = pair_lookup(statistics["pairs"][metric])
+    found = _challenger(lead, others, pairs)
+    if found is None or found[1]["low"] is None:
+        second = found[0] if found is not None else others[0]
+        out["runner_up"] = second
         out["text"] = (
             f"Not settled: too few deals to put an interval on the gap between {lead} "
-            f"(first) and {second} (second); play more {unit}s."
+            f"(first) and {second}; play more {unit}s."
         )
         return out
+    second, pair = found
+    out["runner_up"] = second
     d, lo, hi = pair["difference"], pair["low"], pair["high"]
     agrees = d >= 0
     out.update(difference=d, low=lo, high=hi, agrees=agrees)
     boot = statistics["bootstrap"]
+    place = "second" if agrees else "first"
     figure = (
-        f"{lead}, first, takes {_gap_words(d, second)}, second, "
-        f"on {label}; 95% interval {_range(lo, hi)}"
+        f"{lead}, first in the table, takes {_gap_words(d, second)}, {place} on {label}; "
+        f"95% interval {_range(lo, hi)}"
     )
     disagree = (
         ""
@@ -373,14 +401,33 @@ def top_settled(
         out["more_rounds"] = more
         out["text"] = (
             f"Not settled: only {boot['deals']} deals have been played, too few to judge "
-            f"the top two ({figure}); play about {more} more "
+            f"the top ({figure}); play about {more} more "
             f"{unit}{'s' if more != 1 else ''} (at least {MIN_RELIABLE_DEALS} deals).{disagree}"
         )
         return out
     if lo > 0:
-        out["settled"] = True
-        out["more_rounds"] = 0
-        out["text"] = f"Settled: {lead} leads {second} significantly ({figure})."
+        # Ahead of the best of the others, significantly: of every other one too?
+        loose = [
+            (n, pairs[(n, lead)])
+            for n in others
+            if n != second and (n, lead) in pairs and not (pairs[(n, lead)]["low"] or 0) > 0
+        ]
+        if not loose:
+            out["settled"] = True
+            out["more_rounds"] = 0
+            out["text"] = f"Settled: {lead} leads {second} significantly ({figure})."
+            return out
+        name, other = loose[0]
+        out["unseparated"] = name
+        out["text"] = (
+            f"Not settled: {lead} leads {second} significantly "
+            f"({figure}), but not {name}, whose {label} is less certain ({lead} takes "
+            f"{_gap_words(other['difference'], name)}; 95% interval "
+            f"{_range(other['low'], other['high'])}); play more {unit}s."
+            if other["low"] is not None
+            else f"Not settled: {lead} leads {second} significantly "
+            f"({figure}), but {name} has no interval yet; play more {unit}s."
+        )
         return out
     if hi < 0:
         out["text"] = (
@@ -400,7 +447,7 @@ def top_settled(
     more = max(1, math.ceil(rounds * (half / abs(d)) ** 2) - rounds)
     out["more_rounds"] = more
     out["text"] = (
-        f"Not settled: the gap between the top two is within the noise ({figure}); "
+        f"Not settled: the gap between {lead} and {second} is within the noise ({figure}); "
         f"about {more} more {unit}{'s' if more != 1 else ''} ({rounds + more} in all) "
         f"would likely settle it.{disagree}"
     )

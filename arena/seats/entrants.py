@@ -2,7 +2,8 @@
 
 An entrant is given on the command line as one of:
 
-* a path to an executable file (its name is the file's stem);
+* a path to an executable file (its name is the file's stem, as given: a
+  symbolic link is named after itself, and runs the file it points to);
 * a path to a ``.py`` file, run with the same Python as the arena;
 * ``NAME=COMMAND``: the command split as a POSIX shell would split it
   (``shlex.split``) but never run through a shell. If its first word names an
@@ -131,9 +132,12 @@ def _is_file(path: Path) -> bool:
 
 def path_entrant(path: Path, *, name: str | None = None, given: str | None = None) -> Entrant:
     """An entrant given as a program file (``.py`` files run with the arena's
-    Python), named ``name`` (default: the file's stem). It runs in the folder
-    of its program. ``path`` is used as one path, whatever characters it holds
-    (spaces, quotes, ``=``, any script): it is never split.
+    Python), named ``name`` (default: the stem of ``path`` as given: a
+    symbolic link is named after itself, not after the file it points to). The
+    program run is the file ``path`` resolves to, and it runs in (and,
+    sealed, is given a copy of) that file's folder. ``path`` is used as one
+    path, whatever characters it holds (spaces, quotes, ``=``, any script):
+    it is never split.
 
     Raises:
         EntrantError: the file is missing, a folder or not executable, or the
@@ -149,8 +153,8 @@ def path_entrant(path: Path, *, name: str | None = None, given: str | None = Non
             f"bot {shown[:200]} is a folder without a bot.toml; give the program file inside it "
             "or write a bot.toml (protocol/BOT_TOML.md)"
         )
+    name = check_name(name if name is not None else path.stem)  # the name typed, links kept
     path = path.resolve()
-    name = check_name(name if name is not None else path.stem)
     if path.suffix == ".py":
         return Entrant(name, (sys.executable, str(path)), path.parent, shown, path)
     if not os.access(path, os.X_OK):

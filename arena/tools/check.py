@@ -23,7 +23,7 @@ import json
 import re
 import time
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -850,6 +850,7 @@ async def _run_all(
     settings: CheckSettings,
     launcher: Launcher,
     only: set[str] | None,
+    progress: Callable[[CheckResult], None] | None = None,
 ) -> tuple[list[CheckResult], tuple[float, str] | None]:
     results: list[CheckResult] = []
     slowest: tuple[float, str] | None = None
@@ -872,6 +873,7 @@ async def _run_all(
                     )
                 continue
             run = await _run_one(scenario, entrant, launcher, settings, nursery)
+            start = len(results)
             if run.hello_timeout:
                 no_hello = f"the bot did not answer hello in scenario {scenario.name}"
             elif run.hello_failed:
@@ -889,6 +891,9 @@ async def _run_all(
                     other.skipped, other.passed = True, True
                     other.reason = f"not judged (--only): {other.reason}"
                 results.append(other)
+            if progress is not None:
+                for result in results[start:]:
+                    progress(result)
             for ex in run.exchanges:
                 if ex.kind == "hello" or ex.reply is None:
                     continue  # the handshake has its own (start-up) allowance
@@ -904,9 +909,11 @@ def run_checks(
     settings: CheckSettings | None = None,
     launcher: Launcher | None = None,
     only: Iterable[str] | None = None,
+    progress: Callable[[CheckResult], None] | None = None,
 ) -> CheckReport:
     """Run every scenario against ``entrant`` (one fresh process each) and
-    judge every check. Blocking (runs Trio).
+    judge every check. Blocking (runs Trio). ``progress`` is called with each
+    result of a scenario as soon as that scenario ends (``check`` prints it).
 
     Args:
         entrant: the bot (see :func:`arena.seats.entrants.parse_entrant`).
@@ -926,7 +933,9 @@ def run_checks(
     chosen = set(only) if only is not None else None
     t0 = time.perf_counter()
     try:
-        results, slowest = trio.run(_run_all, entrant, scenarios, settings, launcher, chosen)
+        results, slowest = trio.run(
+            _run_all, entrant, scenarios, settings, launcher, chosen, progress
+        )
     finally:
         if own:
             launcher.close()

@@ -193,8 +193,10 @@ def _worker(
     if live is not None:
         live.cancel_join_thread()  # a view that went away never holds up this worker's exit
         feed = LiveFeed(live)
-    # Ctrl-C reaches the coordinator, which stops workers with SIGTERM.
+    # Ctrl-C (and a terminal's SIGHUP, sent to its whole process group) reaches
+    # the coordinator, which stops workers with SIGTERM.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     runner = TournamentRunner(
         entrants,
         settings,

@@ -106,7 +106,7 @@ def test_the_example_config_is_valid() -> None:
     assert [c.text for c in values["fail_if"]] == ["faults>0", "points_per_hand>random"]
     assert values["out"] == ROOT / "reports" / "example"
     assert (entrants[0].name, entrants[0].program) == ("kit", ROOT / "sample_bots" / "kit_bot.py")
-    assert len(entrants) == 5
+    assert len(entrants) == 5 and entrants[-1].name == "careful"
 
 
 @pytest.mark.parametrize(

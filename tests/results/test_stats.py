@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import random
+import re
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -132,7 +135,10 @@ def test_verdict_says_settled_or_how_many_more_rounds() -> None:
     standings = [{"name": n, "games": 40} for n in ("a", "b", "c", "d")]
     v = stats.top_settled(standings, result, rounds_played=10)
     assert v["settled"] and v["metric"] == "duplicate" and v["more_rounds"] == 0
-    assert v["text"].startswith("Settled: a leads b")
+    best = min("bcd", key=lambda n: result["entrants"][n]["duplicate"])  # b, c, d are level
+    assert v["runner_up"] == best
+    assert v["text"].startswith(f"Settled: a leads {best} significantly (")
+    assert f"than {best}, second on duplicate score" in v["text"]
     # A small lead over few rounds: not settled, with a rough number of rounds
     # (the interval's half-width over the lead, squared, times the rounds played).
     recs = _noisy_tournament({"a": 4.5, "b": 6.0, "c": 6.0, "d": 6.0}, rounds=2, seed=2, deals=6)
@@ -149,8 +155,8 @@ def test_verdict_says_settled_or_how_many_more_rounds() -> None:
     )
     assert f"about {v['more_rounds']} more games (" in v["text"] and "round" not in v["text"]
     # Level entrants: no practical number of rounds.
-    recs = _noisy_tournament({"a": 5.5, "b": 6.0, "c": 6.0, "d": 6.0}, rounds=3, seed=2)
-    v = stats.top_settled(standings, stats.compute_statistics(NAMES, recs, {"seed": 2}), 3)
+    recs = _noisy_tournament({"a": 5.5, "b": 6.0, "c": 6.0, "d": 6.0}, rounds=3, seed=3)
+    v = stats.top_settled(standings, stats.compute_statistics(NAMES, recs, {"seed": 3}), 3)
     assert v["more_rounds"] is None and "cannot be told apart" in v["text"]
     # Too few deals (2 rounds of 3 hands): never settled, however clear the lead looks.
     recs = _noisy_tournament({"a": 0.0, "b": 6.0, "c": 6.0, "d": 6.0}, rounds=2, seed=1, deals=3)
@@ -246,8 +252,8 @@ def test_verdict_is_about_the_first_two_rows_and_says_when_duplicate_disagrees()
     v = stats.top_settled(standings, result, rounds_played=10)
     assert (v["leader"], v["runner_up"], v["agrees"], v["settled"]) == ("a", "b", False, False)
     assert v["difference"] < 0 and v["high"] < 0
-    gap = f"{-v['difference']:.2f} more points per hand than b, second, on duplicate score"
-    assert f"a, first, takes {gap}" in v["text"]
+    gap = f"{-v['difference']:.2f} more points per hand than b, first on duplicate score"
+    assert f"a, first in the table, takes {gap}" in v["text"]
     assert f"95% interval {-v['high']:.2f} to {-v['low']:.2f} more" in v["text"]
     assert "the table puts a first, but b is significantly better on duplicate score" in v["text"]
     assert "disagree" in v["text"] and "lead over" not in v["text"]
@@ -255,16 +261,25 @@ def test_verdict_is_about_the_first_two_rows_and_says_when_duplicate_disagrees()
     recs = _noisy_tournament({"a": 6.0, "b": 5.8, "c": 6.0, "d": 6.0}, rounds=2, seed=2, deals=6)
     result = stats.compute_statistics(NAMES, recs, {"seed": 2})
     v = stats.top_settled(standings, result, rounds_played=2)
-    assert v["leader"] == "a" and v["difference"] < 0 < v["high"] and v["low"] < 0
+    dup = {n: result["entrants"][n]["duplicate"] for n in NAMES}
+    best = min("bcd", key=dup.__getitem__)  # the best of the others on the same cards
+    assert v["leader"] == "a" and v["runner_up"] == best
+    assert v["difference"] < 0 < v["high"] and v["low"] < 0
     assert v["agrees"] is False
     assert (
-        "The duplicate score puts b ahead of a: it disagrees with the table's order." in (v["text"])
+        f"The duplicate score puts {best} ahead of a: it disagrees with the table's order."
+        in v["text"]
     )
     # When they agree, nothing is said about disagreement, and the gap reads "fewer".
-    standings = [{"name": n, "games": 40} for n in ("b", "a", "c", "d")]
+    order = sorted(NAMES, key=dup.__getitem__)
+    standings = [{"name": n, "games": 40} for n in order]
     v = stats.top_settled(standings, result, rounds_played=2)
-    assert v["leader"] == "b" and v["agrees"] is True and "disagree" not in v["text"]
-    assert f"b, first, takes {v['difference']:.2f} fewer points per hand than a" in v["text"]
+    assert (v["leader"], v["runner_up"], v["agrees"]) == (order[0], order[1], True)
+    assert "disagree" not in v["text"]
+    assert (
+        f"{order[0]}, first in the table, takes {v['difference']:.2f} fewer points per hand "
+        f"than {order[1]}, second on duplicate score" in v["text"]
+    )
 
 
 def test_an_interval_end_at_zero_reads_0_00_never_minus_zero() -> None:
@@ -280,6 +295,81 @@ def test_an_interval_end_at_zero_reads_0_00_never_minus_zero() -> None:
     }
     v = stats.top_settled(standings, statistics, rounds_played=1)
     assert v["high"] == 0.0 and math.copysign(1.0, v["high"]) == -1.0  # the pair read b-a
-    assert "a, first, takes 1.67 more points per hand than b" in v["text"]
+    assert "a, first in the table, takes 1.67 more points per hand than b" in v["text"]
     assert "95% interval 0.00 to 3.33 more)" in v["text"]
     assert "-0" not in v["text"] and "−0" not in v["text"]
+
+
+def test_verdict_names_the_entrant_second_on_its_metric_not_the_tables_second_row() -> None:
+    """Issue 24 item 1: "Settled: cbot leads low significantly" while duck beat
+    low on every column, significantly, and cbot's lead over duck was within
+    the noise. The table (by TrueSkill) and the duplicate score order the
+    field differently here: the sentence is about the entrant second on the
+    duplicate score, and says settled only when the lead over it is significant."""
+    standings = [{"name": n, "games": 40} for n in ("a", "b", "c", "d")]  # by TrueSkill
+    # On the same cards a and c are level, b and d far behind: c is second on duplicate.
+    recs = _noisy_tournament({"a": 4.0, "b": 8.0, "c": 4.2, "d": 9.0}, rounds=10, seed=3)
+    result = stats.compute_statistics(NAMES, recs, {"seed": 3})
+    pairs = stats.pair_lookup(result["pairs"][stats.DUPLICATE])
+    assert pairs[("b", "a")]["significant"] and not pairs[("c", "a")]["significant"]
+    v = stats.top_settled(standings, result, rounds_played=10)
+    assert (v["leader"], v["runner_up"], v["settled"]) == ("a", "c", False)
+    assert not v["text"].startswith("Settled") and not re.search(r"\bb\b", v["text"])
+    assert "than c, second on duplicate score" in v["text"]
+    # A clear lead over the best of the others (c, not the table's second row b): settled.
+    recs = _noisy_tournament({"a": 1.0, "b": 8.0, "c": 5.0, "d": 9.0}, rounds=10, seed=3)
+    result = stats.compute_statistics(NAMES, recs, {"seed": 3})
+    v = stats.top_settled(standings, result, rounds_played=10)
+    assert (v["leader"], v["runner_up"], v["settled"]) == ("a", "c", True)
+    assert v["text"].startswith("Settled: a leads c significantly (a, first in the table")
+    assert "than c, second on duplicate score" in v["text"]
+    assert v["difference"] == pytest.approx(
+        result["entrants"]["c"]["duplicate"] - result["entrants"]["a"]["duplicate"]
+    )
+    # A disqualified entrant is out of the comparison, however good its score.
+    dq = [dict(r, disqualified=r["name"] == "c") for r in standings]
+    v = stats.top_settled(dq, result, rounds_played=10)
+    assert v["runner_up"] == "b"
+
+
+def test_settled_needs_a_significant_lead_over_every_other_entrant() -> None:
+    """The best of the others may be closer in the mean but surer than a third
+    entrant whose interval still reaches the leader: then it is not settled."""
+
+    def pair(a: str, b: str, diff: float, low: float, high: float) -> dict[str, Any]:
+        return {"a": a, "b": b, "difference": diff, "low": low, "high": high,
+                "significant": low > 0 or high < 0}  # fmt: skip
+
+    standings = [{"name": n, "games": 40} for n in ("a", "b", "c")]
+    statistics = {
+        "entrants": {n: {"duplicate_hands": 40} for n in "abc"},
+        "pairs": {
+            stats.DUPLICATE: [
+                pair("b", "a", 1.0, 0.5, 1.5),
+                pair("c", "a", 2.0, -1.0, 5.0),
+                pair("b", "c", -1.0, -4.0, 2.0),
+            ]
+        },
+        "bootstrap": {"reliable": True, "deals": 40},
+    }
+    v = stats.top_settled(standings, statistics, rounds_played=10)
+    assert (v["runner_up"], v["unseparated"], v["settled"]) == ("b", "c", False)
+    assert v["text"].startswith("Not settled: a leads b significantly (")
+    assert "but not c" in v["text"] and "95% interval 1.00 more to 5.00 fewer" in v["text"]
+
+
+def test_run_prints_the_verdict_sentence(
+    open_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 24 item 4: the sentence the report opens with is printed under the
+    standings in the terminal too."""
+    out = open_tmp / "o"
+    args = ["run", "sample:low", "sample:duck", "sample:random", "sample:heuristic"]
+    assert (
+        run_arena([*args, "--rounds", "1", "--hands", "1", "--seed", "2", "--out", str(out)]) == 0
+    )
+    printed = capsys.readouterr().out.splitlines()
+    verdict = json.loads((out / "results.json").read_text())["confidence"]["verdict"]
+    assert verdict["text"].startswith("Not settled: too few deals")
+    assert printed[-2] == verdict["text"]
+    assert printed[-1].startswith("4 of 4 games; report: ")

@@ -40,12 +40,13 @@ ARGS = ["--hands", "1", "--rounds", "3", "--seed", "99", "--jobs", "2", "--quiet
 
 
 def start_arena(
-    out: Path, entrants: list[str] = ENTRANTS, args: list[str] = ARGS
+    out: Path, entrants: list[str] = ENTRANTS, args: list[str] = ARGS, *, session: bool = False
 ) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
         [sys.executable, "-m", "arena", "run", *entrants, *args, "--out", str(out)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=session,
     )  # fmt: skip
 
 
@@ -186,14 +187,22 @@ def test_resume_refuses_different_settings(tmp_path: Path, capsys) -> None:
     assert run_arena([*base, "--jobs", "1", "--out", str(out), "--resume"]) == 0
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize(
+    "signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["ctrl-c", "sigterm", "sighup"]
+)
 def test_ctrl_c_stops_cleanly_with_partial_standings(tmp_path: Path, signum: int) -> None:
+    """Ctrl-C, SIGTERM and SIGHUP (issue 24 item 16: a closed terminal sends
+    it to its whole process group, the worker processes too) all stop the run
+    with partial standings and the line that resumes it."""
     out = tmp_path / "o"
     # About 0.7 s a game, and enough games (60) that --jobs 2 uses worker processes.
     slower = [f"slow={bot_path('stubborn')} 0.05", *ENTRANTS[1:], bot("first_legal", "g")]
-    proc = start_arena(out, slower)
+    proc = start_arena(out, slower, session=True)
     wait_for_games(out, 1, proc)
-    proc.send_signal(signum)
+    if signum == signal.SIGHUP:
+        os.killpg(proc.pid, signum)  # as a terminal does: the arena's whole group
+    else:
+        proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
     assert "interrupted:" in stderr
