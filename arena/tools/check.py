@@ -693,24 +693,89 @@ VERBOSE_REQUESTS: Final = 3
 
 #: Hints for the commonest mistakes, keyed by what the fault detail holds.
 HINT_NOT_JSON: Final = (
-    "hint: stdout carries protocol lines only; a debug print there is a line that is "
-    "not JSON. Write debug output to stderr: print(..., file=sys.stderr)"
+    "hint: stdout carries protocol lines only, one JSON object a line; a debug print "
+    "there is a line that is not JSON. Write debug output to stderr"
+)
+HINT_ONE_LINE: Final = (
+    "hint: a reply is one JSON object on one line, ended by a newline; pretty-printed "
+    "JSON spreads an object over several lines, and its first line alone is not JSON"
 )
 HINT_FLUSH: Final = (
     "hint: did you flush stdout? An answer left in the bot's output buffer never "
-    "reaches the referee: print(..., flush=True), or sys.stdout.flush() after each line"
+    "reaches the referee: flush after each line"
 )
 HINT_CARD: Final = (
     'hint: a card is two characters, rank then suit: "TS" is the ten of spades '
     "(ranks 2-9 T J Q K A, suits C D S H)"
 )
 
+#: The language's own words for a hint (after the protocol's), by hint and by
+#: the bot's language (:func:`bot_language`); ``compiled`` is a program whose
+#: language the command does not tell (a C, C++, Go or Rust binary).
+LANGUAGE_HINTS: Final[dict[str, dict[str, str]]] = {
+    HINT_NOT_JSON: {
+        "python": "in Python: print(..., file=sys.stderr)",
+        "javascript": "in JavaScript: console.error(...)",
+        "java": "in Java: System.err.println(...)",
+        "compiled": (
+            "in C: fprintf(stderr, ...); C++: std::cerr << ...; "
+            "Go: fmt.Fprintln(os.Stderr, ...); Rust: eprintln!(...)"
+        ),
+    },
+    HINT_ONE_LINE: {
+        "python": "in Python: json.dumps(reply) with no indent=, then print(..., flush=True)",
+        "javascript": "in JavaScript: JSON.stringify(reply) with no spacing argument",
+        "java": "in Java: gson.toJson(reply) on a Gson made without setPrettyPrinting()",
+        "compiled": (
+            "in C++ (nlohmann): j.dump() with no indent; Go: json.Marshal, not "
+            "MarshalIndent; Rust: serde_json::to_string, not to_string_pretty"
+        ),
+    },
+    HINT_FLUSH: {
+        "python": "in Python: print(..., flush=True), or sys.stdout.flush() after each line",
+        "javascript": "in JavaScript: process.stdout.write(line + '\\n') (console.log also works)",
+        "java": "in Java: System.out.println(...) then System.out.flush()",
+        "compiled": (
+            "in C: fflush(stdout); C++: std::cout << line << std::endl; "
+            "Go: w.Flush() on a bufio.Writer; Rust: std::io::stdout().flush()"
+        ),
+    },
+}
+
+
+def bot_language(argv: Sequence[str]) -> str:
+    """The bot's language as far as its command tells: ``python``,
+    ``javascript``, ``java`` or ``compiled`` (anything else)."""
+    for word in argv[:3]:
+        base = Path(word).name.lower()
+        if base.endswith(".py") or base.startswith("python") or base == "pypy3":
+            return "python"
+        if base.endswith((".js", ".mjs", ".cjs")) or base in ("node", "nodejs"):
+            return "javascript"
+        if base.endswith((".jar", ".class")) or base == "java":
+            return "java"
+    return "compiled"
+
+
+def _pretty_printed(detail: str) -> bool:
+    """Whether a "not JSON" line looks like a piece of pretty-printed JSON:
+    a lone brace or bracket, or a ``"key": value`` line."""
+    match = re.search(r"at column \d+: (.*)$", detail)
+    if match is None:
+        return False
+    line = match.group(1).strip("'\"").strip()
+    return line in ("{", "[", "}", "]", "},", "],") or re.match(r'^"\w+"\s*:', line) is not None
+
 
 def hint_for(ex: Exchange) -> str | None:
     """A hint for the fault of ``ex`` when it looks like one of the commonest
-    mistakes: a debug ``print`` to stdout (a line that is not JSON or not an
-    object), a missing flush (a timeout), a card written ``"10S"``."""
+    mistakes, in the protocol's words (:func:`format_report` adds the bot's
+    language's): a debug print to stdout (a line that is not JSON or not an
+    object), pretty-printed JSON (an object over several lines), a missing
+    flush (a timeout), a card written ``"10S"``."""
     detail = ex.detail or ""
+    if ex.fault == "malformed" and "line is not JSON" in detail and _pretty_printed(detail):
+        return HINT_ONE_LINE
     if ex.fault == "malformed" and (
         "line is not JSON" in detail or "line is JSON but not an object" in detail
     ):
@@ -942,6 +1007,24 @@ def run_checks(
     return CheckReport(entrant, settings, results, slowest, time.perf_counter() - t0)
 
 
+def _without_position(reason: str) -> str:
+    """A failure's reason without the request it names ("hand 1 trick 2 play
+    request 4: ") or its count of more faults."""
+    text = re.sub(r"^.*?request \d+: ", "", reason)
+    return re.sub(r" \(and \d+ more faults?\)$", "", text)
+
+
+def _mistake(r: CheckResult) -> str | None:
+    """What a failed check did wrong, the same for every check that failed the
+    same way (the fault and its hint, or the reason without its position);
+    ``None`` for a check that passed, was skipped, or was not reached."""
+    if r.passed or r.skipped or r.reason.startswith(("not run:", "not reached:")):
+        return None
+    text = _without_position(r.reason)
+    hint = next((x for x in r.details.splitlines() if x.startswith("hint:")), None)
+    return f"{text.split(':', 1)[0]}: {hint}" if hint is not None else text
+
+
 def format_report(report: CheckReport, *, verbose: bool = False) -> str:
     """The report printed by ``hearts-arena check``: one line per check
     (``PASS``/``FAIL``/``SKIP``, the name, the reason), the failures' details
@@ -949,9 +1032,13 @@ def format_report(report: CheckReport, *, verbose: bool = False) -> str:
     each hint and each stderr text printed once), the slowest reply and a summary.
 
     A check that was not reached or not run for the reason of the check
-    before it says ``(as above)``. With ``verbose``: skipped checks too, and
-    under every check what the bot was asked and answered at its position
-    (for a whole-game check, its first request and any faulted ones)."""
+    before it says ``(as above)``; a check that failed the same way as an
+    earlier one (the same fault and hint) gets one line naming that check,
+    without details. A hint is in the protocol's words, then the bot's
+    language's (:data:`LANGUAGE_HINTS`, :func:`bot_language`). With
+    ``verbose``: skipped checks too, and under every check what the bot was
+    asked and answered at its position (for a whole-game check, its first
+    request and any faulted ones)."""
     width = max([len(r.name) for r in report.results] + [10])
     lines = [
         f"checking {report.entrant.name} ({' '.join(report.entrant.argv)}), "
@@ -959,13 +1046,24 @@ def format_report(report: CheckReport, *, verbose: bool = False) -> str:
     ]
     shown_stderr: set[str] = set()
     shown_hints: set[str] = set()
+    language = bot_language(report.entrant.argv)
+    first_of: dict[str, str] = {}  # a mistake -> the first check that showed it
     previous = ""
     for r in report.results:
         if r.skipped and not verbose:
             continue
         mark = "SKIP" if r.skipped else ("PASS" if r.passed else "FAIL")
         repeated = r.reason == previous and r.reason.startswith(("not run:", "not reached:"))
-        lines.append(f"{mark}  {r.name:<{width}}  {'(as above)' if repeated else r.reason}")
+        mistake = _mistake(r)
+        if mistake is not None and mistake in first_of:
+            # The same mistake again: one line, no details (they are above).
+            what = _without_position(r.reason)
+            lines.append(f"{mark}  {r.name:<{width}}  same mistake as {first_of[mistake]}: {what}")
+            repeated = True
+        else:
+            if mistake is not None:
+                first_of[mistake] = r.name
+            lines.append(f"{mark}  {r.name:<{width}}  {'(as above)' if repeated else r.reason}")
         previous = r.reason
         if verbose:
             shown = r.exchanges[:1] + [ex for ex in r.exchanges[1:] if ex.fault is not None]
@@ -984,6 +1082,11 @@ def format_report(report: CheckReport, *, verbose: bool = False) -> str:
                     if line in shown_hints:
                         continue
                     shown_hints.add(line)
+                    lines.append("        " + line)
+                    own = LANGUAGE_HINTS.get(line, {}).get(language)
+                    if own is not None:  # the protocol's words first, the language's after
+                        lines.append("          " + own)
+                    continue
                 lines.append("        " + line)
             if sep and stderr in shown_stderr:
                 lines.append("        bot stderr: as above")

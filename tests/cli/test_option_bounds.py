@@ -22,7 +22,11 @@ from arena.cli.main import build_parser
 from arena.cli.options import INT32_MAX, RUN_OPTIONS, Number, option_for
 
 #: The arguments a command needs besides the option tried.
-REQUIRED: dict[str, list[str]] = {"replay": ["x", "--seat", "0"], "watch": ["x", "--live", "0"]}
+REQUIRED: dict[str, list[str]] = {
+    "replay": ["x", "--seat", "0"],
+    "watch": ["x", "--live", "0"],
+    "audit": ["x"],
+}
 
 
 def _numeric_actions() -> list[tuple[str, argparse.Action]]:

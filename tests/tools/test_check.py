@@ -316,7 +316,8 @@ def test_hints_for_the_three_commonest_mistakes(capsys: pytest.CaptureFixture[st
     first = next(r for r in debug.values() if not r.passed)
     assert "malformed: line is not JSON" in first.reason
     assert first.details.startswith(HINT_NOT_JSON)
-    assert "print(..., file=sys.stderr)" in HINT_NOT_JSON
+    assert "Write debug output to stderr" in HINT_NOT_JSON
+    assert "print(" not in HINT_NOT_JSON + HINT_FLUSH  # the protocol's words, no language's
 
     no_flush = by_name(check(bot("check_no_flush"), startup_time=0.3))
     assert "timeout: no valid reply within 300 ms" in no_flush["handshake"].reason
@@ -331,3 +332,47 @@ def test_hints_for_the_three_commonest_mistakes(capsys: pytest.CaptureFixture[st
     assert ten.details.startswith(HINT_CARD)
     assert run_arena(["check", bot("check_ten")]) == EXIT_FAILED
     assert "        hint: a card is two characters" in capsys.readouterr().out
+
+
+def test_a_hint_speaks_the_protocol_then_the_bots_language(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 24 item 4: a hint says the mistake in the protocol's words, then the
+    idiom of the bot's own language (a node bot is not told to print(flush=True));
+    pretty-printed JSON gets "one object per line", not the debug-print hint."""
+    from arena.tools.check import HINT_NOT_JSON, HINT_ONE_LINE, LANGUAGE_HINTS, bot_language
+
+    assert bot_language(["/usr/bin/python3", "b.py"]) == "python"
+    assert bot_language(["node", "/x/bot.js"]) == "javascript"
+    assert bot_language(["java", "-jar", "/x/bot.jar"]) == "java"
+    assert bot_language(["/x/bot"]) == "compiled"
+
+    assert run_arena(["check", bot("check_pretty_json")]) == EXIT_FAILED
+    pretty = capsys.readouterr().out
+    assert "        " + HINT_ONE_LINE + "\n" in pretty
+    assert "          " + LANGUAGE_HINTS[HINT_ONE_LINE]["python"] + "\n" in pretty
+    assert HINT_NOT_JSON not in pretty
+
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    folder = tmp_path / "debugjs"
+    folder.mkdir()
+    shutil.copy(BOTS / "check_debug_print.js", folder / "check_debug_print.js")
+    assert run_arena(["check", f"debugjs=node {folder / 'check_debug_print.js'}"]) == EXIT_FAILED
+    out = capsys.readouterr().out
+    assert "        " + HINT_NOT_JSON + "\n          in JavaScript: console.error(...)\n" in out
+    assert "in Python" not in out and "print(" not in out
+
+
+def test_one_mistake_is_shown_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 24 item 4: a bot that makes one mistake at every game (a debug line on
+    stdout) gets its request, hint and details once; every later check it fails the
+    same way is one line naming the first."""
+    assert run_arena(["check", bot("check_debug_print")]) == EXIT_FAILED
+    out = capsys.readouterr().out
+    failed = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert len(failed) >= 5
+    first = failed[0].split()[1]
+    assert all(f"same mistake as {first}: malformed: line is not JSON" in x for x in failed[1:])
+    assert out.count("        request: ") == 1
+    assert out.count("        hint: ") == 1
