@@ -223,11 +223,26 @@ def add_tool_commands(sub: Any) -> None:
 
 def _check_progress(result: Any) -> None:
     """One line on stderr as each check ends (a check run takes 40 s and more),
-    flushed so that a CI log shows it at once; the report follows on stdout."""
+    flushed so that a CI log shows it at once; the report follows on stdout. On
+    a terminal the line is a status line, each one written over the last and
+    cleared before the report (:func:`_end_check_progress`), so no check is
+    shown twice."""
     if result.skipped:
         return
     mark = "PASS" if result.passed else "FAIL"
-    print(f"check: {mark}  {result.name}", file=sys.stderr, flush=True)
+    line = f"check: {mark}  {result.name}"
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\x1b[K" + line)
+        sys.stderr.flush()
+    else:
+        print(line, file=sys.stderr, flush=True)
+
+
+def _end_check_progress() -> None:
+    """Clear the status line of :func:`_check_progress` on a terminal."""
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\x1b[K")
+        sys.stderr.flush()
 
 
 def check_command(args: argparse.Namespace) -> int:
@@ -266,6 +281,7 @@ def check_command(args: argparse.Namespace) -> int:
     except ScenarioError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     finally:
+        _end_check_progress()
         launcher.close()  # the entrant's copy of its folder
     print(format_report(report, verbose=args.verbose))
     if args.junit is not None:

@@ -4,6 +4,7 @@ input with exit code 2."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -376,3 +377,37 @@ def test_one_mistake_is_shown_once(capsys: pytest.CaptureFixture[str]) -> None:
     assert all(f"same mistake as {first}: malformed: line is not JSON" in x for x in failed[1:])
     assert out.count("        request: ") == 1
     assert out.count("        hint: ") == 1
+
+
+def test_progress_is_one_status_line_on_a_terminal() -> None:
+    """Issue 24 item 4: each check's line is printed as it ends; on a terminal it is
+    a status line written over the last and cleared before the report, so a
+    terminal shows no check twice (a CI log, no terminal, gets every line)."""
+    import pty
+    import subprocess
+    import sys
+
+    primary, secondary = pty.openpty()
+    low = str(ROOT / "sample_bots" / "low_bot.py")
+    proc = subprocess.run(
+        [sys.executable, "-m", "arena", "check", low, "--only", "handshake", "--only", "pass-left"],
+        stdout=subprocess.PIPE,
+        stderr=secondary,
+        timeout=600,
+    )
+    os.close(secondary)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:  # EIO: the terminal's other end is closed
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(primary)
+    assert proc.returncode == 0
+    assert seen.count(b"\r\x1b[K") == 3  # two status lines, then cleared
+    assert b"check: PASS  handshake" in seen and b"check: PASS  pass-left" in seen
+    assert b"\n" not in seen.replace(b"\r\n", b"")  # nothing left as lines
+    assert proc.stdout.decode().count("PASS  handshake") == 1
