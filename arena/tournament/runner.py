@@ -19,8 +19,8 @@ Fairness of the round-robin schedule (:func:`schedule_round_robin`):
   position in a schedule: a gauntlet's ``r1-t3-k2`` is the round-robin's.
 
 The runner plays *chains*: the games of one table and rotation across the
-rounds, one chain of every table first, then a second of every table, and so
-on (:func:`chains_of`); ``--jobs`` chains run at once, each with one game in
+rounds, in diagonal order over the tables (:func:`diagonal`: the chains in
+play at once are of different tables); ``--jobs`` chains run at once, each with one game in
 flight. Chain ``k`` of a table starts at round ``1 + k mod R`` and goes round
 the rounds from there. A chain keeps its four bot processes from game to game
 (their deals differ from round to round) only while no other chain needs a
@@ -477,11 +477,12 @@ class ScheduleStream:
                     game = maker.game(index(first, j, k), first, t, k, table)
                     ranked.append((_chain_rank([game]), k))
             orders.append([k for _, k in sorted(ranked)])
-        for place in range(seatings):
-            for (t, j, table), order in zip(tables, orders, strict=True):
-                if place >= len(order):
+        for step in range(len(tables) + seatings - 1):  # :func:`diagonal`'s order
+            for n in range(max(0, step - seatings + 1), min(step + 1, len(tables))):
+                (t, j, table), order = tables[n], orders[n]
+                if step - n >= len(order):
                     continue
-                k = order[place]
+                k = order[step - n]
                 chain = [
                     maker.game(index(rnd, j, k), rnd, t, k, table)
                     for rnd in rounds
@@ -506,10 +507,9 @@ def iter_chains(games: Games) -> Iterator[list[GameSpec]]:
 def chains_of(games: Iterable[GameSpec]) -> list[list[GameSpec]]:
     """Group games into chains that one set of processes can play in turn:
     same table and rotation (so the same entrant at each seat), different
-    rounds. Chains are ordered by place, then by their first game in the
-    schedule: one chain of every table, then a second of every table, and
-    so on (which of a table's rotations takes which place is drawn by
-    :func:`play_order`), so that the chains in play at once are mostly of different tables
+    rounds. Each table's chains take their places in :func:`play_order`'s
+    order, and the places of the tables are walked in :func:`diagonal` order,
+    so that the chains in play at once are mostly of different tables
     (whose deals differ) and keep their processes (see
     :meth:`TournamentRunner.run_chain`). Chain ``k`` of a table is turned to
     start at its ``k mod n``-th game (of ``n``), so the rotations of a table
@@ -524,7 +524,28 @@ def chains_of(games: Iterable[GameSpec]) -> list[list[GameSpec]]:
     for chain in ordered:
         shift = chain[0].rotation % len(chain)
         turned.append(chain[shift:] + chain[:shift])
-    return play_order(turned)
+    return diagonal(play_order(turned))
+
+
+def diagonal(chains: list[list[GameSpec]]) -> list[list[GameSpec]]:
+    """The chains in diagonal order: the chain at place ``p`` of the ``j``-th
+    table (places as ``chains`` has them, tables by first appearance) comes at
+    step ``j + p``, the tables of one step in order. So the chains in play at
+    once are of different tables (they keep their processes, issue 22), and an
+    entrant's first games of some deals come among its later games of others:
+    order of play is not time, so the audit can tell a bot that remembers deals
+    from one that improves (issue 23)."""
+    tables: dict[int, int] = {}
+    places: list[tuple[int, int]] = []
+    seen: dict[int, int] = {}
+    for chain in chains:
+        table = chain[0].table
+        j = tables.setdefault(table, len(tables))
+        place = seen.get(table, 0)
+        seen[table] = place + 1
+        places.append((j + place, j))
+    order = sorted(range(len(chains)), key=places.__getitem__)
+    return [chains[i] for i in order]
 
 
 def play_order(chains: list[list[GameSpec]]) -> list[list[GameSpec]]:

@@ -130,9 +130,14 @@ def test_replay_with_a_bot_that_fails_its_handshake_is_one_line(
 
 
 def test_a_schedule_too_large_is_refused_before_it_is_built(capsys) -> None:
-    huge = ["run", *FOUR, "--rounds", "99999999999999999999", "--dry-run"]
+    # Each option within its bounds, the schedule they make too large.
+    huge = ["run", *FOUR, "--rounds", "250000000", "--seating", "full", "--dry-run"]
     assert run_arena(huge) == EXIT_USAGE
-    assert "399,999,999,999,999,999,996 games: more than 1,000,000,000" in capsys.readouterr().err
+    assert "6,000,000,000 games: more than 1,000,000,000" in capsys.readouterr().err
+    # A --rounds past its own bound is refused by the option, in one line.
+    assert run_arena(["run", *FOUR, "--rounds", "99999999999999999999", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--rounds: must be at most 250000000" in err
 
 
 def test_a_second_run_on_a_busy_out_is_refused_even_with_overwrite(

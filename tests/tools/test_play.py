@@ -23,6 +23,14 @@ from arena.core.keys import MasterKey
 from arena.tools.play import parse_cards, show_cards
 
 
+def _readable(fd: int, timeout: float) -> bool:
+    """Whether ``fd`` has something to read within ``timeout`` seconds (poll, not
+    select: a test process may hold descriptors numbered past select's 1024)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(timeout * 1000))
+
+
 class Terminal:
     """A child process on a pseudo-terminal, with ``expect`` and ``send``."""
 
@@ -46,8 +54,7 @@ class Terminal:
             left = end - time.monotonic()
             if left <= 0:
                 raise AssertionError(f"no {pattern!r} in ...{self.buffer[-800:]!r}")
-            ready, _, _ = select.select([self.fd], [], [], min(left, 0.5))
-            if ready:
+            if _readable(self.fd, min(left, 0.5)):
                 try:
                     chunk = os.read(self.fd, 65536)
                 except OSError:  # the child closed the terminal
@@ -61,7 +68,7 @@ class Terminal:
 
     def wait(self) -> int:
         try:  # drain what is left so the child never blocks on a full terminal
-            while select.select([self.fd], [], [], 0.2)[0] and os.read(self.fd, 65536):
+            while _readable(self.fd, 0.2) and os.read(self.fd, 65536):
                 pass
         except OSError:
             pass

@@ -101,7 +101,7 @@ def test_cluster_without_table_resource_is_refused(
     ) as cluster:
         code = run_arena(
             ["run", *LADDER[:4], "--hands", "1", "--rounds", "1", "--seed", "1", "--quiet", "--out", str(tmp_path / "o"),
-             "--executor", "dask", "--scheduler", cluster.scheduler_address]
+             "--memory-limit", "256", "--executor", "dask", "--scheduler", cluster.scheduler_address]
         )  # fmt: skip
     assert code == 4
     err = capsys.readouterr().err.strip()

@@ -112,17 +112,20 @@ def test_stream_with_games_skipped_leaves_exactly_those_out(kw: dict[str, Any]) 
     assert sorted(map(tuple, chains), key=lambda c: (c[0].table, c[0].rotation)) == sorted(
         map(tuple, chains_of(left)), key=lambda c: (c[0].table, c[0].rotation)
     )
-    # One chain of every table, then a second of every table... (issue 22: the
-    # chains in play at once are of different tables), each table's rotations
-    # in play_order's order (issue 23: which rotation goes first varies).
-    runs: list[list[list[GameSpec]]] = []
+    # Diagonal order (issue 22: the chains in play at once are of different
+    # tables; issue 23: an entrant's first and later games of deals interleave):
+    # the n-th table's p-th chain comes at step n + p, each table's rotations in
+    # play_order's order (which rotation goes first varies).
+    first_seen: dict[int, int] = {}
     for c in chains:
-        if not runs or c[0].table <= runs[-1][-1][0].table:
-            runs.append([])
-        runs[-1].append(c)
-    per_table = Counter(c[0].table for c in chains)
-    assert len(runs) == max(per_table.values())
-    for t in per_table:
+        first_seen.setdefault(c[0].table, len(first_seen))
+    steps = []
+    place: Counter[int] = Counter()
+    for c in chains:
+        steps.append((first_seen[c[0].table] + place[c[0].table], first_seen[c[0].table]))
+        place[c[0].table] += 1
+    assert steps == sorted(steps)
+    for t in place:
         assert [c[0].rotation for c in chains if c[0].table == t] == [
             c[0].rotation for c in chains_of(left) if c[0].table == t
         ]
