@@ -42,6 +42,7 @@ standings do not depend on ``--jobs`` or on which processes were reused.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import itertools
@@ -453,33 +454,50 @@ class ScheduleStream:
 
     def chains(self) -> Iterator[list[GameSpec]]:
         """The chains of :func:`chains_of` over this stream's games, made one
-        at a time: the tables are walked once per place, and at place ``p``
-        each table plays its chain ranked ``p`` by :func:`play_order` (ranked
-        first from each chain's lowest-round game). For a whole schedule they
-        are exactly :func:`chains_of`'s, in the same order; with games skipped
-        each chain is the same, but the chains come in place then table order
-        (:func:`chains_of` orders those of a place by their first game left)."""
+        at a time, in :func:`diagonal` order: at step ``s`` the ``n``-th table
+        plays its chain ranked ``s - n`` by :func:`play_order` (ranked from
+        each chain's lowest-round game). Only the tables of the current steps
+        are held (at most one per seating), so a huge field's chains are made
+        as they are asked for. For a whole schedule they are exactly
+        :func:`chains_of`'s, in the same order; with games skipped each chain
+        is the same, but the order may differ (:func:`chains_of` orders them
+        by their first game left)."""
         maker = _Maker(self.settings)
         seatings = len(maker.seatings)
         per_round = _groups(len(self.names), self.settings) * seatings
         rounds = range(1, self.settings.rounds + 1)
-        tables = list(_candidate_tables(self.names, self.candidate))
 
         def index(rnd: int, j: int, k: int) -> int:
             return (rnd - 1) * per_round + j * seatings + k
 
-        orders: list[list[int]] = []
-        for t, j, table in tables:
-            ranked = []
+        def ranked(t: int, j: int, table: tuple[str, str, str, str]) -> list[int]:
+            found = []
             for k in range(seatings):
                 first = next((r for r in rounds if index(r, j, k) not in self.skip), None)
                 if first is not None:
                     game = maker.game(index(first, j, k), first, t, k, table)
-                    ranked.append((_chain_rank([game]), k))
-            orders.append([k for _, k in sorted(ranked)])
-        for step in range(len(tables) + seatings - 1):  # :func:`diagonal`'s order
-            for n in range(max(0, step - seatings + 1), min(step + 1, len(tables))):
-                (t, j, table), order = tables[n], orders[n]
+                    found.append((_chain_rank([game]), k))
+            return [k for _, k in sorted(found)]
+
+        tables = iter(_candidate_tables(self.names, self.candidate))
+        Table = tuple[str, str, str, str]
+        window: collections.deque[tuple[int, int, Table, list[int]]] = collections.deque()
+        first_n = step = 0  # the number of the window's first table; the step
+        more = True
+        while True:
+            if more:  # table `step` joins at its first step
+                nxt = next(tables, None)
+                if nxt is None:
+                    more = False
+                else:
+                    t, j, table = nxt
+                    window.append((t, j, table, ranked(t, j, table)))
+            while window and first_n + seatings <= step:  # done after step n + seatings - 1
+                window.popleft()
+                first_n += 1
+            if not window:
+                return
+            for n, (t, j, table, order) in enumerate(window, start=first_n):
                 if step - n >= len(order):
                     continue
                 k = order[step - n]
@@ -490,6 +508,7 @@ class ScheduleStream:
                 ]
                 shift = k % len(chain)
                 yield chain[shift:] + chain[:shift]
+            step += 1
 
 
 #: Games given to a runner: a list (any subset of a schedule) or a stream.
