@@ -287,30 +287,16 @@ def make_app(
     async def favicon(request: Request) -> Response:
         return Response(status_code=204, headers=SECURITY_HEADERS)
 
-    async def game(request: Request) -> Response:
+    def of_revealed_game(request: Request, read: Callable[[int], Any]) -> Response:
+        """``read(index)`` of the game named in the path, or 404 while the game
+        is unfinished or its deal is still to be played at another game."""
         if not allowed(request):
             return forbidden()
         try:
             index = int(request.path_params["index"])
         except ValueError:
             index = -1
-        hands = hub.game_hands(index)
-        if hands is None:
-            return JSONResponse(
-                {"error": "not finished, or its deal is still to be played at another game"},
-                404,
-                headers=SECURITY_HEADERS,
-            )
-        return JSONResponse(hands, headers=SECURITY_HEADERS)
-
-    async def replay(request: Request) -> Response:
-        if not allowed(request):
-            return forbidden()
-        try:
-            index = int(request.path_params["index"])
-        except ValueError:
-            index = -1
-        data = hub.game_replay(index)
+        data = read(index)
         if data is None:
             return JSONResponse(
                 {"error": "not finished, or its deal is still to be played at another game"},
@@ -318,6 +304,12 @@ def make_app(
                 headers=SECURITY_HEADERS,
             )
         return JSONResponse(data, headers=SECURITY_HEADERS)
+
+    async def game(request: Request) -> Response:
+        return of_revealed_game(request, hub.game_hands)
+
+    async def replay(request: Request) -> Response:
+        return of_revealed_game(request, hub.game_replay)
 
     async def finished(request: Request) -> Response:
         if not allowed(request):
