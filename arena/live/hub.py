@@ -298,9 +298,13 @@ class Hub:
         line changed) makes the hub :meth:`restart` and read it from the
         start; a line that is not a JSON object is skipped (and counted in
         ``errors``). A journal that was read and is gone (``--overwrite``
-        removes it first) makes the hub :meth:`restart` as well."""
+        removes it first) makes the hub :meth:`restart` as well. While the new
+        run's ``run.json`` cannot be read yet, its records are left in the
+        journal (they could not be rated without its entrants)."""
         if self._reload_pending:
             self._retry_reload()
+            if self._reload_pending:
+                return 0  # a new run's records wait for its settings (its entrants)
         try:
             with self.journal.open("rb") as f:
                 size = f.seek(0, 2)
@@ -308,6 +312,8 @@ class Hub:
                     self.restart()
                     st = os.fstat(f.fileno())
                     self._identity = (st.st_dev, st.st_ino)
+                    if self._reload_pending:
+                        return 0  # read from the start once run.json can be read
                 f.seek(self._offset)
                 data = f.read()
         except FileNotFoundError:

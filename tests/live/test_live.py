@@ -263,11 +263,17 @@ def test_a_replaced_journal_starts_the_hub_over(tmp_path: Path) -> None:
     assert json.loads(hub.texts["finished"])["games"] == []
     assert json.loads(hub.texts["standings"])["rows"] == []
     assert json.loads(hub.texts["replays"])["games"] == []
+    # The new run's journal lines come before its run.json can be read: they
+    # wait (rated with the old run's entrants they crashed `watch`: "unknown
+    # entrant 'fay'"), and the standings can be made meanwhile.
+    _journal(hub.journal, second[:2])
+    assert hub.read_journal(now=1.5) == 0
+    hub.compute_standings(now=1.5)
+    assert json.loads(hub.texts["standings"])["rows"] == []
     current.update(
         settings={**other_settings.to_json(), "entrants": [{"name": n} for n in other_names]},
         total=len(second),
     )
-    _journal(hub.journal, second[:2])
     hub.read_journal(now=2.0)
     hub.tick(now=2.0)
     info_part = json.loads(hub.texts["info"])

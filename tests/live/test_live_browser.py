@@ -174,7 +174,10 @@ def _ask_hands(base: str, token: str, finished: dict[str, Any]) -> list[tuple[fl
 
 
 def _wait(predicate: Any, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
+    """Poll ``predicate`` until it holds. ``seconds`` is what it takes on a quiet
+    machine; a busy one may take many times that, so the wait gives up only
+    after ten times as long (the test's own timeout bounds it too)."""
+    deadline = time.monotonic() + 10 * seconds
     while time.monotonic() < deadline:
         if predicate():
             return
