@@ -369,7 +369,11 @@ class Bot:
 
     def handle(self, msg: dict[str, Any], *, fallback: bool = True) -> dict[str, Any] | None:
         """React to one message from the referee; returns the answer to a
-        request, ``None`` for a notification."""
+        request, ``None`` for a notification.
+
+        With ``fallback`` (the default), a notification that cannot be read (a
+        missing field) or whose hook raises is logged on stderr and ignored;
+        without it the exception (``KeyError``, or the hook's) propagates."""
         kind = msg.get("type")
         if kind == "hello":
             reply: dict[str, Any] = {"name": self.name}
@@ -382,7 +386,15 @@ class Bot:
             return {"type": "pass", "id": msg["id"], "cards": self._pass(msg, fallback)}
         if kind == "play":
             return {"type": "play", "id": msg["id"], "card": self._play(msg, fallback)}
-        self._notification(msg)
+        if fallback:
+            try:
+                self._notification(msg)
+            except Exception:
+                # A notification lacking a field (a referee of another version),
+                # or a hook of the bot's that raised: the bot plays on.
+                _log(f"{kind!r} notification not handled, ignored:\n{traceback.format_exc()}")
+        else:
+            self._notification(msg)
         return None
 
     def _pass(self, msg: dict[str, Any], fallback: bool) -> list[str]:
