@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from arena.protocol.faults import FAULT_KINDS
 from arena.protocol.records import GameRecordJSON
@@ -20,6 +20,7 @@ from arena.report import charts
 from arena.report.files import AUDIT_FILE, ENTRANTS_DIR, GAMES_DIR, entrant_page, game_page
 from arena.report.html import environment, json_script
 from arena.report.replays import (
+    FaultViewJSON,
     default_moves,
     fault_moment,
     fault_view,
@@ -40,11 +41,70 @@ INDEX_FAULTS: Final = 100
 ENTRANT_FAULTS: Final = 500
 
 
-def fault_rows(records: Sequence[GameRecordJSON]) -> list[dict[str, Any]]:
+class FaultRowJSON(FaultViewJSON):
+    """A fault with its game (:func:`fault_rows`)."""
+
+    game_id: str
+    game_index: int
+    href: str
+
+
+class SeatCellJSON(TypedDict):
+    """One seat of a game's row: the entrant, its page, its score and rank (R13)."""
+
+    name: str
+    href: str
+    score: int
+    rank: int
+
+
+class GameRowJSON(TypedDict):
+    """One game in a list of games: its page and where it was in the schedule."""
+
+    game_id: str
+    href: str
+    round: int
+    table: int
+    rotation: int
+    hands: int
+    seats: list[SeatCellJSON]
+    faults: int
+
+
+class EntrantGameJSON(GameRowJSON):
+    """A game on an entrant's page, with the entrant's seat, score, rank,
+    points per hand (``None`` without hands) and faults in it."""
+
+    seat: int
+    score: int
+    rank: int
+    points_per_hand: float | None
+    own_faults: int
+
+
+class EntrantFaultJSON(FaultViewJSON):
+    """A fault on an entrant's page, with its game's page and moment."""
+
+    game_id: str
+    href: str
+    moment_href: str
+
+
+class StderrExcerptJSON(TypedDict):
+    """A seat's stderr in a game, cut to :data:`STDERR_CHARS` (``cut``: it was)."""
+
+    game_id: str
+    href: str
+    seat: int
+    text: str
+    cut: bool
+
+
+def fault_rows(records: Sequence[GameRecordJSON]) -> list[FaultRowJSON]:
     """Every recorded fault with its game, in schedule order; ``href`` is the
     game's page at the fault's moment (``#fault-K``, K its place in the
     record's faults: the replay player opens there, as the fault's seat saw it)."""
-    rows = []
+    rows: list[FaultRowJSON] = []
     for rec in sort_records(records):
         for k, f in enumerate(rec["faults"]):
             rows.append(
@@ -72,7 +132,7 @@ class Site:
         return f"{root}{GAMES_DIR}/{self.game_file[index]}"
 
 
-def _game_row(rec: GameRecordJSON, site: Site, root: str) -> dict[str, Any]:
+def _game_row(rec: GameRecordJSON, site: Site, root: str) -> GameRowJSON:
     return {
         "game_id": rec["game_id"],
         "href": site.game(rec["game_index"], root),
@@ -188,9 +248,9 @@ def entrant_context(a: Analysis, name: str, results: Mapping[str, Any]) -> dict[
     site = Site(a)
     root = "../"
     row = next(r for r in a.standings if r["name"] == name)
-    games: list[dict[str, Any]] = []
-    faults: list[dict[str, Any]] = []
-    stderr: list[dict[str, Any]] = []
+    games: list[EntrantGameJSON] = []
+    faults: list[EntrantFaultJSON] = []
+    stderr: list[StderrExcerptJSON] = []
     counts = [0] * 27
     stderr_total = faults_total = 0
     for rec in a.records:
@@ -202,12 +262,14 @@ def entrant_context(a: Analysis, name: str, results: Mapping[str, Any]) -> dict[
             p = hand["points"][seat]
             if 0 <= p <= 26:
                 counts[p] += 1
-        g = _game_row(rec, site, root)
-        g["seat"] = seat
-        g["score"] = rec["scores"][seat]
-        g["rank"] = rec["ranks"][seat]
-        g["points_per_hand"] = rec["scores"][seat] / len(rec["hands"]) if rec["hands"] else None
-        g["own_faults"] = sum(1 for f in rec["faults"] if f["seat"] == seat)
+        g: EntrantGameJSON = {
+            **_game_row(rec, site, root),
+            "seat": seat,
+            "score": rec["scores"][seat],
+            "rank": rec["ranks"][seat],
+            "points_per_hand": rec["scores"][seat] / len(rec["hands"]) if rec["hands"] else None,
+            "own_faults": sum(1 for f in rec["faults"] if f["seat"] == seat),
+        }
         games.append(g)
         for k, f in enumerate(rec["faults"]):
             if f["seat"] == seat:

@@ -8,7 +8,7 @@ played elsewhere (R2).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, NamedTuple, cast
+from typing import Any, Final, NamedTuple, TypedDict, cast
 
 from markupsafe import Markup
 
@@ -19,6 +19,53 @@ from arena.results import stats
 
 #: Receiver offset of each pass direction (R3).
 PASS_OFFSETS: Final = {"left": 1, "right": 3, "across": 2, "hold": 0}
+
+
+class ReplayHandJSON(TypedDict):
+    """One hand as the replay player reads it (see :func:`replay_data`)."""
+
+    n: int
+    dir: str
+    dealt: list[list[str]]
+    passes: list[list[str]] | None
+    tricks: list[list[int | list[str]]]  # [leader, cards in play order, winner, points]
+    points: list[int]
+    moon: int | None
+    scores: list[int]
+
+
+class ReplayFaultJSON(TypedDict):
+    """One fault as the replay player reads it (see :func:`replay_data`)."""
+
+    seat: int
+    reason: str
+    request: str | None
+    detail: str
+    at: tuple[int, int, int] | None
+    out: str | None
+
+
+class ReplayAutoJSON(TypedDict):
+    """The default moves: ``plays`` as ``[hand, trick, seat]``, ``passes`` as ``[hand, seat]``."""
+
+    plays: list[list[int]]
+    passes: list[list[int]]
+
+
+class ReplayDataJSON(TypedDict):
+    """A game as the replay player (``replay.js``) reads it (:func:`replay_data`)."""
+
+    seats: list[str]
+    hands: list[ReplayHandJSON]
+    faults: list[ReplayFaultJSON]
+    auto: ReplayAutoJSON
+
+
+class FaultViewJSON(FaultJSON):
+    """A recorded fault with, for a crash, the start and the end of the error
+    in the seat's stderr (:func:`fault_view`)."""
+
+    stderr_error: list[str]
 
 
 def seat_out(f: FaultJSON) -> str | None:
@@ -105,7 +152,7 @@ def moment_fragment(at: tuple[int, int, int], seat: int | None) -> str:
     return f"#h={h}&t={t}&c={c}&seat={'open' if seat is None else int(seat)}"
 
 
-def replay_data(rec: GameRecordJSON) -> dict[str, Any]:
+def replay_data(rec: GameRecordJSON) -> ReplayDataJSON:
     """The game as the replay player (``replay.js``) reads it, JSON-ready:
     ``seats`` (entrant names, seats 0..3), ``hands`` (each ``n`` its number,
     ``dir`` its pass direction, ``dealt`` and ``passes`` four card lists each,
@@ -119,7 +166,7 @@ def replay_data(rec: GameRecordJSON) -> dict[str, Any]:
     ``passes`` as ``[hand, seat]``). Names and details are bot text: embed
     only through :func:`json_script`."""
     plays, passes = default_moves(rec)
-    hands = []
+    hands: list[ReplayHandJSON] = []
     for hand in rec.get("hands") or []:
         hands.append(
             {
@@ -175,7 +222,7 @@ def stderr_error(rec: GameRecordJSON, seat: int) -> list[str]:
     return error_excerpt((rec.get("stderr") or [""] * 4)[seat] or "", width=200)
 
 
-def fault_view(f: FaultJSON, rec: GameRecordJSON) -> dict[str, Any]:
+def fault_view(f: FaultJSON, rec: GameRecordJSON) -> FaultViewJSON:
     """A fault for the pages: with ``stderr_error``, for a crash, the start
     and the end of the error in the seat's stderr (:func:`stderr_error`:
     the cause and the last words), else ``[]``."""

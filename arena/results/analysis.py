@@ -27,6 +27,7 @@ from arena.results.standings import (
     disqualify,
     sort_records,
 )
+from arena.results.stats import BootstrapJSON, IntervalsJSON, PairJSON, StatisticsJSON, VerdictJSON
 
 
 class ConfidenceJSON(TypedDict):
@@ -35,9 +36,9 @@ class ConfidenceJSON(TypedDict):
     of the table (:func:`arena.results.stats.top_settled`) and the pairwise
     differences per metric."""
 
-    bootstrap: dict[str, Any]
-    verdict: dict[str, Any]
-    pairs: dict[str, list[dict[str, Any]]]
+    bootstrap: BootstrapJSON
+    verdict: VerdictJSON
+    pairs: dict[str, list[PairJSON]]
 
 
 class ResultsJSON(TypedDict):
@@ -86,25 +87,30 @@ class Analysis:
     records: list[GameRecordJSON]
     standings: list[StandingsRow]
     ratings: RatingTable
-    statistics: dict[str, Any]
+    statistics: StatisticsJSON
     head_to_head: dict[str, dict[str, dict[str, int]]]
-    verdict: dict[str, Any]
+    verdict: VerdictJSON
 
 
-def standings_row(row: TableRow, intervals: dict[str, Any]) -> StandingsRow:
-    """``row`` with the duplicate score and intervals of one entrant of
-    ``stats.compute_statistics(...)["entrants"]``, in that dict's key order
-    (``duplicate``, ``duplicate_hands``, ``points_per_hand_low``/``_high``,
-    ``duplicate_low``/``_high``: ``results.json`` keeps it).
+def standings_row(row: TableRow, intervals: IntervalsJSON) -> StandingsRow:
+    """``row`` with one entrant's duplicate score and intervals
+    (``stats.compute_statistics(...)["entrants"][name]``), in
+    ``results.json``'s key order: the table's, then ``duplicate``,
+    ``duplicate_hands``, ``points_per_hand_low``/``_high``,
+    ``duplicate_low``/``_high``.
 
     Raises:
         KeyError: ``intervals`` lacks one of those keys.
     """
-    keys = StandingsRow.__annotations__.keys() - TableRow.__annotations__.keys()
-    missing = keys - intervals.keys()
-    if missing:
-        raise KeyError(f"statistics lack {sorted(missing)[0]!r}")
-    return cast(StandingsRow, {**row, **{k: intervals[k] for k in intervals if k in keys}})
+    return {
+        **row,
+        "duplicate": intervals["duplicate"],
+        "duplicate_hands": intervals["duplicate_hands"],
+        "points_per_hand_low": intervals["points_per_hand_low"],
+        "points_per_hand_high": intervals["points_per_hand_high"],
+        "duplicate_low": intervals["duplicate_low"],
+        "duplicate_high": intervals["duplicate_high"],
+    }
 
 
 def analyse(
