@@ -36,6 +36,7 @@ from arena.core.rules import (
 )
 from arena.protocol import codec as protocol
 from arena.protocol.faults import Fault, FaultKind
+from arena.protocol.messages import hello_reply, pass_reply, play_reply
 from arena.protocol.records import GameRecord as GameRecord  # also imported from here
 from arena.protocol.records import GameSpec as GameSpec  # also imported from here
 from arena.protocol.records import hand_json
@@ -183,7 +184,7 @@ async def handshake(bot: Seat, seat: int, startup_time: float) -> Fault | None:
             "hello",
             reply.request_id,
         )
-    bot.self_name = protocol.clean_text(str(reply.message.get("name", "")))
+    bot.self_name = protocol.clean_text(str(hello_reply(reply.message).get("name", "")))
     return None
 
 
@@ -553,7 +554,7 @@ class Referee:
                 )
                 self._count(s, reply)
                 if reply.message is not None:
-                    cards = reply.message["cards"]
+                    cards = pass_reply(reply.message)["cards"]
                     try:
                         given = 0
                         for name in cards:
@@ -647,7 +648,7 @@ class Referee:
         self._count(s, reply)
         fallback = default_play(legal)
         if reply.message is not None:
-            name = reply.message["card"]
+            name = play_reply(reply.message)["card"]
             card = parse_card(name)
             if legal >> card & 1:
                 s.strikes = 0

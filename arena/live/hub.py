@@ -24,7 +24,7 @@ The page gets these parts, each with a version that grows when it changes:
   ``deal_key``, ``seats``, ``scores``, ``ranks``, ``faults``, ``revealed``);
   older ones page by page from :meth:`Hub.finished` (``before``);
 * ``standings``: the report's standings of *every finished game*, rated in
-  schedule order as the report does (:func:`arena.report.outputs.analyse`:
+  schedule order as the report does (:func:`arena.results.analysis.analyse`:
   a game still in play is skipped, and rated in its place once finished, so
   the standings become the report's when the last game ends), recomputed
   at most once a second, and once more, whatever the interval, before
@@ -56,9 +56,11 @@ from pathlib import Path
 from typing import Any, Final, cast
 
 from arena.protocol.records import GameRecordJSON
-from arena.report.outputs import analyse, replay_data
-from arena.report.outputs import number_text as _num
-from arena.report.outputs import signed_text as _signed
+from arena.report.html import number_text as _num
+from arena.report.html import signed_text as _signed
+from arena.report.replays import replay_data
+from arena.results.analysis import analyse
+from arena.results.standings import StandingsRow
 from arena.results.stats import seatings_per_table
 
 #: Finished games listed on the page (the newest).
@@ -91,7 +93,7 @@ def _interval(low: float | None, high: float | None) -> str:
     return "" if low is None or high is None else f"[{_num(low)}, {_num(high)}]"
 
 
-def standings_rows(standings: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def standings_rows(standings: Sequence[StandingsRow]) -> list[dict[str, Any]]:
     """The report's standings columns as the page shows them: plain text
     cells (numbers formatted as the report does, U+2212 for minus)."""
     rows = []
@@ -481,7 +483,7 @@ class Hub:
 
     def game_replay(self, index: int) -> dict[str, Any] | None:
         """Finished game ``index`` as the replay player reads it
-        (:func:`arena.report.outputs.replay_data`, with ``game_index``,
+        (:func:`arena.report.replays.replay_data`, with ``game_index``,
         ``game_id`` and ``deal_key``), or ``None`` while the game is not
         finished or another game of its deal is still to be played."""
         r = self._revealed_record(index)

@@ -55,7 +55,7 @@ import trio
 
 from arena.core.resources import templates_dir
 from arena.live.hub import PARTS, VIEWER_PARTS, Hub
-from arena.report.outputs import SCRIPT_FILE
+from arena.report.files import SCRIPT_FILE
 
 #: Seconds between two looks at the queue and the journal, and between two pushes.
 TICK: Final = 0.25

@@ -18,14 +18,16 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Mapping
 from functools import cache
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from arena.core.cards import CARD_NAMES
 from arena.core.resources import protocol_dir
+from arena.protocol.messages import BotReply, RefereeMessage
 
 PROTOCOL_VERSION: Final = "hearts-arena/1"
 #: Longest line a bot may send, in bytes, newline excluded (protocol/README.md).
@@ -222,18 +224,20 @@ def reply_is_valid(kind: str, obj: dict[str, Any]) -> bool:
     return _plainly_valid(kind, obj) or validator(f"bot_{kind}").is_valid(obj)
 
 
-def check_reply(kind: str, obj: dict[str, Any]) -> None:
-    """Validate a bot's reply to a request of type ``kind`` against the schema.
+def check_reply(kind: str, obj: dict[str, Any]) -> BotReply:
+    """Validate a bot's reply to a request of type ``kind`` against the schema;
+    return it typed (:mod:`arena.protocol.messages`: a ``HelloReply``,
+    ``PassReply`` or ``PlayReply`` as ``kind`` says).
 
     Raises:
         ProtocolError: the reply fails the schema (wrong ``type``, a missing
             or ill-typed field); the detail names the field and the value.
     """
     if _plainly_valid(kind, obj):
-        return
+        return cast(BotReply, obj)
     v = validator(f"bot_{kind}")
     if v.is_valid(obj):
-        return
+        return cast(BotReply, obj)
     error = best_match(v.iter_errors(obj))
     path = list(error.absolute_path)
     where = "/".join(str(p) for p in path) or "(message)"
@@ -249,7 +253,7 @@ def check_reply(kind: str, obj: dict[str, Any]) -> None:
     )
 
 
-def check_referee_message(obj: dict[str, Any]) -> None:
+def check_referee_message(obj: RefereeMessage | Mapping[str, Any]) -> None:
     """Validate a message the referee sends (used by the tests).
 
     Raises:
@@ -268,7 +272,7 @@ def check_referee_message(obj: dict[str, Any]) -> None:
 _ENCODER: Final = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 
 
-def encode(message: dict[str, Any]) -> bytes:
+def encode(message: RefereeMessage | Mapping[str, Any]) -> bytes:
     """One message as a protocol line: compact JSON, UTF-8, ending in ``\\n``."""
     return _ENCODER.encode(message).encode("ascii") + b"\n"
 

@@ -33,6 +33,10 @@ from arena.core.cards import CARD_NAMES, names_of
 from arena.core.rules import Hand, TrickRecord
 from arena.protocol.faults import FAULT_KINDS, Fault
 
+#: Version of the output folder's files (``games.jsonl``, ``run.json``,
+#: ``results.json``); 2: deals and seeds from a master key.
+FORMAT_VERSION: Final = 2
+
 
 class TrickJSON(TypedDict):
     """One trick of a game record (R10, R11).

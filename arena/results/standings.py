@@ -8,11 +8,55 @@ order (``game_index``), whatever order the games finished in.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NotRequired, TypedDict, TypeVar
 
 from arena.protocol.faults import FAULT_KINDS
 from arena.protocol.records import GameRecordJSON
 from arena.results.rating import RatingTable
+
+
+class TableRow(TypedDict):
+    """One entrant's row of :func:`compute_standings` (keys in this order in
+    ``results.json``). Points are after the moon rule (R12); ``mean_rank``
+    and ``points_per_hand`` are ``None`` before the entrant's first game or
+    hand. ``disqualified`` (and, when true, ``disqualified_reason``) are set
+    by :func:`disqualify`."""
+
+    name: str
+    mu: float
+    sigma: float
+    conservative: float  # mu - 3 sigma
+    games: int
+    wins: int
+    mean_rank: float | None
+    hands: int
+    points: int
+    points_per_hand: float | None
+    moons: int
+    moons_suffered: int
+    queens: int
+    self_names: list[str]
+    faults: dict[str, int]  # by reason (arena.protocol.faults.FAULT_KINDS), all four
+    rank: int
+    disqualified: NotRequired[bool]
+    disqualified_reason: NotRequired[str]
+
+
+class StandingsRow(TableRow):
+    """A row of ``results.json``'s ``standings``: a :class:`TableRow` with
+    the duplicate score and the bootstrap intervals of
+    :func:`arena.results.stats.compute_statistics` (points per hand; ``None``
+    where unknown), in this order after the table's keys."""
+
+    duplicate: float | None
+    duplicate_hands: int
+    points_per_hand_low: float | None
+    points_per_hand_high: float | None
+    duplicate_low: float | None
+    duplicate_high: float | None
+
+
+_Row = TypeVar("_Row", TableRow, StandingsRow)
 
 
 def sort_records(records: Iterable[GameRecordJSON]) -> list[GameRecordJSON]:
@@ -23,7 +67,7 @@ def sort_records(records: Iterable[GameRecordJSON]) -> list[GameRecordJSON]:
 
 def compute_standings(
     names: Sequence[str], records: Iterable[GameRecordJSON]
-) -> tuple[list[dict[str, Any]], RatingTable]:
+) -> tuple[list[TableRow], RatingTable]:
     """The standings table and the rating table after ``records``.
 
     Args:
@@ -31,7 +75,7 @@ def compute_standings(
         records: game records (any order; applied by ``game_index``).
 
     Returns:
-        ``(standings, ratings)``: one dict per entrant, sorted by the
+        ``(standings, ratings)``: one :class:`TableRow` per entrant, sorted by the
         conservative rating ``mu - 3 sigma`` (best first; ties by name), with
         ``rank``, ``name``, ``mu``, ``sigma``, ``conservative``, ``games``,
         ``wins`` (shared first places count for each), ``mean_rank``,
@@ -85,14 +129,17 @@ def compute_standings(
         for fault in rec["faults"]:
             name = seats[fault["seat"]]
             stats[name]["faults"][fault["reason"]] += 1
-    table = []
+    table: list[TableRow] = []
     for name in names:
         st = stats[name]
         games, hands = st["games"], st["hands"]
+        rating = ratings.snapshot(name)
         table.append(
             {
                 "name": name,
-                **ratings.snapshot(name),
+                "mu": rating["mu"],
+                "sigma": rating["sigma"],
+                "conservative": rating["conservative"],
                 "games": games,
                 "wins": st["wins"],
                 "mean_rank": st["rank_sum"] / games if games else None,
@@ -104,6 +151,7 @@ def compute_standings(
                 "queens": st["queens"],
                 "self_names": sorted(st["self_names"]),
                 "faults": st["faults"],
+                "rank": 0,  # numbered below, once sorted
             }
         )
     table.sort(key=lambda row: (-row["conservative"], row["name"]))
@@ -112,7 +160,7 @@ def compute_standings(
     return table, ratings
 
 
-def disqualify(standings: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
+def disqualify(standings: list[_Row], limit: int | None) -> list[_Row]:
     """Rank every entrant with ``limit`` or more faults (all kinds, in the
     whole tournament) after every other, in place, and return the rows.
 

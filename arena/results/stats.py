@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 import numpy as np
 
@@ -61,6 +61,70 @@ MAX_ROUNDS_FACTOR: Final = 50
 # Metric names, as used in ``pairs`` and the verdict.
 DUPLICATE: Final = "duplicate"
 POINTS: Final = "points_per_hand"
+
+
+class IntervalsJSON(TypedDict):
+    """One entrant's duplicate score and 95% intervals (points per hand;
+    ``None`` where unknown), in ``results.json``'s key order."""
+
+    duplicate: float | None
+    duplicate_hands: int
+    points_per_hand_low: float | None
+    points_per_hand_high: float | None
+    duplicate_low: float | None
+    duplicate_high: float | None
+
+
+class PairJSON(TypedDict):
+    """The comparison of ``a`` and ``b`` on one metric: ``difference`` = mean
+    of a minus mean of b (points per hand), its interval, and whether it is
+    significant."""
+
+    a: str
+    b: str
+    difference: float
+    low: float | None
+    high: float | None
+    significant: bool
+
+
+class BootstrapJSON(TypedDict):
+    """The bootstrap's parameters: resampled ``unit`` (deals), how many,
+    the replicates drawn (0: too few deals), its seed and confidence, and
+    whether there are enough deals to judge significance."""
+
+    method: str
+    unit: str
+    deals: int
+    replicates: int
+    seed: int
+    confidence: float
+    reliable: bool
+
+
+class StatisticsJSON(TypedDict):
+    """:func:`compute_statistics`'s result."""
+
+    entrants: dict[str, IntervalsJSON]
+    pairs: dict[str, list[PairJSON]]
+    bootstrap: BootstrapJSON
+
+
+class VerdictJSON(TypedDict):
+    """:func:`top_settled`'s result (see there)."""
+
+    settled: bool
+    metric: str | None
+    leader: str | None
+    runner_up: str | None
+    difference: float | None
+    low: float | None
+    high: float | None
+    agrees: bool | None
+    unseparated: str | None
+    more_rounds: int | None
+    unit: str
+    text: str
 
 
 def seatings_per_table(settings: Mapping[str, Any] | None) -> int:
@@ -171,7 +235,7 @@ def compute_statistics(
     records: Sequence[GameRecordJSON],
     settings: Mapping[str, Any] | None = None,
     replicates: int = REPLICATES,
-) -> dict[str, Any]:
+) -> StatisticsJSON:
     """Duplicate scores, bootstrap intervals and pairwise significance.
 
     Args:
@@ -198,7 +262,7 @@ def compute_statistics(
     deals: dict[str, int] = {}
     for _, deal, _ in points:
         deals.setdefault(deal, len(deals))
-    entrants: dict[str, dict[str, Any]] = {}
+    entrants: dict[str, IntervalsJSON] = {}
     metrics = {POINTS: _sums(points, names, deals), DUPLICATE: _sums(dup, names, deals)}
     boots: dict[str, np.ndarray | None] = {}
     weights = bootstrap_weights(len(deals), seed, replicates) if len(deals) >= MIN_DEALS else None
@@ -207,22 +271,28 @@ def compute_statistics(
         boots[metric] = _ratio(weights, s, n) if weights is not None else None
     dup_s, dup_n = metrics[DUPLICATE]
     for i, name in enumerate(names):
-        row: dict[str, Any] = {}
         hands = int(dup_n[i].sum())
-        row["duplicate"] = float(dup_s[i].sum() / hands) if hands else None
-        row["duplicate_hands"] = hands
+        ends: dict[str, tuple[float, float] | None] = {}
         for metric, key in ((POINTS, "points_per_hand"), (DUPLICATE, "duplicate")):
             boot = boots[metric]
             ci = _interval(boot[:, i]) if boot is not None else None
             has = metrics[metric][1][i].sum() > 0
-            row[f"{key}_low"] = ci[0] if ci and has else None
-            row[f"{key}_high"] = ci[1] if ci and has else None
+            ends[key] = ci if ci and has else None
+        ppl_ci, dup_ci = ends["points_per_hand"], ends["duplicate"]
+        row: IntervalsJSON = {
+            "duplicate": float(dup_s[i].sum() / hands) if hands else None,
+            "duplicate_hands": hands,
+            "points_per_hand_low": ppl_ci[0] if ppl_ci else None,
+            "points_per_hand_high": ppl_ci[1] if ppl_ci else None,
+            "duplicate_low": dup_ci[0] if dup_ci else None,
+            "duplicate_high": dup_ci[1] if dup_ci else None,
+        }
         entrants[name] = row
-    pairs: dict[str, list[dict[str, Any]]] = {}
+    pairs: dict[str, list[PairJSON]] = {}
     for metric, (s, n) in metrics.items():
         totals, counts = s.sum(axis=1), n.sum(axis=1)
         boot = boots[metric]
-        rows = []
+        rows: list[PairJSON] = []
         for i in range(len(names)):
             for j in range(i + 1, len(names)):
                 if not counts[i] or not counts[j]:
@@ -255,16 +325,20 @@ def compute_statistics(
     }
 
 
-def pair_lookup(pairs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+def pair_lookup(pairs: Sequence[PairJSON]) -> dict[tuple[str, str], PairJSON]:
     """Pairs by ordered ``(a, b)``, both orders: the ``(b, a)`` entry has the
     difference and interval negated (mean of b minus mean of a)."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
+    out: dict[tuple[str, str], PairJSON] = {}
     for p in pairs:
-        out[(p["a"], p["b"])] = dict(p)
-        flipped = dict(p, a=p["b"], b=p["a"], difference=-p["difference"])
-        flipped["low"] = -p["high"] if p["high"] is not None else None
-        flipped["high"] = -p["low"] if p["low"] is not None else None
-        out[(p["b"], p["a"])] = flipped
+        out[(p["a"], p["b"])] = p.copy()
+        out[(p["b"], p["a"])] = {
+            **p,
+            "a": p["b"],
+            "b": p["a"],
+            "difference": -p["difference"],
+            "low": -p["high"] if p["high"] is not None else None,
+            "high": -p["low"] if p["low"] is not None else None,
+        }
     return out
 
 
@@ -290,12 +364,12 @@ def _range(lo: float, hi: float) -> str:
 
 
 def _challenger(
-    lead: str, others: Sequence[str], pairs: Mapping[tuple[str, str], Mapping[str, Any]]
-) -> tuple[str, Mapping[str, Any]] | None:
+    lead: str, others: Sequence[str], pairs: Mapping[tuple[str, str], PairJSON]
+) -> tuple[str, PairJSON] | None:
     """The entrant best on the metric among ``others`` (the lowest mean: the
     smallest ``other - lead`` difference; ties go to the earlier row) and its
     pair read ``other - lead``; ``None`` when no other has a pair with ``lead``."""
-    best: tuple[str, Mapping[str, Any]] | None = None
+    best: tuple[str, PairJSON] | None = None
     for name in others:
         pair = pairs.get((name, lead))
         if pair is not None and (best is None or pair["difference"] < best[1]["difference"]):
@@ -303,12 +377,18 @@ def _challenger(
     return best
 
 
+def _ends(pair: PairJSON) -> tuple[float, float] | None:
+    """A pair's interval ``(low, high)``, or ``None`` where it has none."""
+    low, high = pair["low"], pair["high"]
+    return None if low is None or high is None else (low, high)
+
+
 def top_settled(
     standings: Sequence[Mapping[str, Any]],
-    statistics: Mapping[str, Any],
+    statistics: StatisticsJSON,
     rounds_played: int,
     unit: str = "round",
-) -> dict[str, Any]:
+) -> VerdictJSON:
     """Whether the top of the table is settled, in one sentence.
 
     The leader is the first row of ``standings`` as sorted (the table the
@@ -343,7 +423,7 @@ def top_settled(
         runner-up, or ``None``), ``more_rounds`` (int or None, in ``unit``s),
         ``unit`` and ``text``.
     """
-    out: dict[str, Any] = {
+    out: VerdictJSON = {
         "settled": False,
         "metric": None,
         "leader": None,
@@ -355,6 +435,7 @@ def top_settled(
         "unseparated": None,
         "more_rounds": None,
         "unit": unit,
+        "text": "",
     }
     rows = [r for r in standings if r.get("games")]
     first = standings[0] if standings else None
@@ -364,13 +445,14 @@ def top_settled(
         return out
     lead = first["name"]
     ents = statistics["entrants"]
-    complete = all(ents.get(n, {}).get("duplicate_hands") for n in (lead, *others))
+    complete = all(n in ents and ents[n]["duplicate_hands"] for n in (lead, *others))
     metric = DUPLICATE if complete else POINTS
     out["leader"], out["metric"] = lead, metric
     label = "duplicate score" if metric == DUPLICATE else "points per hand"
     pairs = pair_lookup(statistics["pairs"][metric])
     found = _challenger(lead, others, pairs)
-    if found is None or found[1]["low"] is None:
+    ends = _ends(found[1]) if found is not None else None
+    if found is None or ends is None:
         second = found[0] if found is not None else others[0]
         out["runner_up"] = second
         out["text"] = (
@@ -380,9 +462,9 @@ def top_settled(
         return out
     second, pair = found
     out["runner_up"] = second
-    d, lo, hi = pair["difference"], pair["low"], pair["high"]
+    d, (lo, hi) = pair["difference"], ends
     agrees = d >= 0
-    out.update(difference=d, low=lo, high=hi, agrees=agrees)
+    out["difference"], out["low"], out["high"], out["agrees"] = d, lo, hi, agrees
     boot = statistics["bootstrap"]
     place = "second" if agrees else "first"
     figure = (
@@ -418,13 +500,14 @@ def top_settled(
             out["text"] = f"Settled: {lead} leads {second} significantly ({figure})."
             return out
         name, other = loose[0]
+        other_ends = _ends(other)
         out["unseparated"] = name
         out["text"] = (
             f"Not settled: {lead} leads {second} significantly "
             f"({figure}), but not {name}, whose {label} is less certain ({lead} takes "
             f"{_gap_words(other['difference'], name)}; 95% interval "
-            f"{_range(other['low'], other['high'])}); play more {unit}s."
-            if other["low"] is not None
+            f"{_range(*other_ends)}); play more {unit}s."
+            if other_ends is not None
             else f"Not settled: {lead} leads {second} significantly "
             f"({figure}), but {name} has no interval yet; play more {unit}s."
         )

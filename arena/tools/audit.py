@@ -67,7 +67,8 @@ from arena.core.keys import MasterKey
 from arena.core.resources import sample_bots_dir
 from arena.core.rules import Hand, pass_mask
 from arena.protocol.records import GameRecordJSON
-from arena.report.outputs import AUDIT_FILE, game_page, moment_fragment
+from arena.report.files import AUDIT_FILE, game_page
+from arena.report.replays import moment_fragment
 from arena.tools.verify import VerifyError, _load, revealed_key
 from arena.tournament.runner import read_journal
 

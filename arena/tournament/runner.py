@@ -66,6 +66,7 @@ from arena.game.referee import (
     SeatSetup,
     start_bot,
 )
+from arena.protocol.records import FORMAT_VERSION as FORMAT_VERSION  # (moved; re-exported)
 from arena.protocol.records import GameRecordJSON, read_record
 from arena.seats.entrants import Entrant
 from arena.seats.forget import drop_kernel_caches
@@ -76,8 +77,6 @@ from arena.seats.process import BotProcess, close_all
 if TYPE_CHECKING:
     from arena.game.feed import LiveFeed
 
-#: Version of the output folder's files; 2: deals and seeds from a master key.
-FORMAT_VERSION: Final = 2
 
 #: Seatings of a table per round: ``"rotations"`` (4, the default) or ``"full"`` (24).
 SEATINGS: Final = ("rotations", "full")

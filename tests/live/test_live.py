@@ -20,7 +20,7 @@ from arena.game.referee import Referee, RefereeSettings, SeatSetup
 from arena.live.hub import Hub, standings_rows
 from arena.live.server import Address, LiveError, host_name, needs_token, parse_address
 from arena.protocol.faults import Fault, FaultKind
-from arena.report.outputs import analyse
+from arena.results.analysis import analyse
 from arena.tournament.runner import TournamentSettings, schedule_round_robin
 from arena.tournament.synthetic import synthesize
 

@@ -465,7 +465,7 @@ def test_paced_view_follows_finished_deals_card_by_card(browser: Any, tmp_path: 
     # Issue 24 items 5, 6, 7 and 9, from a hub the test feeds (no bots).
     from arena.game.feed import TableState
     from arena.live.hub import Hub, standings_rows
-    from arena.report.outputs import analyse
+    from arena.results.analysis import analyse
     from arena.tournament.runner import TournamentSettings, schedule_round_robin
     from arena.tournament.synthetic import synthesize
 

@@ -19,7 +19,7 @@ from conftest import BOTS, bot, load_outputs, run_arena
 
 from arena.cli.main import EXIT_FAILED, EXIT_OK, EXIT_OUTPUT, EXIT_USAGE
 from arena.core.keys import MasterKey
-from arena.report.outputs import build_results
+from arena.results.analysis import build_results
 
 FOUR = [
     bot("first_legal", "a"),
