@@ -118,7 +118,9 @@ def serve_command(args: argparse.Namespace) -> int:
                 return EXIT_OK
         finally:
             comp.close()
-        raise CliError("serve DIR: the runner is not in this build yet", EXIT_ENVIRONMENT)
+        from arena.server.runner import serve_forever
+
+        return serve_forever(args.folder, listen=args.listen, user=args.user, cores=args.cores)
     except folder.FolderError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     finally:

@@ -576,3 +576,12 @@ def describe_settings(settings: CompetitionSettings) -> Sequence[str]:
         f"ladder: lag {settings.ladder.lag} tables, house bots "
         f"{', '.join(settings.ladder.house_bots)}, fault budget {settings.ladder.fault_budget}",
     ]
+
+
+def submission_dir(paths: CompetitionPaths, sha256: str) -> Path:
+    """Where a submission's files are kept, by its SHA-256: ``uploads/<sha256>/``
+    holding ``bot.py`` (a ``.py`` submission) or the unpacked zip (``bot.toml``
+    at its root). The web process writes it; the runner only reads it."""
+    if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
+        raise FolderError(f"not a SHA-256: {sha256[:70]!r}")
+    return paths.uploads / sha256
