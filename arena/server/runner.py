@@ -556,17 +556,25 @@ class Runner:
                 records.append(record)
                 self._game_send.send_nowait((table.id, record))
 
+            budget = math.inf
+            if table.numbering == "validation" and self.settings.gate.validation_seconds:
+                budget = self.settings.gate.validation_seconds
             try:
-                await play_games(
-                    entrants,
-                    settings,
-                    self.launcher,
-                    self._specs(table),
-                    self.deal_locks,
-                    on_record,
-                )
+                with trio.move_on_after(budget) as scope:
+                    await play_games(
+                        entrants,
+                        settings,
+                        self.launcher,
+                        self._specs(table),
+                        self.deal_locks,
+                        on_record,
+                    )
             except Exception as exc:  # the server's failure, never the bots'
                 void = f"the server could not play it: {type(exc).__name__}: {exc}"
+                return
+            if scope.cancelled_caught:
+                records.clear()
+                void = f"the server stopped it: past its time budget of {budget:g} s"
                 return
             if len(records) != ladder.ROTATIONS:
                 void = f"the server played {len(records)} of its 4 games"

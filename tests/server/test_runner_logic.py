@@ -238,3 +238,32 @@ def test_the_runner_refuses_to_start_where_bots_cannot_be_sealed(
         folder.FolderError, match=r"^the server cannot start: --sandbox needs bubblewrap"
     ):
         start_runner(root, RunnerConfig())
+
+
+def test_a_validation_past_its_time_budget_is_the_servers_and_runs_again(
+    tmp_path: Path, scripted: list[tuple[str, Script | Exception]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "c"
+    _competition(root, 1)
+    (root / "competition.toml").write_text(
+        (root / "competition.toml")
+        .read_text()
+        .replace("validation_seconds = 900.0", "validation_seconds = 1.0")
+    )
+    real = runner.play_games
+    calls = []
+
+    async def slow_once(*args: Any) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            await trio.sleep_forever()
+        await real(*args)
+
+    monkeypatch.setattr(runner, "play_games", slow_once)
+    _run(root, 0)
+    tables = _read(root, store.tables_in, "validation")
+    assert [(t.status, t.void_reason) for t in tables] == [
+        ("void", "the server stopped it: past its time budget of 1 s"),
+        ("done", None),
+    ]
+    assert _read(root, store.submission, 1).status == "ranked"
