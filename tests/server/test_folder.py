@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,69 @@ def test_serve_on_a_folder_that_is_not_one(
 ) -> None:
     assert main(["serve", str(tmp_path), "--list"]) == 2
     assert "is not a competition folder (make one with" in capsys.readouterr().err
+
+
+@pytest.fixture
+def request_cleanup() -> Iterator[list[Path]]:
+    folders: list[Path] = []
+    yield folders
+    import shutil
+
+    for f in folders:
+        shutil.rmtree(f, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving folders to another user needs root")
+def test_init_as_root_gives_the_database_and_uploads_to_the_web_user(
+    tmp_path: Path, request_cleanup: list[Path]
+) -> None:
+    import pwd
+    import sqlite3
+    import tempfile
+
+    nobody = pwd.getpwnam("nobody")
+    # pytest's tmp_path is under a root-only folder: the web user could not reach it.
+    base = Path(tempfile.mkdtemp(prefix="hearts-serve-test-"))
+    os.chmod(base, 0o755)
+    request_cleanup.append(base)
+    made = folder.init_folder(base / "c", web_user="nobody")
+    p = made.paths
+    owners = {
+        x.name: (x.stat().st_uid, _mode(x))
+        for x in (p.root, p.key, p.db_dir, p.uploads, p.runner, p.database)
+    }
+    assert owners == {
+        "c": (0, 0o711),
+        "key": (0, 0o600),
+        "db": (nobody.pw_uid, 0o700),
+        "uploads": (nobody.pw_uid, 0o700),
+        "runner": (0, 0o700),
+        db.DATABASE_NAME: (nobody.pw_uid, 0o600),
+    }
+    pid = os.fork()
+    if pid == 0:  # the web user: may write the database, may not read the key
+        code = 0
+        try:
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            (p.root / "competition.toml").read_text()  # the folder is reachable
+            try:
+                p.key.read_bytes()
+                code = 1
+            except PermissionError:
+                pass
+            conn = sqlite3.connect(p.database)
+            conn.execute("INSERT INTO meta (key, value) VALUES ('web', 'yes')")
+            conn.commit()
+            conn.close()
+        except BaseException:
+            code = 2
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    comp = folder.open_folder(p.root)
+    with comp.database.read() as conn:
+        assert store.get_meta(conn, "web") == "yes"
+    comp.close()
+    with pytest.raises(folder.FolderError, match="no user 'no-such-user-x'"):
+        folder.init_folder(tmp_path / "d", web_user="no-such-user-x")
