@@ -723,3 +723,26 @@ def standings_rows(conn: Connection) -> tuple[int, list[StandingRow]]:
             )
     rows.sort(key=lambda x: (-x.conservative, x.participant))
     return through, rows
+
+
+def tables_in_play(conn: Connection) -> int:
+    """Tables chosen or playing, of every numbering."""
+    n = conn.execute(
+        select(func.count())
+        .select_from(db.tables)
+        .where(db.tables.c.status.in_(("chosen", "playing")))
+    ).scalar_one()
+    return int(n)
+
+
+def standings_json(conn: Connection) -> dict[str, Any]:
+    """The body of ``GET /api/standings`` (the tooling contract of issue 27):
+    ``rated_through`` (ladder tables folded), ``tables_in_play`` and ``rows``
+    (:meth:`StandingRow.to_json`, best first: each holds ``participant``,
+    ``submission``, ``games``, ``mu``, ``sigma`` and ``conservative``)."""
+    through, rows = standings_rows(conn)
+    return {
+        "rated_through": through,
+        "tables_in_play": tables_in_play(conn),
+        "rows": [r.to_json() for r in rows],
+    }

@@ -275,3 +275,25 @@ def test_a_new_submission_shows_the_previous_until_it_has_20_games(database: db.
     assert [(r.submission, r.status, r.new_games, r.mu) for r in rows] == [
         (2, "ranked", None, 20.0)
     ]
+
+
+def test_standings_json_holds_the_tooling_contract(database: db.Database) -> None:
+    with database.write() as conn:
+        ann = store.add_participant(conn, "ann", 0.0)
+        s, _ = store.add_submission(conn, ann.id, "a" * 64, "py", 1, 1.0)
+        store.record_step(conn, s.id, "check", True, 2.0)
+        store.record_step(conn, s.id, "validation", True, 3.0)
+        seating = ["s1", "house:low", "house:random", "house:heuristic"]
+        store.add_table(conn, "ladder", 0, "L0", seating, seating, 4.0)
+        store.store_fold(conn, 1, {"s1": store.Rating(26.0, 5.0, 4)})
+        body = store.standings_json(conn)
+    assert body["rated_through"] == 1 and body["tables_in_play"] == 1
+    (row,) = body["rows"]
+    assert {k: row[k] for k in ("participant", "submission", "games", "mu", "sigma")} == {
+        "participant": "ann",
+        "submission": 1,
+        "games": 4,
+        "mu": 26.0,
+        "sigma": 5.0,
+    }
+    assert row["conservative"] == pytest.approx(11.0)
