@@ -4,6 +4,7 @@ The package's folders are its layers, each importing only those below it
 (checked in CI by the import-linter contracts in ``pyproject.toml``)::
 
     cli          the command line: parsing, settings, exit codes
+    server       the competition server: database, gate, ladder, runner
     tools, live  check/replay/play/verify; the spectator's view
     report       results.json, standings.csv, HTML, JUnit, verdicts
     tournament   schedules, formats, the runner, executors

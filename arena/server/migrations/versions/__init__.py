@@ -1,0 +1,1 @@
+"""The database's revisions, oldest first (``v0001_initial``, ...)."""
