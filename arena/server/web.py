@@ -239,6 +239,29 @@ def _templates() -> Any:
     return env
 
 
+#: The templates of the pages.
+TEMPLATES: Final = (
+    "base.html.j2",
+    "standings.html.j2",
+    "tables.html.j2",
+    "table.html.j2",
+    "environment.html.j2",
+    "missing.html.j2",
+)
+
+
+def preload() -> None:
+    """Load every template, asset and lazily imported library now (the web
+    process does before it drops its privileges)."""
+    import jinja2.ext  # noqa: F401
+    import python_multipart  # noqa: F401
+    from starlette import formparsers  # noqa: F401
+
+    for name in TEMPLATES:
+        _templates().get_template(name)
+    _assets()
+
+
 def render(name: str, **context: Any) -> str:
     """Render ``arena/server/templates/NAME`` (autoescaped)."""
     return str(_templates().get_template(name).render(**context))
