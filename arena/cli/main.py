@@ -36,6 +36,7 @@ from arena.cli.init import is_init, run_as_init
 from arena.cli.kits import KIT_COMMANDS, add_kit_commands
 from arena.cli.live import add_watch_command, watch_command
 from arena.cli.options import UsageParser, add_run_options
+from arena.cli.serve import add_serve_command, serve_command
 from arena.cli.submit import SUBMIT_COMMANDS, add_submit_commands
 from arena.cli.tools import TOOL_COMMANDS, add_tool_commands
 from arena.seats import cgroups
@@ -111,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_tool_commands(sub)
     add_watch_command(sub)
     add_kit_commands(sub)
+    add_serve_command(sub)
     add_submit_commands(sub)
     return parser
 
@@ -233,6 +235,8 @@ def _command(name: str) -> Any:
         return getattr(commands, f"{name}_command")
     if name == "watch":
         return watch_command
+    if name == "serve":
+        return serve_command
     return TOOL_COMMANDS.get(name) or KIT_COMMANDS.get(name) or SUBMIT_COMMANDS.get(name)
 
 

@@ -1,0 +1,127 @@
+"""``hearts-arena serve DIR``: a competition server (issue 27; README,
+"Running a competition server").
+
+``--init`` makes the competition folder, ``--add``/``--revoke``/``--suspend``/``--list``
+manage its participants; without them the server starts (its runner, which
+spawns the web process). The server's libraries (the ``[server]`` extra:
+SQLAlchemy, Alembic) are imported only when this command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from arena.cli.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_USAGE, CliError
+
+
+def add_serve_command(sub: Any) -> None:
+    """Add ``serve`` to the subcommands."""
+    serve = sub.add_parser(
+        "serve", allow_abbrev=False, help="run a competition server on a competition folder"
+    )
+    serve.add_argument("folder", type=Path, metavar="DIR", help="the competition folder")
+    admin = serve.add_mutually_exclusive_group()
+    admin.add_argument(
+        "--init", action="store_true", help="make DIR: settings, key, database (then stop)"
+    )
+    admin.add_argument("--add", metavar="NAME", help="add a participant and print its token once")
+    admin.add_argument("--revoke", metavar="NAME", help="revoke a participant: tokens, submissions")
+    admin.add_argument(
+        "--suspend", metavar="NAME", help="suspend a participant: no new submissions"
+    )
+    admin.add_argument(
+        "--list", action="store_true", help="list participants and void tables with their reasons"
+    )
+    serve.add_argument(
+        "--settings",
+        type=Path,
+        metavar="FILE",
+        help="--init: the competition's settings (TOML: [game], [limits], [ladder], [gate])",
+    )
+    serve.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="F",
+        help="--add: write the token to the new owner-only file F instead of printing it",
+    )
+    serve.add_argument(
+        "--user",
+        metavar="USER",
+        help="the web process's unprivileged user (required as root; --init: owns db/, uploads/)",
+    )
+    serve.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        default="127.0.0.1:8000",
+        help="where the web process listens (default 127.0.0.1:8000)",
+    )
+    serve.add_argument(
+        "--cores",
+        type=int,
+        metavar="N",
+        default=None,
+        help="cores for bots (default: all but one, kept for the runner and the web process)",
+    )
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    """Run ``serve`` (parsed arguments -> exit code)."""
+    try:
+        from arena.server import folder
+    except ImportError as exc:  # the [server] extra is missing
+        raise CliError(
+            f"serve needs the server's libraries ({exc.name}): pip install 'hearts-arena[server]'",
+            EXIT_ENVIRONMENT,
+        ) from None
+    if args.settings is not None and not args.init:
+        raise CliError("--settings goes with --init")
+    if args.token_file is not None and args.add is None:
+        raise CliError("--token-file goes with --add")
+    try:
+        if args.init:
+            settings = (
+                folder.CompetitionSettings.read(args.settings)
+                if args.settings is not None
+                else None
+            )
+            made = folder.init_folder(args.folder, settings, args.user)
+            print(f"competition folder {made.paths.root} made")
+            for line in folder.describe_settings(made.settings):
+                print(f"  {line}")
+            print(f"key SHA-256: {made.key_sha256}")
+            return EXIT_OK
+        comp = folder.open_folder(args.folder)
+        try:
+            if args.add is not None:
+                _, token = folder.add_participant(comp, args.add)
+                if args.token_file is not None:
+                    folder.write_token_file(args.token_file, token)
+                    print(f"participant {args.add} added; token written to {args.token_file}")
+                else:
+                    print(f"participant {args.add} added; token (shown once):")
+                    print(token)
+                return EXIT_OK
+            if args.revoke is not None:
+                folder.set_status(comp, args.revoke, "revoked")
+                print(f"participant {args.revoke} revoked: tokens revoked, submissions retired")
+                return EXIT_OK
+            if args.suspend is not None:
+                folder.set_status(comp, args.suspend, "suspended")
+                print(f"participant {args.suspend} suspended: no new submissions")
+                return EXIT_OK
+            if args.list:
+                for line in folder.listing(comp):
+                    print(line)
+                return EXIT_OK
+        finally:
+            comp.close()
+        from arena.server.runner import serve_forever
+
+        return serve_forever(args.folder, listen=args.listen, user=args.user, cores=args.cores)
+    except folder.FolderError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    finally:
+        sys.stdout.flush()

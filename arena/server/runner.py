@@ -1,0 +1,763 @@
+"""The server's runner: one Trio program that holds the key, runs each
+submission's check, chooses and plays validation and ladder tables as tasks
+of its loop, and writes every result through one database-writer task.
+
+Structure (:class:`Runner`):
+
+* a **scheduler** that fills ``slots`` (tables at once: the runner's cores)
+  with validation tables first (a new bot's first games soon), then ladder
+  tables as far as the lag allows (:mod:`arena.server.ladder`);
+* a **gate** task that checks queued submissions one at a time (``check``
+  sealed, in a process of its own: :mod:`arena.server.gate`), each within its
+  time budget, run once more if the failure was the server's;
+* one task per table, playing its four games through :func:`play_games`
+  (the one seam to the tournament layer's runner); each record goes to a
+  memory channel;
+* one **writer** task that reads the channel and writes: a game's record,
+  then at a table's end its state (done or void), the gate step it decided,
+  the fold as far as it reaches (ratings per submission, in table order, void
+  tables skipped), ranked games, fault runs and retirements.
+
+At start (:meth:`Runner.recover`) it removes what a killed runner left (the
+control groups recorded in ``runner/``, every bot process carrying the last
+run id, their temporary folders and copies) and puts each table that was
+playing back to ``chosen``: it is played again from scratch under the same
+deal. A table is void (never rated, never charged) when its games could not
+be played (a sandbox that did not start, the server's error), when a house
+bot faults at a ladder table, or when it was stopped more than
+:data:`MAX_TABLE_ATTEMPTS` times.
+
+The log is one JSON object a line (stderr by default); text from bots and
+participants passes :func:`arena.protocol.codec.clean_text`; tokens are never
+logged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, TextIO
+
+import trio
+from sqlalchemy import Connection, select, update
+
+from arena.core.keys import MasterKey
+from arena.protocol.codec import clean_text
+from arena.protocol.records import GameRecordJSON, GameSpec
+from arena.seats import cgroups, seal
+from arena.seats.cores import CoreGate
+from arena.seats.entrants import Entrant, EntrantError, parse_entrant, remove_tmpdirs_of_run
+from arena.seats.isolation import IsolationError, kill_all
+from arena.seats.launcher import RUN_VARIABLE, Launcher, LaunchOptions
+from arena.server import db, gate, ladder, store
+from arena.server.folder import (
+    Competition,
+    CompetitionSettings,
+    FolderError,
+    check_key,
+    open_folder,
+    submission_dir,
+)
+from arena.tournament.runner import DealLocks, TournamentRunner, TournamentSettings
+
+#: Plays of one table at most (a restart replays it; a third stop voids it).
+MAX_TABLE_ATTEMPTS: Final = 3
+#: Seconds the scheduler sleeps when nothing woke it (new submissions arrive
+#: from the web process through the database).
+POLL_SECONDS: Final = 1.0
+#: The runner's own state file in ``runner/``: the last run id.
+STATE_FILE: Final = "runner.json"
+
+PR_SET_PDEATHSIG: Final = 1
+
+
+def _log_line(out: TextIO, event: str, fields: dict[str, Any]) -> None:
+    entry = {"t": round(time.time(), 3), "event": event, **fields}
+    out.write(json.dumps(entry, sort_keys=False) + "\n")
+    out.flush()
+
+
+async def play_games(
+    entrants: Sequence[Entrant],
+    settings: TournamentSettings,
+    launcher: Launcher,
+    games: Sequence[GameSpec],
+    deal_locks: DealLocks,
+    on_record: Callable[[GameRecordJSON], None],
+) -> None:
+    """Play ``games`` (one table's four) in this Trio loop and hand each record
+    to ``on_record``: the runner's one seam to the tournament layer (today
+    :class:`arena.tournament.runner.TournamentRunner`; the async executors'
+    ``play(games, on_record)`` fits here unchanged). Cancellable: bot processes
+    are closed before it returns."""
+    runner = TournamentRunner(list(entrants), settings, launcher, on_record, deal_locks)
+    await runner.run(list(games))
+
+
+@dataclass
+class RunnerConfig:
+    """How a runner runs (none of it changes which tables are chosen).
+
+    Attributes:
+        slots: tables played at once (``--cores``; the ladder's lag, not this,
+            decides what each table is chosen from).
+        sandbox: seal bots: ``True`` (required; the server refuses to start
+            where bots cannot be sealed) or ``None`` (where possible: tests on
+            machines without bubblewrap).
+        ladder_tables: stop choosing ladder tables at this number (tests and
+            benchmarks), ``None`` for a server that runs on.
+        exit_when_idle: return once nothing is queued, checked, validated or
+            playing and no ladder table is left to choose.
+        check_python: the interpreter of the check process.
+        log: where the JSON log lines go.
+    """
+
+    slots: int = 1
+    sandbox: bool | None = True
+    ladder_tables: int | None = None
+    exit_when_idle: bool = False
+    check_python: str = field(default_factory=lambda: sys.executable)
+    log: TextIO = field(default_factory=lambda: sys.stderr)
+    cores: int = 0
+
+
+@dataclass(frozen=True)
+class _Finished:
+    """A table's end, for the writer."""
+
+    table_id: int
+    records: list[GameRecordJSON]
+    void_reason: str | None
+
+
+class Runner:
+    """The competition's runner on an opened folder with its checked key."""
+
+    def __init__(self, comp: Competition, key: MasterKey, config: RunnerConfig) -> None:
+        self.comp = comp
+        self.key = key
+        self.config = config
+        self.settings: CompetitionSettings = comp.settings
+        self.database = comp.database
+        self.deal_locks = DealLocks()
+        self.cgroup_run = os.urandom(8).hex()
+        self.run_id = os.urandom(8).hex()
+        gate_ = CoreGate(config.cores)
+        self.options = LaunchOptions(
+            limits=self.settings.limits.limits(),
+            sandbox=config.sandbox,
+            tmp_mb=self.settings.limits.tmp_mb,
+            run_id=self.run_id,
+            cgroup_run=self.cgroup_run,
+            cores=config.cores,
+            gate=gate_,
+        )
+        self.launcher = Launcher(self.options)
+        self._launcher_lock = trio.Lock()
+        self._wake = trio.Event()
+        self._playing: set[int] = set()  # table ids in flight
+        self._send, self._receive = trio.open_memory_channel[_Finished](64)
+        self._game_send, self._game_receive = trio.open_memory_channel[tuple[int, GameRecordJSON]](
+            256
+        )
+        self.tournament = TournamentSettings(
+            key=key,
+            target_score=self.settings.game.target_score,
+            hands=self.settings.game.hands,
+            referee=self.settings.referee(),
+        )
+        self.validation_tournament = TournamentSettings(
+            key=key, target_score=None, hands=1, referee=self.settings.referee()
+        )
+        self._watchdog: Any = None
+
+    # -- the log ----------------------------------------------------------------
+
+    def log(self, event: str, **fields: Any) -> None:
+        """One JSON line: ``{"t", "event", ...fields}`` (strings cleaned)."""
+        clean = {k: clean_text(v, 300) if isinstance(v, str) else v for k, v in fields.items()}
+        _log_line(self.config.log, event, clean)
+
+    # -- start and clean-up -----------------------------------------------------
+
+    def recover(self) -> dict[str, int]:
+        """Remove what a killed runner on this folder left and put its
+        unfinished tables back to be played again. Returns counts
+        (``killed``, ``folders``, ``tables``)."""
+        state_dir = self.comp.paths.runner
+        killed = 0
+        if not cgroups.recorded_arena_alive(state_dir):
+            killed += cgroups.remove_recorded(state_dir)
+        folders = 0
+        try:
+            old = json.loads((state_dir / STATE_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            old = {}
+        old_run = old.get("run_id") if isinstance(old, dict) else None
+        if isinstance(old_run, str) and old_run.isalnum():
+            killed += kill_all(env=f"{RUN_VARIABLE}={old_run}")
+            folders += remove_tmpdirs_of_run(old_run)
+        folders += seal.remove_package_copies_of_dead_arenas()
+        tables = self.database.run_write(self._reset_unfinished)
+        return {"killed": killed, "folders": folders, "tables": tables}
+
+    @staticmethod
+    def _reset_unfinished(conn: Connection) -> int:
+        now = time.time()
+        rows = conn.execute(select(db.tables.c.id).where(db.tables.c.status == "playing")).all()
+        for (tid,) in rows:
+            store.set_table_status(conn, int(tid), "chosen", now)
+        # A check interrupted by the stop runs again (its place is its id).
+        conn.execute(
+            update(db.submissions).where(db.submissions.c.status == "check").values(status="queued")
+        )
+        return len(rows)
+
+    def _record_state(self) -> None:
+        state_dir = self.comp.paths.runner
+        tmp = state_dir / f"{STATE_FILE}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            json.dump({"run_id": self.run_id, "pid": os.getpid()}, f)
+        os.replace(tmp, state_dir / STATE_FILE)
+        groups = self.options.run_groups
+        if groups is not None:
+            cgroups.record_run(state_dir, groups.dirs())
+            with contextlib.suppress(OSError):
+                self._watchdog = cgroups.start_watchdog(groups.dirs())
+
+    def _end_bots(self) -> None:
+        groups = self.options.run_groups
+        if groups is not None:
+            cgroups.remove_run_dirs(groups.dirs())
+            with contextlib.suppress(OSError):
+                (self.comp.paths.runner / cgroups.RECORD_FILE).unlink()
+        if self._watchdog is not None:
+            self._watchdog.kill()
+            self._watchdog.wait()
+        kill_all(env=f"{RUN_VARIABLE}={self.run_id}")
+        remove_tmpdirs_of_run(self.run_id)
+
+    def check_sealing(self) -> None:
+        """Resolve the seal now.
+
+        Raises:
+            FolderError: bots cannot be sealed here and the seal is required.
+        """
+        try:
+            self.launcher.check([])
+        except IsolationError as exc:
+            raise FolderError(f"the server cannot start: {exc}") from None
+
+    # -- the program ------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Run until cancelled (or idle, with ``exit_when_idle``)."""
+        counts = await trio.to_thread.run_sync(self.recover)
+        self.log("start", sealed=self.launcher.sealed, slots=self.config.slots, **counts)
+        self._record_state()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._writer)
+                nursery.start_soon(self._game_writer)
+                nursery.start_soon(self._gate)
+                await self._schedule(nursery)
+                nursery.cancel_scope.cancel()
+        finally:
+            self.launcher.close()
+            self._end_bots()
+            self.log("stop")
+
+    def _poke(self) -> None:
+        self._wake.set()
+
+    async def _sleep(self) -> None:
+        with trio.move_on_after(POLL_SECONDS):
+            await self._wake.wait()
+        self._wake = trio.Event()
+
+    # -- the gate: checks -------------------------------------------------------
+
+    async def _gate(self) -> None:
+        while True:
+            queued = await self.database.read_async(store.submissions_in, "queued")
+            if not queued:
+                await trio.sleep(POLL_SECONDS)
+                continue
+            await self._check(queued[0])
+            self._poke()
+
+    def _entrant(self, sub: store.SubmissionRow) -> Entrant:
+        folder = submission_dir(self.comp.paths, sub.sha256)
+        return parse_entrant(gate.submission_entrant(sub.label, sub.kind, folder))
+
+    async def _check(self, sub: store.SubmissionRow) -> None:
+        try:
+            entrant_text = gate.submission_entrant(
+                sub.label, sub.kind, submission_dir(self.comp.paths, sub.sha256)
+            )
+        except FolderError as exc:
+            entrant_text = ""
+            result = gate.StepResult(False, str(exc))
+        for run in range(gate.STEP_RUNS):
+            await self.database.write_async(store.start_step, sub.id, "check", time.time())
+            self.log("check", submission=sub.id, run=run + 1)
+            if not entrant_text:
+                break
+            argv = gate.check_argv(entrant_text, self.settings, self.config.check_python)
+            code, output = await self._run_check(argv)
+            result = gate.judge_check(code, output)
+            if not result.server_fault:
+                break
+            self.log("check_server_fault", submission=sub.id, reason=result.reason)
+        if result.server_fault:
+            result = gate.StepResult(
+                False,
+                f"the server could not check it twice ({result.reason}); submit it again",
+                True,
+                result.output,
+            )
+        await self.database.write_async(
+            store.record_step,
+            sub.id,
+            "check",
+            result.passed,
+            time.time(),
+            result.reason,
+            result.output,
+        )
+        self.log("checked", submission=sub.id, passed=result.passed, reason=result.reason)
+
+    async def _run_check(self, argv: list[str]) -> tuple[int | None, str]:
+        env = {k: v for k, v in os.environ.items() if k not in ("HEARTS_ARENA_TOKEN",)}
+        budget = self.settings.gate.check_seconds or math.inf
+        out = bytearray()
+        with trio.move_on_after(budget) as scope:
+            proc = await trio.lowlevel.open_process(
+                argv,
+                stdin=None,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                preexec_fn=_die_with_parent,
+            )
+            try:
+                assert proc.stdout is not None
+                async with proc.stdout:
+                    while chunk := await proc.stdout.receive_some(65536):
+                        if len(out) < 4 * gate.OUTPUT_CAP:
+                            out += chunk
+                code = await proc.wait()
+            finally:
+                if proc.returncode is None:
+                    proc.send_signal(signal.SIGTERM)
+                    with trio.CancelScope(shield=True), trio.move_on_after(10):
+                        await proc.wait()
+                    if proc.returncode is None:
+                        proc.kill()
+                        with trio.CancelScope(shield=True):
+                            await proc.wait()
+        text = out.decode("utf-8", errors="replace")
+        return (None if scope.cancelled_caught else code), text
+
+    # -- the scheduler -----------------------------------------------------------
+
+    async def _schedule(self, nursery: trio.Nursery) -> None:
+        while True:
+            started = await self._start_tables(nursery)
+            if not started and self.config.exit_when_idle and await self._idle():
+                return
+            await self._sleep()
+
+    async def _idle(self) -> bool:
+        if self._playing:
+            return False
+
+        def busy(conn: Connection) -> bool:
+            for status in ("queued", "check", "validation"):
+                if store.submissions_in(conn, status):
+                    return True
+            return bool(store.tables_in(conn, "ladder", ["chosen", "playing"]))
+
+        if await self.database.read_async(busy):
+            return False
+        limit = self.config.ladder_tables
+        if limit is None:
+            return False
+        field = await self.database.read_async(self._field)
+        nxt = await self.database.read_async(store.next_number, "ladder")
+        return nxt >= limit or field is None
+
+    async def _start_tables(self, nursery: trio.Nursery) -> int:
+        started = 0
+        # Tables chosen but not playing (a restart's, or a replay): first.
+        for numbering in ("validation", "ladder"):
+            for row in await self.database.read_async(store.tables_in, numbering, ["chosen"]):
+                if len(self._playing) >= self.config.slots:
+                    return started
+                if row.id not in self._playing:
+                    self._launch(nursery, row)
+                    started += 1
+        while len(self._playing) < self.config.slots:
+            t = await self.database.write_async(self._choose_validation, time.time())
+            if t is None:
+                break
+            self._launch(nursery, t)
+            started += 1
+        while len(self._playing) < self.config.slots:
+            t = await self.database.write_async(self._choose_ladder, time.time())
+            if t is None:
+                break
+            self._launch(nursery, t)
+            started += 1
+        return started
+
+    def _choose_validation(self, conn: Connection, now: float) -> store.TableRow | None:
+        waiting = store.submissions_in(conn, "validation")
+        live = {t.submission_id for t in store.tables_in(conn, "validation", ["chosen", "playing"])}
+        for sub in waiting:
+            if sub.id in live:
+                continue
+            number = store.next_number(conn, "validation")
+            seating = ladder.validation_seating(sub.label, self.settings.house_labels)
+            store.start_step(conn, sub.id, "validation", now)
+            return store.add_table(
+                conn,
+                "validation",
+                number,
+                f"V{sub.id}",
+                seating,
+                seating,
+                now,
+                submission_id=sub.id,
+            )
+        return None
+
+    def _field(self, conn: Connection) -> list[str] | None:
+        ranked = [
+            s
+            for s in store.submissions_in(conn, "ranked")
+            if (p := store.participant_by_id(conn, s.participant_id)) is not None
+            and p.status == "active"
+        ]
+        if not ranked:
+            return None
+        return ladder.field_of([s.label for s in ranked], self.settings.house_labels)
+
+    def _choose_ladder(self, conn: Connection, now: float) -> store.TableRow | None:
+        t = store.next_number(conn, "ladder")
+        if self.config.ladder_tables is not None and t >= self.config.ladder_tables:
+            return None
+        lag = self.settings.ladder.lag
+        through = store.rated_through(conn)
+        if not ladder.can_choose(t, lag, through):
+            return None  # the prefix it is chosen from is not folded yet: wait
+        field = self._field(conn)
+        if field is None:
+            return None
+        fp = ladder.fold_point(t, lag)
+        fold = store.fold_at(conn, fp)
+        if fold is None:
+            return None
+        joined: dict[str, int] = {}
+        for name in field:
+            sid = store.submission_of(name)
+            if sid is None:
+                continue
+            store.set_joined_table(conn, sid, t)
+            sub = store.submission(conn, sid)
+            assert sub is not None
+            assert sub.joined_table is not None
+            joined[name] = sub.joined_table
+        first = min(joined.values(), default=t)
+        past = [
+            ladder.PastTable(r.number, r.seating, r.focus)
+            for r in store.tables_in(conn, "ladder")
+            if r.number >= min(first, fp)
+        ]
+        recent = [p for p in past if p.number >= fp]
+        chosen = ladder.choose_ladder_table(t, self.key, lag, field, fold, recent, joined, past)
+        return store.add_table(
+            conn,
+            "ladder",
+            t,
+            f"L{t}",
+            chosen.seating,
+            chosen.field,
+            now,
+            fold_through=chosen.fold_through,
+            focus=chosen.focus,
+        )
+
+    # -- playing a table ---------------------------------------------------------
+
+    def _launch(self, nursery: trio.Nursery, table: store.TableRow) -> None:
+        self._playing.add(table.id)
+        nursery.start_soon(self._play_table, table)
+
+    def _specs(self, table: store.TableRow) -> list[GameSpec]:
+        if table.numbering == "validation":
+            assert table.submission_id is not None
+            return ladder.validation_specs(
+                self.key, table.number, table.submission_id, table.seating
+            )
+        g = self.settings.game
+        return ladder.ladder_specs(self.key, table.number, table.seating, g.hands, g.target_score)
+
+    def _entrants(self, conn: Connection, table: store.TableRow) -> list[Entrant]:
+        house = dict(zip(self.settings.house_labels, self.settings.ladder.house_bots, strict=True))
+        out = []
+        for name in table.seating:
+            if name in house:
+                out.append(parse_entrant(f"{name}={house[name]}"))
+                continue
+            sid = store.submission_of(name)
+            sub = store.submission(conn, sid) if sid is not None else None
+            if sub is None:
+                raise FolderError(f"table {table.number}: unknown entrant {name}")
+            out.append(self._entrant(sub))
+        return out
+
+    async def _play_table(self, table: store.TableRow) -> None:
+        records: list[GameRecordJSON] = []
+        void: str | None = None
+        try:
+            if table.attempt >= MAX_TABLE_ATTEMPTS:
+                void = f"the server stopped it {table.attempt} times"
+                return
+            await self.database.write_async(
+                store.set_table_status, table.id, "playing", time.time()
+            )
+            self.log(
+                "table", numbering=table.numbering, number=table.number, seating=list(table.seating)
+            )
+            try:
+                entrants = await self.database.read_async(self._entrants, table)
+                async with self._launcher_lock:
+                    await trio.to_thread.run_sync(self.launcher.check, entrants)
+            except (IsolationError, EntrantError, FolderError, OSError) as exc:
+                void = f"a sandbox could not start: {exc}"
+                return
+            settings = (
+                self.validation_tournament if table.numbering == "validation" else self.tournament
+            )
+
+            def on_record(record: GameRecordJSON) -> None:
+                records.append(record)
+                self._game_send.send_nowait((table.id, record))
+
+            try:
+                await play_games(
+                    entrants,
+                    settings,
+                    self.launcher,
+                    self._specs(table),
+                    self.deal_locks,
+                    on_record,
+                )
+            except Exception as exc:  # the server's failure, never the bots'
+                void = f"the server could not play it: {type(exc).__name__}: {exc}"
+                return
+            if len(records) != ladder.ROTATIONS:
+                void = f"the server played {len(records)} of its 4 games"
+        finally:
+            with trio.CancelScope(shield=True):
+                if void is not None or len(records) == ladder.ROTATIONS:
+                    await self._send.send(_Finished(table.id, records, void))
+                else:
+                    self._playing.discard(table.id)
+
+    # -- the writer ----------------------------------------------------------------
+
+    async def _game_writer(self) -> None:
+        async for table_id, record in self._game_receive:
+            await self.database.write_async(
+                store.add_game, table_id, int(record["rotation"]), dict(record)
+            )
+
+    async def _writer(self) -> None:
+        async for done in self._receive:
+            # Every game of the table is written before its end.
+            while True:
+                try:
+                    table_id, record = self._game_receive.receive_nowait()
+                except trio.WouldBlock:
+                    break
+                await self.database.write_async(
+                    store.add_game, table_id, int(record["rotation"]), dict(record)
+                )
+            events = await self.database.write_async(self._finish_table, done, time.time())
+            for event, fields in events:
+                self.log(event, **fields)
+            self._playing.discard(done.table_id)
+            self._poke()
+
+    def _finish_table(
+        self, conn: Connection, done: _Finished, now: float
+    ) -> list[tuple[str, dict[str, Any]]]:
+        events: list[tuple[str, dict[str, Any]]] = []
+        table = store.table_by_id(conn, done.table_id)
+        assert table is not None
+        for rec in done.records:
+            store.add_game(conn, table.id, int(rec["rotation"]), dict(rec))
+        if table.numbering == "validation":
+            events += self._finish_validation(conn, table, done, now)
+        elif done.void_reason is not None:
+            store.set_table_status(conn, table.id, "void", now, done.void_reason)
+            events.append(("void", {"number": table.number, "reason": done.void_reason}))
+        else:
+            house = set(self.settings.house_labels)
+            fault = next(
+                (
+                    f"house bot {rec['seats'][s]} faulted"
+                    for rec in done.records
+                    for s in sorted(ladder.faulted_seats(rec) | {f["seat"] for f in rec["faults"]})
+                    if rec["seats"][s] in house
+                ),
+                None,
+            )
+            if fault is not None:
+                store.set_table_status(conn, table.id, "void", now, fault)
+                events.append(("void", {"number": table.number, "reason": fault}))
+            else:
+                store.set_table_status(conn, table.id, "done", now)
+                events.append(("done", {"number": table.number}))
+                events += self._charge(conn, done.records)
+        events += self._fold(conn)
+        return events
+
+    def _finish_validation(
+        self, conn: Connection, table: store.TableRow, done: _Finished, now: float
+    ) -> list[tuple[str, dict[str, Any]]]:
+        assert table.submission_id is not None
+        sid = table.submission_id
+        label = store.entrant_label(sid)
+        if done.void_reason is not None:
+            result = gate.StepResult(False, done.void_reason, True)
+        else:
+            result = gate.judge_validation(done.records, label)
+        if result.server_fault:
+            store.set_table_status(conn, table.id, "void", now, result.reason)
+            sub = store.submission(conn, sid)
+            assert sub is not None
+            if sub.attempts < gate.STEP_RUNS:  # played again once, as a new table
+                return [("void", {"validation": table.number, "reason": result.reason})]
+            store.record_step(
+                conn,
+                sid,
+                "validation",
+                False,
+                now,
+                f"the server could not validate it twice ({result.reason}); submit it again",
+            )
+            return [("validated", {"submission": sid, "passed": False, "reason": result.reason})]
+        store.set_table_status(conn, table.id, "done", now)
+        store.record_step(conn, sid, "validation", result.passed, now, result.reason)
+        return [
+            ("validated", {"submission": sid, "passed": result.passed, "reason": result.reason})
+        ]
+
+    def _charge(
+        self, conn: Connection, records: Sequence[GameRecordJSON]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        events: list[tuple[str, dict[str, Any]]] = []
+        seated = {n for rec in records for n in rec["seats"] if store.submission_of(n) is not None}
+        for name in sorted(seated):
+            sid = store.submission_of(name)
+            assert sid is not None
+            sub = store.submission(conn, sid)
+            if sub is None:
+                continue
+            runs = ladder.fault_runs({name: sub.faults_in_row}, records)[name]
+            store.add_ranked_games(conn, sid, sum(1 for r in records if name in r["seats"]), runs)
+            budget = self.settings.ladder.fault_budget
+            if runs >= budget and sub.status == "ranked":
+                reason = f"crashed or struck out in {runs} games in a row: left ranked play"
+                store.retire_submission(conn, sid, reason)
+                events.append(("retired", {"submission": sid, "reason": reason}))
+        return events
+
+    def _fold(self, conn: Connection) -> list[tuple[str, dict[str, Any]]]:
+        through = store.rated_through(conn)
+        tables = store.tables_in(conn, "ladder")
+        statuses = [t.status for t in tables]
+        if [t.number for t in tables] != list(range(len(tables))):
+            raise RuntimeError("the ladder's table numbers have a gap")
+        reach = ladder.fold_reach(statuses, through)
+        if reach == through:
+            return []
+        fold = store.fold_at(conn, through)
+        assert fold is not None
+        for t in range(through, reach):
+            if statuses[t] == "done":
+                records: list[Any] = store.table_records(conn, tables[t].id)
+                fold = ladder.fold_tables(fold, [records])
+            store.store_fold(conn, t + 1, fold)
+        return [("rated", {"through": reach})]
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    # The check process gets SIGTERM (handled as Ctrl-C: its bots are
+    # stopped) when the runner dies, even by SIGKILL.
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def start_runner(root: Path, config: RunnerConfig) -> Runner:
+    """Open the folder, check the key against the stored SHA-256 and the seal.
+
+    Raises:
+        FolderError: one line: not a competition folder, another key, no seal.
+    """
+    comp = open_folder(root)
+    try:
+        key = check_key(comp.paths, comp.database)
+        runner = Runner(comp, key, config)
+        runner.check_sealing()
+    except BaseException:
+        comp.close()
+        raise
+    return runner
+
+
+def serve_forever(root: Path, listen: str, user: str | None, cores: int | None) -> int:
+    """``hearts-arena serve DIR``: run the runner (and the web process) until
+    stopped; returns the exit code.
+
+    Raises:
+        FolderError: the server cannot start (one line).
+    """
+    if os.geteuid() == 0 and user is None:
+        raise FolderError("run as root, serve needs --user: the web process's unprivileged user")
+    slots = max(1, (cores if cores is not None else max(1, (os.cpu_count() or 2) - 1)))
+    runner = start_runner(root, RunnerConfig(slots=slots, cores=slots))
+    # The web process (arena/server/webproc.py, the web helper's) is spawned
+    # here: spawn_web(runner.comp.paths, listen, user) once it exists.
+    import importlib
+
+    try:
+        webproc: Any = importlib.import_module("arena.server.webproc")
+    except ImportError:
+        webproc = None
+    web = webproc.spawn_web(runner.comp.paths, listen, user) if webproc is not None else None
+    try:
+        trio.run(runner.run)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if web is not None:
+            with contextlib.suppress(Exception):
+                web.terminate()
+        runner.comp.close()
+    return 0
