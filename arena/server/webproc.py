@@ -37,9 +37,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
+from arena.live.server import LiveError, parse_address
+from arena.server.folder import CompetitionPaths
 from arena.server.uploads import UploadLimits
 from arena.server.webstore import RateLimit
 
+#: Where the web process listens by default.
+DEFAULT_LISTEN: Final = "127.0.0.1:8000"
 #: ``prctl`` option: the signal a process gets when its parent dies.
 PR_SET_PDEATHSIG: Final = 1
 #: Seconds :meth:`WebProcess.start` waits for the child to serve (importing the
@@ -253,6 +257,10 @@ class WebProcess:
         """Whether the process runs."""
         return self._proc.is_alive()
 
+    def terminate(self) -> None:
+        """:meth:`close` (the name the runner calls)."""
+        self.close()
+
     def close(self) -> None:
         """Stop it (gracefully, then killed after 10 seconds)."""
         self._stop.set()
@@ -264,13 +272,27 @@ class WebProcess:
             self._sock.close()
 
 
-def spawn_web(settings: WebSettings) -> WebProcess:
-    """Start the web process for ``settings``; it serves when this returns.
+def spawn_web(
+    settings: WebSettings | CompetitionPaths,
+    listen: str | None = None,
+    user: str | None = None,
+) -> WebProcess:
+    """Start the web process; it serves when this returns. ``settings`` is a
+    :class:`WebSettings`, or a competition folder's paths served on ``listen``
+    (``[HOST:]PORT``, default ``127.0.0.1:8000``) as ``user`` (the runner's call).
 
     Raises:
         WebProcessError: as root without ``user``, an address that cannot be
             listened on, or a process that could not start (one line).
     """
+    if isinstance(settings, CompetitionPaths):
+        try:
+            address = parse_address(listen or DEFAULT_LISTEN)
+        except LiveError as exc:
+            raise WebProcessError(str(exc).replace("--live", "--listen")) from None
+        settings = WebSettings(
+            settings.database, settings.uploads, address.host, address.port, user
+        )
     web = WebProcess(settings)
     web.start()
     return web
