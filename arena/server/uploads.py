@@ -38,6 +38,7 @@ client's file name is never used: a ``.py`` is stored as ``bot.py`` beside a
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import hashlib
 import io
@@ -72,6 +73,11 @@ RATIO: Final = 200
 RATIO_FLOOR: Final = 1024 * 1024
 #: The file a ``.py`` upload is stored as.
 PY_NAME: Final = "bot.py"
+
+# zipfile decodes names with cp437 (without the UTF-8 flag), a codec found on
+# first use: found now, since the web process drops its rights (to a user who
+# may not read the installation) after importing this module.
+codecs.lookup("cp437")
 
 _ZIP_MAGIC: Final = b"PK\x03\x04"
 _EMPTY_ZIP_MAGIC: Final = b"PK\x05\x06"

@@ -36,7 +36,9 @@ seat's stderr, a transcript or a check's output; every name goes through
 
 from __future__ import annotations
 
+import json
 import math
+import sys
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -515,7 +517,20 @@ def make_app(config: WebConfig) -> Any:
             stream(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"}
         )
 
+    async def failed(request: Request, exc: Exception) -> Response:
+        # The server's log: one JSON object a line, never a token or a body.
+        line = {
+            "t": round(time.time(), 3),
+            "event": "web-error",
+            "method": request.method,
+            "path": request.url.path[:200],
+            "error": f"{type(exc).__name__}: {exc}"[:500],
+        }
+        print(json.dumps(line, ensure_ascii=True), file=sys.stderr, flush=True)
+        return JSONResponse({"error": "the server failed (its log says why)"}, 500)
+
     app = Starlette(
+        exception_handlers={Exception: failed},
         routes=[
             Route("/", index),
             Route("/events", events),
@@ -529,7 +544,7 @@ def make_app(config: WebConfig) -> Any:
             Route("/api/submissions/{id}", one, methods=["GET"]),
             Route("/static/{name}", static),
             Route("/favicon.ico", favicon),
-        ]
+        ],
     )
     guarded = Guard(app, config.loopback)
     guarded.feed = feed  # type: ignore[attr-defined]

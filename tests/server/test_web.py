@@ -470,3 +470,29 @@ def test_hypercorn_read_timeout_is_set() -> None:
     config = hypercorn_config("127.0.0.1:0")
     assert config.read_timeout == READ_TIMEOUT == 30
     assert config.accesslog is None
+
+
+def test_a_failure_is_one_json_log_line_and_a_500(
+    server: Server, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(conn: Any) -> Any:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr("arena.server.webstore.standings_json", broken)
+
+    async def main() -> None:
+        transport = httpx.ASGITransport(app=make_app(server.config), raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            r = await client.get("/api/standings", headers={"Authorization": "Bearer secret-x"})
+            assert r.status_code == 500
+            assert r.json() == {"error": "the server failed (its log says why)"}
+
+    trio.run(main)
+    (line,) = capsys.readouterr().err.splitlines()
+    logged = json.loads(line)
+    assert (logged["event"], logged["path"], logged["error"]) == (
+        "web-error",
+        "/api/standings",
+        "RuntimeError: disk on fire",
+    )
+    assert "secret-x" not in line

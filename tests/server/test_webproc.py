@@ -5,6 +5,7 @@ to open the key file."""
 from __future__ import annotations
 
 import errno
+import io
 import os
 import shutil
 import signal
@@ -13,18 +14,21 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
-from arena.server import db
+from arena.server import db, store
 from arena.server.migrate import migrate
 from arena.server.webproc import WebProcessError, WebSettings, spawn_web
 
 ROOT = os.geteuid() == 0
 USER = "nobody"
+TOKEN = "a-token-of-ann-" + "t" * 30
 needs_root = pytest.mark.skipif(not ROOT, reason="dropping to --user needs root")
 
 
@@ -43,6 +47,12 @@ def folder() -> Iterator[Path]:
     db.set_wal(path)
     database = db.Database(path)
     migrate(database)
+
+    def add(conn: Any) -> None:
+        p = store.add_participant(conn, "ann", 0.0)
+        store.add_token(conn, p.id, store.token_hash(TOKEN), 0.0)
+
+    database.run_write(add)
     database.close()
     if ROOT:
         uid, gid = _ids(USER)
@@ -105,9 +115,19 @@ def test_as_root_runs_as_the_user_and_cannot_open_the_key(folder: Path) -> None:
             check=False,
         )
         assert probe.returncode == 1 and "Permission denied" in probe.stderr
-        # it serves, reading the database as that user
+        # it serves, reading and writing the database as that user
         r = httpx.get(f"{web.url}/api/standings", timeout=30)
         assert r.json() == {"rated_through": 0, "tables_in_play": 0, "rows": []}
+        headers = {"Authorization": "Bearer " + TOKEN}
+        # a zip (its names decoded with a codec loaded before the drop) and a .py
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("bot.toml", 'command = "main.py"\n')
+            archive.writestr("main.py", "print('hi')\n")
+        r = httpx.post(f"{web.url}/api/submissions", content=buffer.getvalue(), headers=headers)
+        assert r.status_code == 201, r.text
+        stored = folder / "uploads" / r.json()["sha256"]
+        assert (stored.stat().st_uid, (stored / "main.py").stat().st_uid) == (uid, uid)
     finally:
         web.close()
     assert not web.alive()
