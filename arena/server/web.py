@@ -308,13 +308,13 @@ def bearer_token(headers: Any, query: Any, cookies: Any) -> str:
     return token
 
 
-def _participant_of(conn: Any, token: str) -> store.ParticipantRow:
+def _participant_of(conn: Any, token: str, submitting: bool) -> store.ParticipantRow:
     if not token.isascii() or len(token) > 256:
         raise ApiError(401, "unknown token", {"WWW-Authenticate": "Bearer"})
     found = store.participant_by_token_hash(conn, store.token_hash(token))
     if found is None:
         raise ApiError(401, "unknown or revoked token", {"WWW-Authenticate": "Bearer"})
-    if found.status != "active":
+    if submitting and found.status != "active":
         raise ApiError(403, f"participant {found.name} is {found.status}: no submissions taken")
     return found
 
@@ -334,9 +334,10 @@ def make_app(config: WebConfig) -> Any:
     def error(exc: ApiError) -> Response:
         return JSONResponse({"error": str(exc)}, exc.status, headers=exc.headers)
 
-    async def authenticate(request: Request) -> store.ParticipantRow:
+    async def authenticate(request: Request, submitting: bool = False) -> store.ParticipantRow:
+        """The participant of the request's token (a suspended one may read, not submit)."""
         token = bearer_token(request.headers, request.query_params, request.cookies)
-        return await database.read_async(_participant_of, token)
+        return await database.read_async(_participant_of, token, submitting)
 
     async def upload_bytes(request: Request) -> bytes:
         try:
@@ -378,7 +379,7 @@ def make_app(config: WebConfig) -> Any:
 
     async def submit(request: Request) -> Response:
         try:
-            who = await authenticate(request)
+            who = await authenticate(request, submitting=True)
             wait = await database.read_async(
                 webstore.retry_after, who.id, config.rate, config.clock()
             )

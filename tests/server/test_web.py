@@ -245,6 +245,9 @@ def test_token_only_in_the_authorization_header(server: Server) -> None:
             "/api/submissions", content=BOT_PY, headers=auth(server.tokens["sue"])
         )
         assert r.status_code == 403 and "suspended" in r.json()["error"]
+        # a suspended participant still reads their own submissions
+        r = await client.get("/api/submissions", headers=auth(server.tokens["sue"]))
+        assert r.status_code == 200 and r.json()["participant"] == "sue"
         assert (await client.get("/api/submissions", headers=auth(token))).status_code == 200
 
     run(server, test)
@@ -496,3 +499,32 @@ def test_a_failure_is_one_json_log_line_and_a_500(
         "RuntimeError: disk on fire",
     )
     assert "secret-x" not in line
+
+
+def test_a_new_submission_settling_is_n_of_20(server: Server) -> None:
+    """Ann's newer passing submission (3 ranked games) does not replace her
+    row until it has 20: the row keeps submission 1 with its rating and
+    says "new submission: 3 of 20 games"."""
+    server.add("ann")
+    server.add("bob")
+    play_table(server)
+
+    def resubmit(conn: Any) -> int:
+        row, _ = store.add_submission(conn, server.ids["ann"], "b" * 64, "py", 10, 0.0)
+        for step in ("check", "validation"):
+            store.start_step(conn, row.id, step, 0.0)
+            store.record_step(conn, row.id, step, True, 0.0)
+        store.add_ranked_games(conn, row.id, 3, 0)
+        return row.id
+
+    newer = server.database.run_write(resubmit)
+
+    async def test(client: httpx.AsyncClient) -> None:
+        rows = (await client.get("/api/standings")).json()["rows"]
+        (ann,) = [r for r in rows if r["participant"] == "ann"]
+        assert (ann["submission"], ann["mu"], ann["new_games"]) == (1, 20.0, 3)
+        assert ann["note"] == "new submission: 3 of 20 games"
+        assert "new submission: 3 of 20 games" in (await client.get("/")).text
+        assert newer == 3
+
+    run(server, test)
