@@ -228,7 +228,7 @@ class Runner:
         tmp = state_dir / f"{STATE_FILE}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "w", encoding="ascii") as f:
-            json.dump({"run_id": self.run_id, "pid": os.getpid()}, f)
+            json.dump({"run_id": self.run_id, "cgroup_run": self.cgroup_run, "pid": os.getpid()}, f)
         os.replace(tmp, state_dir / STATE_FILE)
         groups = self.options.run_groups
         if groups is not None:

@@ -1,0 +1,286 @@
+"""The server's runner (arena/server/runner.py) with a real SQLite file in a
+temporary folder and real sealed sample bots (one hand a game): the gate,
+ranked tables with house bots, determinism across slots, a restart after
+SIGKILL."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from conftest import BOTS, needs_seal
+
+from arena.core.resources import sample_bots_dir
+from arena.seats import cgroups
+from arena.seats.isolation import find_processes
+from arena.seats.launcher import RUN_VARIABLE
+from arena.server import folder, store
+from arena.server.runner import STATE_FILE, RunnerConfig, start_runner
+
+pytestmark = [needs_seal, pytest.mark.timeout(600)]
+
+
+def _competition(root: Path, lag: int = 16) -> None:
+    settings = folder.CompetitionSettings.from_mapping(
+        {"game": {"hands": 1}, "ladder": {"lag": lag}}, "test"
+    )
+    folder.init_folder(root, settings)
+
+
+def _submit(root: Path, participant: str, source: Path) -> int:
+    comp = folder.open_folder(root)
+    try:
+        data = source.read_bytes()
+        sha = hashlib.sha256(data).hexdigest()
+        d = folder.submission_dir(comp.paths, sha)
+        d.mkdir(exist_ok=True)
+        (d / "bot.py").write_bytes(data)
+        with comp.database.write() as conn:
+            p = store.participant_by_name(conn, participant)
+            if p is None:
+                p = store.add_participant(conn, participant, time.time())
+            sub, _ = store.add_submission(conn, p.id, sha, "py", len(data), time.time())
+        return sub.id
+    finally:
+        comp.close()
+
+
+def _run(root: Path, **config: Any) -> list[dict[str, Any]]:
+    log = io.StringIO()
+    runner = start_runner(root, RunnerConfig(exit_when_idle=True, log=log, **config))
+    try:
+        trio.run(runner.run)
+    finally:
+        runner.comp.close()
+    return [json.loads(line) for line in log.getvalue().splitlines()]
+
+
+def _state(root: Path) -> dict[str, Any]:
+    comp = folder.open_folder(root)
+    try:
+        with comp.database.read() as conn:
+            tables = {
+                n: [
+                    (t.number, t.status, t.seating, t.deal_key, t.void_reason)
+                    for t in store.tables_in(conn, n)
+                ]
+                for n in ("validation", "ladder")
+            }
+            records = {
+                t.number: store.table_records(conn, t.id) for t in store.tables_in(conn, "ladder")
+            }
+            through, rows = store.standings_rows(conn)
+            subs = {
+                s.id: s
+                for p in store.list_participants(conn)
+                for s in store.submissions_of(conn, p.id)
+            }
+            fold = store.fold_at(conn, through)
+    finally:
+        comp.close()
+    return {
+        "tables": tables,
+        "records": records,
+        "through": through,
+        "rows": rows,
+        "subs": subs,
+        "fold": fold,
+    }
+
+
+SAMPLES = sample_bots_dir()
+
+
+def test_a_submission_is_checked_validated_and_plays_ranked_tables_with_house_bots(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "c"
+    _competition(root)
+    good = _submit(root, "ann", SAMPLES / "heuristic_bot.py")
+    crasher = tmp_path / "crasher.py"  # first_legal.py, crashing at its fifth play request
+    crasher.write_text(
+        (BOTS / "first_legal.py")
+        .read_text()
+        .replace(
+            '    elif kind == "play":\n',
+            '    elif kind == "play" and msg["trick_number"] == 5:\n'
+            '        print("crasher: giving up", file=sys.stderr, flush=True)\n'
+            "        sys.exit(3)\n"
+            '    elif kind == "play":\n',
+        )
+    )
+    bad = _submit(root, "bob", crasher)
+    log = _run(root, slots=1, ladder_tables=2)
+    s = _state(root)
+    ann, bob = s["subs"][good], s["subs"][bad]
+    assert (ann.status, ann.ranked_games, ann.joined_table) == ("ranked", 8, 0)
+    assert "14 of 14 checks passed" in (ann.check_output or "")
+    assert (bob.status, bob.failed_step) == ("failed", "check")
+    assert bob.reason.startswith(
+        "check pass-right: not reached: the bot crashed in game 1 hand 1 trick 5"
+    )  # type: ignore[union-attr]
+    assert "crasher: giving up" in (bob.check_output or "")  # its stderr: for its owner only
+    assert s["tables"]["validation"] == [
+        (0, "done", ("s1", "house:low", "house:random", "house:heuristic"), "V1", None)
+    ]
+    ladder = s["tables"]["ladder"]
+    assert [(n, st, deal) for n, st, _, deal, _ in ladder] == [(0, "done", "L0"), (1, "done", "L1")]
+    for _, _, seating, _, _ in ladder:  # one submission: three house bots fill the table
+        assert sorted(seating) == ["house:heuristic", "house:low", "house:random", "s1"]
+    for number, recs in s["records"].items():
+        assert [r["rotation"] for r in recs] == [0, 1, 2, 3]
+        assert {r["deal_key"] for r in recs} == {f"L{number}"}
+        assert {len(r["hands"]) for r in recs} == {1}
+        assert all(r["faults"] == [] for r in recs)
+    assert s["through"] == 2
+    assert sorted((r.participant, r.games, r.house) for r in s["rows"]) == [
+        ("ann", 8, False),
+        ("house:heuristic", 8, True),
+        ("house:low", 8, True),
+        ("house:random", 8, True),
+    ]
+    events = [e["event"] for e in log]
+    assert events[0] == "start" and events[-1] == "stop"
+    assert events.count("checked") == 2 and events.count("done") == 2
+    assert all(set(e) >= {"t", "event"} for e in log)
+
+
+def _four(root: Path) -> None:
+    for name, file in [
+        ("ann", "heuristic_bot.py"),
+        ("bob", "low_bot.py"),
+        ("cy", "random_bot.py"),
+        ("di", "duck_bot.py"),
+    ]:
+        _submit(root, name, SAMPLES / file)
+
+
+@pytest.fixture(scope="module")
+def validated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A competition of four sample-bot submissions, all validated before
+    ladder table 0 (lag 2, one hand a game)."""
+    root = tmp_path_factory.mktemp("validated") / "c"
+    _competition(root, lag=2)
+    _four(root)
+    # The gate is the first test's; here the four pass it directly.
+    comp = folder.open_folder(root)
+    with comp.database.write() as conn:
+        for sid in range(1, 5):
+            store.record_step(conn, sid, "check", True, 1.0)
+            store.record_step(conn, sid, "validation", True, 2.0)
+    comp.close()
+    s = _state(root)
+    assert [x.status for x in s["subs"].values()] == ["ranked"] * 4
+    return root
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+@pytest.fixture(scope="module")
+def calm(validated: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The state after four ladder tables played with one slot, never stopped."""
+    one = _copy(validated, tmp_path_factory.mktemp("calm") / "c")
+    _run(one, slots=1, cores=1, ladder_tables=4)
+    return _state(one)
+
+
+@pytest.mark.slow  # 5 ladder tables of 4 sealed games: 50-150 s on a loaded 2-core machine
+def test_the_same_submissions_give_the_same_tables_with_one_or_two_slots(
+    validated: Path, calm: dict[str, Any], tmp_path: Path
+) -> None:
+    two = _copy(validated, tmp_path / "two")
+    log = _run(two, slots=2, cores=2, ladder_tables=4)
+    a, b = calm, _state(two)
+    assert a["tables"]["ladder"] == b["tables"]["ladder"]
+    assert len(a["tables"]["ladder"]) == 4
+    assert {t[1] for t in a["tables"]["ladder"]} == {"done"}
+    # No house bot in a field of four submissions.
+    assert all(not any(n.startswith("house:") for n in t[2]) for t in a["tables"]["ladder"])
+    assert a["fold"] == b["fold"] and a["through"] == 4
+    assert [(r.participant, r.mu, r.sigma, r.games) for r in a["rows"]] == [
+        (r.participant, r.mu, r.sigma, r.games) for r in b["rows"]
+    ]
+    assert sum(r.games for r in a["rows"]) == 4 * 16
+    for t in range(4):
+        assert [r["scores"] for r in a["records"][t]] == [r["scores"] for r in b["records"][t]]
+    # Two tables did play at once with two slots (the lag of 2 allows it).
+    events = [e["event"] for e in log]
+    assert events.count("table") == 4
+    assert [i for i, e in enumerate(events) if e == "table"][1] < events.index("done")
+
+
+RUNNER_SCRIPT = """
+import sys, trio
+from pathlib import Path
+from arena.server.runner import RunnerConfig, start_runner
+r = start_runner(Path(sys.argv[1]), RunnerConfig(slots=1, ladder_tables=int(sys.argv[2]), exit_when_idle=True))
+trio.run(r.run)
+"""
+
+
+@pytest.mark.slow  # about 5 ladder tables and a restart: 45-95 s on a loaded 2-core machine
+def test_a_runner_killed_mid_table_leaves_nothing_and_ends_as_one_never_killed(
+    validated: Path, calm: dict[str, Any], tmp_path: Path
+) -> None:
+    killed = _copy(validated, tmp_path / "killed")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RUNNER_SCRIPT, str(killed), "4"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:  # wait for table 1 to have a game recorded
+            comp = folder.open_folder(killed)
+            try:
+                with comp.database.read() as conn:
+                    t1 = store.table_by_number(conn, "ladder", 1)
+                    games = len(store.table_records(conn, t1.id)) if t1 is not None else 0
+            finally:
+                comp.close()
+            if t1 is not None and t1.status == "playing" and 1 <= games < 4:
+                break
+            assert proc.poll() is None, "the runner ended before it was killed"
+            time.sleep(0.05)
+        else:
+            pytest.fail("table 1 never got to mid-table")
+        old_run = json.loads((killed / "runner" / STATE_FILE).read_text())["run_id"]
+        record = killed / "runner" / cgroups.RECORD_FILE
+        old_groups = json.loads(record.read_text())["dirs"] if record.exists() else []
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    log = _run(killed, slots=1, ladder_tables=4)
+    start = log[0]
+    assert start["event"] == "start" and start["tables"] == 1  # table 1 put back and replayed
+    assert find_processes(env=f"{RUN_VARIABLE}={old_run}") == []
+    a, b = calm, _state(killed)
+    assert b["tables"]["ladder"] == a["tables"]["ladder"]
+    assert all(t[1] == "done" and t[4] is None for t in b["tables"]["ladder"])
+    assert b["fold"] == a["fold"]
+    for t in range(4):
+        assert [r["scores"] for r in b["records"][t]] == [r["scores"] for r in a["records"][t]]
+        assert all(r["faults"] == [] for r in b["records"][t])  # no fault charged
+    comp = folder.open_folder(killed)
+    with comp.database.read() as conn:
+        assert store.table_by_number(conn, "ladder", 1).attempt == 2  # type: ignore[union-attr]
+    comp.close()
+    assert [d for d in old_groups if Path(d).exists()] == []
+    if cgroups.probe().usable:
+        assert old_groups  # the killed runner had recorded its groups

@@ -1,0 +1,240 @@
+"""The runner's bookkeeping (arena/server/runner.py) with its one seam to the
+tournament layer, ``play_games``, replaced by scripted games: validation
+replayed after a house bot's fault, void tables never rated or charged, the
+fault budget, the server's own failures. Real SQLite; no bot process."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.lowlevel
+
+from arena.protocol.faults import Fault
+from arena.protocol.records import GameSpec
+from arena.server import folder, runner, store
+from arena.server.runner import RunnerConfig, start_runner
+
+Script = Callable[[GameSpec], dict[str, Any]]
+
+
+def _game(spec: GameSpec, crashed: Sequence[str] = ()) -> dict[str, Any]:
+    faults = [
+        Fault(seat, name, "crashed", "exited (exit code 3)", 1, 5, "play").to_json()
+        for seat, name in enumerate(spec.seats)
+        if name in crashed
+    ]
+    order = sorted(range(4), key=lambda s: spec.seats[s])  # ranks by name: deterministic
+    ranks = [0, 0, 0, 0]
+    for place, seat in enumerate(order):
+        ranks[seat] = place + 1
+    return {
+        "game_index": spec.game_index,
+        "game_id": spec.game_id,
+        "table": spec.table,
+        "rotation": spec.rotation,
+        "seats": list(spec.seats),
+        "deal_key": spec.deal_key,
+        "ranks": ranks,
+        "scores": [0, 0, 0, 0],
+        "hands": [],
+        "faults": faults,
+        "struck_out": [],
+    }
+
+
+@pytest.fixture
+def scripted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Script | Exception]]:
+    """Games played by script: each table takes the next (deal key prefix, script)
+    whose prefix matches its deal key, else plays clean games."""
+    plan: list[tuple[str, Script | Exception]] = []
+
+    async def play(
+        entrants: Any, settings: Any, launcher: Any, games: Any, locks: Any, on_record: Any
+    ) -> None:
+        deal = games[0].deal_key
+        for i, (prefix, script) in enumerate(plan):
+            if deal.startswith(prefix):
+                del plan[i]
+                if isinstance(script, Exception):
+                    raise script
+                break
+        else:
+            script = _game
+        for spec in games:
+            on_record(script(spec))
+            await trio.lowlevel.checkpoint()
+
+    monkeypatch.setattr(runner, "play_games", play)
+    monkeypatch.setattr(runner.Launcher, "check", lambda self, entrants: None)
+    return plan
+
+
+def _competition(root: Path, subs: int, fault_budget: int = 8) -> None:
+    settings = folder.CompetitionSettings.from_mapping(
+        {"game": {"hands": 1}, "ladder": {"lag": 1, "fault_budget": fault_budget}}, "t"
+    )
+    folder.init_folder(root, settings)
+    comp = folder.open_folder(root)
+    with comp.database.write() as conn:
+        for i in range(subs):
+            p = store.add_participant(conn, f"p{i}", 0.0)
+            s, _ = store.add_submission(conn, p.id, f"{i:x}" * 64, "py", 1, 1.0)
+            d = folder.submission_dir(comp.paths, s.sha256)
+            d.mkdir()
+            (d / "bot.py").write_text("print('never run')\n")
+            store.record_step(conn, s.id, "check", True, 2.0)  # the check is another test's
+    comp.close()
+
+
+def _run(root: Path, ladder_tables: int) -> list[dict[str, Any]]:
+    log = io.StringIO()
+    r = start_runner(
+        root, RunnerConfig(sandbox=None, ladder_tables=ladder_tables, exit_when_idle=True, log=log)
+    )
+    try:
+        trio.run(r.run)
+    finally:
+        r.comp.close()
+    return [json.loads(x) for x in log.getvalue().splitlines()]
+
+
+def _read(root: Path, fn: Callable[..., Any], *args: Any) -> Any:
+    comp = folder.open_folder(root)
+    try:
+        with comp.database.read() as conn:
+            return fn(conn, *args)
+    finally:
+        comp.close()
+
+
+def test_a_house_bot_fault_at_validation_replays_it_once_and_charges_nothing(
+    tmp_path: Path, scripted: list[tuple[str, Script | Exception]]
+) -> None:
+    root = tmp_path / "c"
+    _competition(root, 1)
+    scripted.append(("V", lambda spec: _game(spec, crashed=["house:random"])))
+    log = _run(root, 0)
+    tables = _read(root, store.tables_in, "validation")
+    assert [(t.number, t.status, t.deal_key, t.void_reason) for t in tables] == [
+        (0, "void", "V1", "house bot house:random: crashed in game v0-k0: exited (exit code 3)"),
+        (1, "done", "V1", None),
+    ]
+    sub = _read(root, store.submission, 1)
+    assert (sub.status, sub.failed_step, sub.faults_in_row) == ("ranked", None, 0)
+    assert [e["event"] for e in log if e["event"] in ("void", "validated")] == ["void", "validated"]
+
+
+def test_a_house_bot_faulting_twice_fails_validation_as_the_servers(
+    tmp_path: Path, scripted: list[tuple[str, Script | Exception]]
+) -> None:
+    root = tmp_path / "c"
+    _competition(root, 1)
+    for _ in range(2):
+        scripted.append(("V", lambda spec: _game(spec, crashed=["house:low"])))
+    _run(root, 0)
+    sub = _read(root, store.submission, 1)
+    assert (sub.status, sub.failed_step) == ("failed", "validation")
+    assert sub.reason.startswith("the server could not validate it twice (house bot house:low")
+    assert [t.status for t in _read(root, store.tables_in, "validation")] == ["void", "void"]
+
+
+def test_a_submission_faulting_at_validation_fails_it(
+    tmp_path: Path, scripted: list[tuple[str, Script | Exception]]
+) -> None:
+    root = tmp_path / "c"
+    _competition(root, 1)
+    scripted.append(("V", lambda spec: _game(spec, crashed=["s1"])))
+    _run(root, 0)
+    sub = _read(root, store.submission, 1)
+    assert (sub.status, sub.failed_step, sub.reason) == (
+        "failed",
+        "validation",
+        "validation: crashed in game v0-k0: exited (exit code 3)",
+    )
+    assert _read(root, store.tables_in, "ladder") == []
+
+
+def test_void_ladder_tables_are_skipped_by_the_fold_and_never_charged(
+    tmp_path: Path, scripted: list[tuple[str, Script | Exception]]
+) -> None:
+    root = tmp_path / "c"
+    _competition(root, 2)
+    scripted.append(("L1", lambda spec: _game(spec, crashed=["house:low"])))
+    scripted.append(("L2", OSError(28, "No space left on device")))
+    _run(root, 4)
+    tables = _read(root, store.tables_in, "ladder")
+    assert [(t.number, t.status, t.void_reason) for t in tables] == [
+        (0, "done", None),
+        (1, "void", "house bot house:low faulted"),
+        (2, "void", "the server could not play it: OSError: [Errno 28] No space left on device"),
+        (3, "done", None),
+    ]
+    assert _read(root, store.rated_through) == 4
+    fold = _read(root, store.fold_at, 4)
+    assert {n: r.games for n, r in fold.items()} == dict.fromkeys(
+        ["house:low", "house:random", "s1", "s2"], 8
+    )
+    assert _read(root, store.fold_at, 2) == _read(root, store.fold_at, 1)  # table 1 skipped
+    for sid in (1, 2):
+        sub = _read(root, store.submission, sid)
+        assert (sub.ranked_games, sub.faults_in_row, sub.status) == (8, 0, "ranked")
+    lines = folder.listing(folder.open_folder(root))
+    assert "  ladder table 1 (L1): house bot house:low faulted" in lines
+
+
+def test_a_submission_crashing_in_8_games_in_a_row_leaves_ranked_play(
+    tmp_path: Path, scripted: list[tuple[str, Script | Exception]]
+) -> None:
+    root = tmp_path / "c"
+    _competition(root, 4)  # four submissions: every table seats all four
+    for t in range(3):
+        scripted.append((f"L{t}", lambda spec: _game(spec, crashed=["s2"])))
+    log = _run(root, 4)
+    tables = _read(root, store.tables_in, "ladder")
+    sub = _read(root, store.submission, 2)
+    assert (sub.status, sub.faults_in_row, sub.ranked_games) == ("retired", 8, 8)
+    assert sub.reason == "crashed or struck out in 8 games in a row: left ranked play"
+    assert [e["submission"] for e in log if e["event"] == "retired"] == [2]
+    assert ["s2" in t.seating for t in tables] == [True, True, False, False]
+    # A house bot takes its place in a field of three.
+    assert sorted(tables[2].seating) == ["house:low", "s1", "s3", "s4"]
+    assert [t.status for t in tables] == ["done"] * 4
+
+
+def test_the_runner_refuses_another_key_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from arena.cli.main import main
+    from arena.core.keys import MasterKey
+
+    root = tmp_path / "c"
+    made = folder.init_folder(root)
+    made.paths.key.write_text(MasterKey.generate().hex() + "\n")
+    assert main(["serve", str(root), "--user", "nobody"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1
+    assert err[0].startswith(f"error: key file {made.paths.key} is not this competition's")
+    if os.geteuid() == 0:
+        assert main(["serve", str(root)]) == 2
+        assert "serve needs --user" in capsys.readouterr().err
+
+
+def test_the_runner_refuses_to_start_where_bots_cannot_be_sealed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arena.seats import seal
+
+    root = tmp_path / "c"
+    folder.init_folder(root)
+    monkeypatch.setattr(seal, "bwrap_path", lambda: None)
+    with pytest.raises(
+        folder.FolderError, match=r"^the server cannot start: --sandbox needs bubblewrap"
+    ):
+        start_runner(root, RunnerConfig())
