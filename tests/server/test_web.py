@@ -6,6 +6,7 @@ store's own queries, as the runner writes them."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import platform
 import zipfile
@@ -528,3 +529,46 @@ def test_a_new_submission_settling_is_n_of_20(server: Server) -> None:
         assert newer == 3
 
     run(server, test)
+
+
+def test_live_pushes_at_most_twice_a_second(server: Server) -> None:
+    """Changes every 0.1 s of Trio's mock clock (ann's submissions arriving)
+    reach the streams in pushes at least the live view's PUSH_INTERVAL apart,
+    the last change included."""
+    from trio.testing import MockClock
+
+    from arena.live.server import PUSH_INTERVAL
+    from arena.server.web import Feed
+
+    server.add("ann")
+    feed = Feed(server.database, poll_seconds=0.1)
+    pushes: list[float] = []
+
+    async def main() -> None:
+        async def listen() -> None:
+            while True:
+                await feed.pusher.changed()
+                pushes.append(trio.current_time())
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(listen)
+            await trio.lowlevel.checkpoint()
+            for i in range(20):
+                server.database.run_write(
+                    lambda c, i=i: store.add_submission(
+                        c, server.ids["ann"], f"{i:064x}", "py", 1, float(i)
+                    )
+                )
+                await feed.refresh()
+                await trio.sleep(0.1)
+            for _ in range(10):
+                await feed.refresh()
+                await trio.sleep(0.1)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=MockClock(rate=0, autojump_threshold=0))
+    gaps = [b - a for a, b in itertools.pairwise(pushes)]
+    assert 4 <= len(pushes) <= 6  # 2 s of changes, one push per 0.5 s
+    assert all(g >= PUSH_INTERVAL - 1e-9 for g in gaps)
+    # changes were read (and encoded once) more often than they were pushed
+    assert feed.versions["standings"] >= 10 > len(pushes)
