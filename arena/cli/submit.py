@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from arena.cli.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
+from arena.cli.options import Number
 from arena.protocol.codec import visible_text
 
 #: The environment variable holding the token when there is no ``--token-file``.
@@ -64,7 +65,7 @@ def add_submit_commands(sub: Any) -> None:
     submit.add_argument("--wait", action="store_true", help="follow it until ranked or failed")
     submit.add_argument(
         "--timeout",
-        type=float,
+        type=Number(1, 30 * 86400, integer=False, unit="seconds"),
         default=WAIT_TIMEOUT,
         metavar="SECONDS",
         help=f"with --wait: give up after SECONDS (exit 4; default {WAIT_TIMEOUT:g})",
