@@ -37,6 +37,7 @@ from arena.cli.kits import KIT_COMMANDS, add_kit_commands
 from arena.cli.live import add_watch_command, watch_command
 from arena.cli.options import UsageParser, add_run_options
 from arena.cli.serve import add_serve_command, serve_command
+from arena.cli.submit import SUBMIT_COMMANDS, add_submit_commands
 from arena.cli.tools import TOOL_COMMANDS, add_tool_commands
 from arena.seats import cgroups
 
@@ -112,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_watch_command(sub)
     add_kit_commands(sub)
     add_serve_command(sub)
+    add_submit_commands(sub)
     return parser
 
 
@@ -235,7 +237,7 @@ def _command(name: str) -> Any:
         return watch_command
     if name == "serve":
         return serve_command
-    return TOOL_COMMANDS.get(name) or KIT_COMMANDS.get(name)
+    return TOOL_COMMANDS.get(name) or KIT_COMMANDS.get(name) or SUBMIT_COMMANDS.get(name)
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -26,6 +26,7 @@ REQUIRED: dict[str, list[str]] = {
     "replay": ["x", "--seat", "0"],
     "watch": ["x", "--live", "0"],
     "audit": ["x"],
+    "submit": ["http://127.0.0.1:9", "x.py"],
 }
 
 

@@ -1,0 +1,603 @@
+"""The competition server's web application: the HTTP API and the public
+pages, Starlette on Hypercorn's Trio worker as the live view
+(:mod:`arena.live.server`, whose security headers, loopback ``Host`` check
+and event pacing it reuses).
+
+The API (JSON; errors ``{"error": one line}``):
+
+* ``POST /api/submissions``: the body is the submission itself (a ``.py``
+  or a zip, told apart by its bytes, :mod:`arena.server.uploads`), or a
+  ``multipart/form-data`` form whose one file is. The token only in
+  ``Authorization: Bearer TOKEN``: a token in the query string or any
+  cookie is refused (400), a missing or unknown token is 401, a suspended
+  or revoked participant 403. One submission per
+  :attr:`~arena.server.webstore.RateLimit.interval_seconds` and
+  :attr:`~arena.server.webstore.RateLimit.per_day` a day per participant,
+  else 429 with ``Retry-After`` (seconds). A ``Content-Length`` over the
+  cap is refused (413) before the body is read, and the bytes are counted
+  as they come. 201 with the submission (``submission``, ``status``
+  ``queued``, ``place``, ``superseded``: the ids it replaced).
+* ``GET /api/submissions``: the participant's submissions, newest first,
+  each with its steps' results and the check's ``output`` (theirs only);
+  ``GET /api/submissions/{id}``: one of them.
+* ``GET /api/standings``: ``{"rated_through", "tables_in_play", "rows"}``
+  (:func:`arena.server.webstore.standings_json`), public.
+
+The pages (read-only, public, no script inline): ``/`` the standings, kept
+live over server-sent events (``/events``: ``standings`` and ``finished``,
+each sent when the database shows a change, at most every
+:data:`arena.live.server.PUSH_INTERVAL` seconds per stream, less often with
+many streams); ``/tables`` the finished ladder tables; ``/tables/{n}`` a
+table once its four games are done, with the report's replay player
+(``?rotation=R``); ``/environment`` what bots can use here. No page shows a
+seat's stderr, a transcript or a check's output; every name goes through
+:func:`arena.protocol.codec.clean_text` into autoescaped templates.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+
+from arena.core.resources import templates_dir
+from arena.live.server import (
+    KEEPALIVE,
+    SECURITY_HEADERS,
+    TICK,
+    Pusher,
+    dumps,
+    host_name,
+    loopback_name,
+)
+from arena.protocol.codec import clean_text
+from arena.report.outputs import SCRIPT_FILE, STYLE_FILE, json_script, replay_data
+from arena.server import store, webstore
+from arena.server.db import Database
+from arena.server.environment import environment
+from arena.server.uploads import (
+    StoredUpload,
+    UploadError,
+    UploadLimits,
+    check_length,
+    read_capped,
+    store_upload,
+)
+from arena.server.webstore import RateLimit
+
+#: Seconds Hypercorn waits for a request's bytes before closing the connection
+#: (it has no limit by default: a client sending one byte a minute holds a
+#: connection forever).
+READ_TIMEOUT: Final = 30
+#: Seconds between two looks at the database for the live standings.
+POLL_SECONDS: Final = 1.0
+#: Query parameters that look like a token (refused: a token goes in the header only).
+TOKEN_PARAMETERS: Final = frozenset({"token", "access_token", "bearer", "auth", "key"})
+#: Finished tables listed on ``/tables``.
+TABLES_SHOWN: Final = 200
+
+
+@dataclass
+class WebConfig:
+    """What the web application serves.
+
+    Attributes:
+        database: the competition's database.
+        uploads: the folder submissions are stored in (by SHA-256).
+        limits: the upload caps.
+        rate: submissions allowed per participant.
+        loopback: refuse a request whose ``Host`` is not a loopback name (403).
+        clock: seconds since the epoch (``time.time``; a test's own clock).
+        poll_seconds: seconds between two looks at the database for the live pages.
+    """
+
+    database: Database
+    uploads: Path
+    limits: UploadLimits = field(default_factory=UploadLimits)
+    rate: RateLimit = field(default_factory=RateLimit)
+    loopback: bool = True
+    clock: Callable[[], float] = time.time
+    poll_seconds: float = POLL_SECONDS
+
+
+class ApiError(Exception):
+    """A request refused: ``status`` and a one-line message; ``headers`` extra."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.headers = headers or {}
+
+
+# -- the security wrapper ------------------------------------------------------------
+
+
+class Guard:
+    """An ASGI wrapper: on loopback, a request whose ``Host`` is not a
+    loopback name is refused (403, DNS rebinding); every response gets the
+    live view's :data:`~arena.live.server.SECURITY_HEADERS`."""
+
+    def __init__(self, app: Any, loopback: bool) -> None:
+        self.app = app
+        self.loopback = loopback
+        self.headers = [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Serve one ASGI connection."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.loopback:
+            hosts = [v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"]
+            if len(hosts) != 1 or not loopback_name(host_name(hosts[0])):
+                body = b"403: this server answers to a loopback host name only\n"
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 403,
+                        "headers": [
+                            *self.headers,
+                            (b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+
+        async def send_secured(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                given = list(message.get("headers", []))
+                present = {k.lower() for k, _ in given}
+                extra = [(k, v) for k, v in self.headers if k not in present]
+                message = {**message, "headers": given + extra}
+            await send(message)
+
+        await self.app(scope, receive, send_secured)
+
+
+# -- the live feed ---------------------------------------------------------------------
+
+
+class Feed:
+    """The parts the live pages stream (``standings``, ``finished``), each
+    an event encoded once and shared by every stream; refreshed from the
+    database at most every ``poll_seconds`` whoever asks, and pushed
+    through the live view's :class:`~arena.live.server.Pusher` pacing."""
+
+    PARTS: Final = ("standings", "finished")
+
+    def __init__(self, database: Database, poll_seconds: float) -> None:
+        self.database = database
+        self.poll_seconds = poll_seconds
+        self.pusher = Pusher()
+        self.frames: dict[str, bytes] = {}
+        self.versions = dict.fromkeys(self.PARTS, 0)
+        self._mark: tuple[Any, ...] | None = None
+        self._last = -math.inf
+        self._lock = trio.Lock()
+
+    def _publish(self, name: str, value: Any) -> None:
+        self.versions[name] += 1
+        self.frames[name] = f"event: {name}\ndata: {dumps(value)}\n\n".encode()
+
+    async def refresh(self) -> None:
+        """Read the database when the last look is ``poll_seconds`` old;
+        publish and push what changed."""
+        async with self._lock:
+            now = trio.current_time()
+            if now - self._last < self.poll_seconds:
+                self.pusher.tick()
+                return
+            self._last = now
+            mark = await self.database.read_async(webstore.change_mark)
+            if mark == self._mark:
+                self.pusher.tick()
+                return
+            standings, finished = await self.database.read_async(_live_parts)
+            self._mark = mark
+            self._publish("standings", standings)
+            self._publish("finished", finished)
+            self.pusher.changed_now()
+
+    def message(self, sent: dict[str, int]) -> bytes:
+        """The events a stream that sent versions ``sent`` must write now (``sent`` updated)."""
+        out = b"".join(
+            self.frames[name]
+            for name in self.PARTS
+            if name in self.frames and sent.get(name, 0) != self.versions[name]
+        )
+        sent.update(self.versions)
+        return out
+
+
+def _live_parts(conn: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    return webstore.standings_json(conn), webstore.finished_tables_json(conn, 20)
+
+
+# -- templates -------------------------------------------------------------------------
+
+
+@cache
+def _templates() -> Any:
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    env = Environment(
+        loader=PackageLoader("arena.server", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = lambda x, digits=2: f"{x:.{digits}f}"
+    env.filters["when"] = lambda t: time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
+    return env
+
+
+#: The templates of the pages.
+TEMPLATES: Final = (
+    "base.html.j2",
+    "standings.html.j2",
+    "tables.html.j2",
+    "table.html.j2",
+    "environment.html.j2",
+    "missing.html.j2",
+)
+
+
+def preload() -> None:
+    """Load every template, asset and lazily imported library now (the web
+    process does before it drops its privileges)."""
+    import jinja2.ext  # noqa: F401
+    import python_multipart  # noqa: F401
+    from starlette import formparsers  # noqa: F401
+
+    for name in TEMPLATES:
+        _templates().get_template(name)
+    _assets()
+
+
+def render(name: str, **context: Any) -> str:
+    """Render ``arena/server/templates/NAME`` (autoescaped)."""
+    return str(_templates().get_template(name).render(**context))
+
+
+@cache
+def _assets() -> dict[str, tuple[bytes, str]]:
+    from importlib import resources
+
+    own = resources.files("arena.server").joinpath("static")
+    report = templates_dir()
+    return {
+        "server.js": (own.joinpath("server.js").read_bytes(), "text/javascript; charset=utf-8"),
+        "server.css": (own.joinpath("server.css").read_bytes(), "text/css; charset=utf-8"),
+        SCRIPT_FILE: ((report / SCRIPT_FILE).read_bytes(), "text/javascript; charset=utf-8"),
+        STYLE_FILE: ((report / STYLE_FILE).read_bytes(), "text/css; charset=utf-8"),
+    }
+
+
+# -- the application -----------------------------------------------------------------
+
+
+def bearer_token(headers: Any, query: Any, cookies: Any) -> str:
+    """The token of a request, from ``Authorization: Bearer`` only.
+
+    Raises:
+        ApiError: (400) a token-like query parameter or any cookie; (401) no
+            bearer token.
+    """
+    if any(name.lower() in TOKEN_PARAMETERS for name in query):
+        raise ApiError(400, "a token goes only in the Authorization header, never in the URL")
+    if cookies:
+        raise ApiError(400, "this API takes no cookies: send the token in the Authorization header")
+    scheme, _, given = str(headers.get("authorization", "")).partition(" ")
+    token = given.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise ApiError(
+            401,
+            "no token: send 'Authorization: Bearer TOKEN' (the token printed by serve --add)",
+            {"WWW-Authenticate": "Bearer"},
+        )
+    return token
+
+
+def _participant_of(conn: Any, token: str, submitting: bool) -> store.ParticipantRow:
+    if not token.isascii() or len(token) > 256:
+        raise ApiError(401, "unknown token", {"WWW-Authenticate": "Bearer"})
+    found = store.participant_by_token_hash(conn, store.token_hash(token))
+    if found is None:
+        raise ApiError(401, "unknown or revoked token", {"WWW-Authenticate": "Bearer"})
+    if submitting and found.status != "active":
+        raise ApiError(403, f"participant {found.name} is {found.status}: no submissions taken")
+    return found
+
+
+def make_app(config: WebConfig) -> Any:
+    """The Starlette application serving ``config`` (wrapped in :class:`Guard`)."""
+    from starlette.applications import Starlette
+    from starlette.datastructures import Headers
+    from starlette.formparsers import MultiPartException, MultiPartParser
+    from starlette.requests import Request
+    from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+    from starlette.routing import Route
+
+    database = config.database
+    feed = Feed(database, config.poll_seconds)
+
+    def error(exc: ApiError) -> Response:
+        return JSONResponse({"error": str(exc)}, exc.status, headers=exc.headers)
+
+    async def authenticate(request: Request, submitting: bool = False) -> store.ParticipantRow:
+        """The participant of the request's token (a suspended one may read, not submit)."""
+        token = bearer_token(request.headers, request.query_params, request.cookies)
+        return await database.read_async(_participant_of, token, submitting)
+
+    async def upload_bytes(request: Request) -> bytes:
+        try:
+            check_length(request.headers.get("content-length"), config.limits)
+            body = await read_capped(request.stream(), config.limits)
+        except UploadError as exc:
+            raise ApiError(exc.status, str(exc)) from None
+        kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if kind != "multipart/form-data":
+            return body
+
+        async def again() -> AsyncGenerator[bytes, None]:
+            yield body
+
+        try:
+            form = await MultiPartParser(
+                Headers(raw=request.scope["headers"]),
+                again(),
+                max_files=1,
+                max_fields=4,
+            ).parse()
+        except MultiPartException as exc:
+            raise ApiError(400, f"a form that cannot be read: {exc.message}") from None
+        files = [v for _, v in form.multi_items() if not isinstance(v, str)]
+        if len(files) != 1:
+            raise ApiError(400, "the form holds no file: send one .py file or one zip")
+        data = await files[0].read()
+        await form.close()
+        return bytes(data)
+
+    def add(conn: Any, participant_id: int, stored: StoredUpload) -> dict[str, Any]:
+        wait = webstore.retry_after(conn, participant_id, config.rate, config.clock())
+        if wait:
+            raise _rate_error(wait, config.rate)
+        row, superseded = store.add_submission(
+            conn, participant_id, stored.sha256, stored.kind, stored.size, config.clock()
+        )
+        return {**webstore.submission_json(conn, row, True), "superseded": superseded}
+
+    async def submit(request: Request) -> Response:
+        try:
+            who = await authenticate(request, submitting=True)
+            wait = await database.read_async(
+                webstore.retry_after, who.id, config.rate, config.clock()
+            )
+            if wait:
+                raise _rate_error(wait, config.rate)
+            data = await upload_bytes(request)
+            try:
+                stored = await trio.to_thread.run_sync(
+                    store_upload, data, config.uploads, config.limits
+                )
+            except UploadError as exc:
+                raise ApiError(exc.status, str(exc)) from None
+            made = await database.write_async(add, who.id, stored)
+        except ApiError as exc:
+            return error(exc)
+        return JSONResponse(made, 201)
+
+    async def mine(request: Request) -> Response:
+        try:
+            who = await authenticate(request)
+        except ApiError as exc:
+            return error(exc)
+        found = await database.read_async(webstore.my_submissions, who.id)
+        return JSONResponse({"participant": who.name, "submissions": found})
+
+    async def one(request: Request) -> Response:
+        try:
+            who = await authenticate(request)
+        except ApiError as exc:
+            return error(exc)
+        try:
+            sid = int(request.path_params["id"])
+        except ValueError:
+            sid = -1
+
+        def read(conn: Any) -> dict[str, Any] | None:
+            s = store.submission(conn, sid)
+            if s is None or s.participant_id != who.id:
+                return None
+            return webstore.submission_json(conn, s, True)
+
+        found = await database.read_async(read)
+        if found is None:
+            return error(ApiError(404, f"you have no submission {request.path_params['id']}"))
+        return JSONResponse(found)
+
+    async def standings_api(request: Request) -> Response:
+        return JSONResponse(await database.read_async(webstore.standings_json))
+
+    async def index(request: Request) -> Response:
+        data = await database.read_async(webstore.standings_json)
+        return HTMLResponse(render("standings.html.j2", title="Standings", data=data))
+
+    async def tables_page(request: Request) -> Response:
+        rows = await database.read_async(webstore.finished_tables_json, TABLES_SHOWN)
+        return HTMLResponse(render("tables.html.j2", title="Finished tables", tables=rows))
+
+    async def table_page(request: Request) -> Response:
+        try:
+            number = int(request.path_params["number"])
+            rotation = int(request.query_params.get("rotation", "0"))
+        except ValueError:
+            number, rotation = -1, 0
+        found = await database.read_async(_done_table, number)
+        if found is None or not 0 <= rotation < len(found[1]):
+            return HTMLResponse(
+                render(
+                    "missing.html.j2",
+                    title="Not finished",
+                    text=f"ladder table {request.path_params['number']} is not finished (a "
+                    "table is shown once its four games are done)",
+                ),
+                404,
+            )
+        table, records, names = found
+        record = records[rotation]
+        data = replay_data(_public(record, names))
+        return HTMLResponse(
+            render(
+                "table.html.j2",
+                title=f"Table {table.number}",
+                table=table,
+                rotation=rotation,
+                games=[
+                    {
+                        "rotation": i,
+                        "seats": [webstore.shown_name(s, names) for s in r.get("seats", [])],
+                        "scores": r.get("scores", []),
+                    }
+                    for i, r in enumerate(records)
+                ],
+                seating=[webstore.shown_name(s, names) for s in table.seating],
+                replay_json=json_script(data),
+            )
+        )
+
+    async def environment_page(request: Request) -> Response:
+        found = await trio.to_thread.run_sync(environment)
+        return HTMLResponse(render("environment.html.j2", title="Environment", env=found))
+
+    async def environment_api(request: Request) -> Response:
+        return JSONResponse(await trio.to_thread.run_sync(environment))
+
+    async def static(request: Request) -> Response:
+        found = _assets().get(request.path_params["name"])
+        if found is None:
+            return Response("not found\n", 404, media_type="text/plain")
+        return Response(found[0], media_type=found[1])
+
+    async def favicon(request: Request) -> Response:
+        return Response(status_code=204)
+
+    async def events(request: Request) -> Response:
+        async def stream() -> AsyncIterator[bytes]:
+            sent: dict[str, int] = {}
+            feed.pusher.streams += 1
+            quiet = 0.0
+            try:
+                while True:
+                    await feed.refresh()
+                    message = feed.message(sent)
+                    if message:
+                        quiet = 0.0
+                        yield message
+                    with trio.move_on_after(max(TICK, feed.poll_seconds)) as scope:
+                        await feed.pusher.changed()
+                    if scope.cancelled_caught:
+                        quiet += max(TICK, feed.poll_seconds)
+                        if quiet >= KEEPALIVE:
+                            quiet = 0.0
+                            yield b": keep-alive\n\n"
+            finally:
+                feed.pusher.streams -= 1
+
+        return StreamingResponse(
+            stream(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"}
+        )
+
+    async def failed(request: Request, exc: Exception) -> Response:
+        # The server's log: one JSON object a line, never a token or a body.
+        line = {
+            "t": round(time.time(), 3),
+            "event": "web-error",
+            "method": request.method,
+            "path": request.url.path[:200],
+            "error": f"{type(exc).__name__}: {exc}"[:500],
+        }
+        print(json.dumps(line, ensure_ascii=True), file=sys.stderr, flush=True)
+        return JSONResponse({"error": "the server failed (its log says why)"}, 500)
+
+    app = Starlette(
+        exception_handlers={Exception: failed},
+        routes=[
+            Route("/", index),
+            Route("/events", events),
+            Route("/tables", tables_page),
+            Route("/tables/{number}", table_page),
+            Route("/environment", environment_page),
+            Route("/api/environment", environment_api),
+            Route("/api/standings", standings_api),
+            Route("/api/submissions", submit, methods=["POST"]),
+            Route("/api/submissions", mine, methods=["GET"]),
+            Route("/api/submissions/{id}", one, methods=["GET"]),
+            Route("/static/{name}", static),
+            Route("/favicon.ico", favicon),
+        ],
+    )
+    guarded = Guard(app, config.loopback)
+    guarded.feed = feed  # type: ignore[attr-defined]
+    return guarded
+
+
+def _rate_error(wait: int, rate: RateLimit) -> ApiError:
+    return ApiError(
+        429,
+        f"too many submissions (one per {rate.interval_seconds:g} s, {rate.per_day} a day): "
+        f"try again in {wait} s",
+        {"Retry-After": str(wait)},
+    )
+
+
+def _done_table(
+    conn: Any, number: int
+) -> tuple[store.TableRow, list[dict[str, Any]], dict[str, str]] | None:
+    """A ladder table whose four games are done, its records and the names
+    of its entrants; ``None`` otherwise."""
+    table = store.table_by_number(conn, "ladder", number)
+    if table is None or table.status != "done":
+        return None
+    records = store.table_records(conn, table.id)
+    if len(records) != 4:
+        return None
+    return table, records, webstore.entrant_names(conn)
+
+
+def _public(record: dict[str, Any], names: dict[str, str]) -> Any:
+    """A game record as a public page may show it: no stderr, no
+    transcripts, the seats named by participant."""
+    shown = {k: v for k, v in record.items() if k not in ("stderr", "transcripts")}
+    shown["seats"] = [webstore.shown_name(str(s), names) for s in record.get("seats", [])]
+    shown["bot_names"] = [
+        clean_text(n) if isinstance(n, str) else None for n in record.get("bot_names", [])
+    ]
+    return shown
+
+
+def hypercorn_config(bind: str) -> Any:
+    """Hypercorn's configuration for the web process: ``bind`` (``HOST:PORT``
+    or ``fd://N``, a socket bound by the runner), :data:`READ_TIMEOUT`
+    seconds to read a request (Hypercorn has no limit by default), no access
+    log (tokens never reach a log)."""
+    from hypercorn.config import Config
+
+    config = Config()
+    config.bind = [bind]
+    config.read_timeout = READ_TIMEOUT
+    config.keep_alive_timeout = 5.0
+    config.accesslog = None
+    config.errorlog = None
+    config.graceful_timeout = 1.0
+    return config

@@ -1,0 +1,298 @@
+"""The web process of ``hearts-arena serve``: the API and the pages
+(:mod:`arena.server.web`) in a process of their own, started as the live
+view's server is (:class:`arena.live.server.LiveServer`: a ``spawn``ed
+interpreter, ``nice`` 10 so the games come first).
+
+:func:`spawn_web` binds the listening socket in the calling process (the
+runner: as root a port below 1024 can be bound only there) and hands it to
+the child, which serves it as ``fd://N``. The child:
+
+1. asks the kernel for SIGKILL when its parent dies (``prctl(PR_SET_PDEATHSIG)``
+   through ctypes), and exits at once if the parent is already gone: killed
+   even with SIGKILL, the runner leaves no web process holding its port;
+2. lowers its priority (``nice`` 10);
+3. started as root, drops to ``user`` (its groups, gid and uid: real,
+   effective and saved) before it opens the database or reads a request;
+   a spawned interpreter inherits no memory of the runner and no descriptor
+   but the socket and its pipe, so it holds no key (what it reads from the
+   installation, libraries and templates, is loaded before the drop);
+4. serves until its parent stops it (:meth:`WebProcess.close`).
+
+Call it before the runner moves itself into the referees' CPU group
+(:func:`arena.seats.cgroups.prioritize_self`): the child starts in the group
+its parent is in then, outside the referees'.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import multiprocessing
+import os
+import pwd
+import signal
+import socket
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, Final
+
+from arena.live.server import LiveError, parse_address
+from arena.server.folder import CompetitionPaths
+from arena.server.uploads import UploadLimits
+from arena.server.webstore import RateLimit
+
+#: Where the web process listens by default.
+DEFAULT_LISTEN: Final = "127.0.0.1:8000"
+#: ``prctl`` option: the signal a process gets when its parent dies.
+PR_SET_PDEATHSIG: Final = 1
+#: Seconds :meth:`WebProcess.start` waits for the child to serve (importing the
+#: web framework can take many seconds on a loaded machine).
+START_TIMEOUT: Final = 60.0
+
+
+class WebProcessError(RuntimeError):
+    """The web process could not start; the message is one line."""
+
+
+@dataclass(frozen=True)
+class WebSettings:
+    """What the web process serves (paths absolute).
+
+    Attributes:
+        database: the SQLite file.
+        uploads: the uploads folder.
+        host: the address to listen on; ``port`` its port (0: any free one).
+        user: the user to run as when started as root (``None``: stay as is;
+            refused as root).
+        limits: the upload caps; ``rate`` the submissions allowed.
+    """
+
+    database: Path
+    uploads: Path
+    host: str = "127.0.0.1"
+    port: int = 8000
+    user: str | None = None
+    limits: UploadLimits = field(default_factory=UploadLimits)
+    rate: RateLimit = field(default_factory=RateLimit)
+
+
+def die_with_parent(parent: int) -> None:
+    """Ask for SIGKILL when the parent (pid ``parent``) dies; exit now if it
+    already has (it died before the request was made)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def drop_to(user: str) -> tuple[int, int]:
+    """Become ``user`` for good: no supplementary groups but its own, its gid
+    and uid (real, effective, saved). Returns ``(uid, gid)``.
+
+    Raises:
+        WebProcessError: no such user, or the change did not take.
+    """
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        raise WebProcessError(f"--user {user}: no such user") from None
+    os.setgroups([entry.pw_gid])
+    os.setresgid(entry.pw_gid, entry.pw_gid, entry.pw_gid)
+    os.setresuid(entry.pw_uid, entry.pw_uid, entry.pw_uid)
+    if os.getresuid() != (entry.pw_uid,) * 3 or os.getresgid() != (entry.pw_gid,) * 3:
+        raise WebProcessError(f"--user {user}: could not drop to uid {entry.pw_uid}")
+    return entry.pw_uid, entry.pw_gid
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` and listening.
+
+    Raises:
+        WebProcessError: the address cannot be listened on.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise WebProcessError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def _child(settings: WebSettings, sock: socket.socket, parent: int, ready: Any, stop: Any) -> None:
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runner's; it stops us
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    with contextlib.suppress(OSError):
+        os.nice(10)  # the games come first
+    try:
+        app, database = _prepare(settings)
+        if os.geteuid() == 0 and settings.user is not None:
+            drop_to(settings.user)
+            die_with_parent(parent)  # a change of credentials clears the request (prctl(2))
+        database.close()  # connections made from now on are the user's
+        _serve(app, database, sock, ready, stop)
+    except WebProcessError as exc:
+        ready.send(("error", str(exc)))
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            ready.send(("error", f"{type(exc).__name__}: {exc}"))
+        raise
+
+
+def _prepare(settings: WebSettings) -> tuple[Any, Any]:
+    """The application and its database, with everything it reads from the
+    installation loaded now: the libraries, templates, assets and the
+    Environment page (the user it drops to may not read the installation,
+    e.g. a Python under ``/root``). One read of the database loads the
+    driver's modules; SQLite gives any WAL file it makes the database's owner."""
+    import hypercorn.trio  # noqa: F401
+
+    from arena.live.server import Address
+    from arena.server import web
+    from arena.server.db import Database
+    from arena.server.environment import environment
+    from arena.server.webstore import standings_json
+
+    database = Database(settings.database)
+    database.run_read(standings_json)
+    config = web.WebConfig(
+        database,
+        settings.uploads,
+        limits=settings.limits,
+        rate=settings.rate,
+        loopback=Address(settings.host, settings.port).loopback,
+    )
+    app = web.make_app(config)
+    web.preload()
+    environment()
+    return app, database
+
+
+def _serve(app: Any, database: Any, sock: socket.socket, ready: Any, stop: Any) -> None:
+    import trio
+    from hypercorn.trio import serve
+
+    from arena.server.web import hypercorn_config
+
+    async def main() -> None:
+        shutdown = trio.Event()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(
+                partial(
+                    serve,
+                    app,
+                    hypercorn_config(f"fd://{sock.fileno()}"),
+                    shutdown_trigger=shutdown.wait,
+                )
+            )
+            ready.send(("ready", os.getpid()))
+            # A multiprocessing Event cannot wake a Trio task: poll it.
+            while not stop.is_set():  # noqa: ASYNC110
+                await trio.sleep(0.1)
+            shutdown.set()
+            with trio.move_on_after(2):
+                await trio.sleep_forever()
+            nursery.cancel_scope.cancel()
+
+    try:
+        trio.run(main)
+    finally:
+        database.close()
+
+
+class WebProcess:
+    """The web process (:func:`spawn_web` starts it).
+
+    Attributes:
+        url: where it serves (``http://HOST:PORT``).
+        pid: its process id, once started.
+    """
+
+    def __init__(self, settings: WebSettings) -> None:
+        if os.geteuid() == 0 and settings.user is None:
+            raise WebProcessError("serve as root needs --user USER: the web process runs as USER")
+        self.settings = settings
+        self._sock = listen_socket(settings.host, settings.port)
+        port = self._sock.getsockname()[1]
+        host = f"[{settings.host}]" if ":" in settings.host else settings.host
+        self.url = f"http://{host}:{port}"
+        self.pid = 0
+        ctx = multiprocessing.get_context("spawn")
+        self._stop = ctx.Event()
+        self._ready, child = ctx.Pipe(duplex=False)
+        self._proc = ctx.Process(
+            target=_child,
+            args=(settings, self._sock, os.getpid(), child, self._stop),
+            daemon=True,
+        )
+
+    def start(self) -> str:
+        """Start it and wait until it serves; returns :attr:`url`.
+
+        Raises:
+            WebProcessError: it did not start (its one-line reason).
+        """
+        self._proc.start()
+        self._sock.close()  # the child has its own copy
+        if not self._ready.poll(START_TIMEOUT):
+            self.close()
+            raise WebProcessError("the web process did not start")
+        try:
+            kind, value = self._ready.recv()
+        except EOFError:
+            kind, value = "error", f"its process ended (exit code {self._proc.exitcode})"
+        if kind != "ready":
+            self.close()
+            raise WebProcessError(f"the web process cannot serve: {value}")
+        self.pid = int(value)
+        return self.url
+
+    def alive(self) -> bool:
+        """Whether the process runs."""
+        return self._proc.is_alive()
+
+    def terminate(self) -> None:
+        """:meth:`close` (the name the runner calls)."""
+        self.close()
+
+    def close(self) -> None:
+        """Stop it (gracefully, then killed after 10 seconds)."""
+        self._stop.set()
+        self._proc.join(10)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join()
+        with contextlib.suppress(OSError):
+            self._sock.close()
+
+
+def spawn_web(
+    settings: WebSettings | CompetitionPaths,
+    listen: str | None = None,
+    user: str | None = None,
+) -> WebProcess:
+    """Start the web process; it serves when this returns. ``settings`` is a
+    :class:`WebSettings`, or a competition folder's paths served on ``listen``
+    (``[HOST:]PORT``, default ``127.0.0.1:8000``) as ``user`` (the runner's call).
+
+    Raises:
+        WebProcessError: as root without ``user``, an address that cannot be
+            listened on, or a process that could not start (one line).
+    """
+    if isinstance(settings, CompetitionPaths):
+        try:
+            address = parse_address(listen or DEFAULT_LISTEN)
+        except LiveError as exc:
+            raise WebProcessError(str(exc).replace("--live", "--listen")) from None
+        settings = WebSettings(
+            settings.database, settings.uploads, address.host, address.port, user
+        )
+    web = WebProcess(settings)
+    web.start()
+    return web

@@ -1,0 +1,213 @@
+"""The web process (issue 27): gone with its parent, even one killed with
+SIGKILL (its port free again); as root, running as ``--user`` and unable
+to open the key file."""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from arena.server import db, store
+from arena.server.migrate import migrate
+from arena.server.webproc import WebProcessError, WebSettings, spawn_web
+
+ROOT = os.geteuid() == 0
+USER = "nobody"
+TOKEN = "a-token-of-ann-" + "t" * 30
+needs_root = pytest.mark.skipif(not ROOT, reason="dropping to --user needs root")
+
+
+@pytest.fixture
+def folder() -> Iterator[Path]:
+    """A competition folder as ``serve --init`` makes it: the folder 0711, the
+    key 0600 root's, the database and uploads folders the web user's (0700).
+    Outside pytest's own temporary folder, which is root's and 0700."""
+    top = Path(tempfile.mkdtemp(prefix="hearts-arena-web-"))
+    top.chmod(0o711)
+    (top / "key").write_text("00" * 32)
+    (top / "key").chmod(0o600)
+    (top / "db").mkdir(mode=0o700)
+    (top / "uploads").mkdir(mode=0o700)
+    path = top / "db" / db.DATABASE_NAME
+    db.set_wal(path)
+    database = db.Database(path)
+    migrate(database)
+
+    def add(conn: Any) -> None:
+        p = store.add_participant(conn, "ann", 0.0)
+        store.add_token(conn, p.id, store.token_hash(TOKEN), 0.0)
+
+    database.run_write(add)
+    database.close()
+    if ROOT:
+        uid, gid = _ids(USER)
+        for p in [top / "db", top / "uploads", *(top / "db").iterdir()]:
+            os.chown(p, uid, gid)
+    yield top
+    shutil.rmtree(top, ignore_errors=True)
+
+
+def _ids(user: str) -> tuple[int, int]:
+    import pwd
+
+    entry = pwd.getpwnam(user)
+    return entry.pw_uid, entry.pw_gid
+
+
+def settings(top: Path) -> WebSettings:
+    return WebSettings(
+        top / "db" / db.DATABASE_NAME, top / "uploads", port=0, user=USER if ROOT else None
+    )
+
+
+def status_ids(pid: int) -> dict[str, list[int]]:
+    found = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("Uid", "Gid", "Groups"):
+            found[key] = [int(v) for v in value.split()]
+    return found
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+@needs_root
+def test_as_root_runs_as_the_user_and_cannot_open_the_key(folder: Path) -> None:
+    uid, gid = _ids(USER)
+    web = spawn_web(settings(folder))
+    try:
+        assert status_ids(web.pid) == {"Uid": [uid] * 4, "Gid": [gid] * 4, "Groups": [gid]}
+        # no descriptor of the web process leads to the key
+        targets = [
+            os.readlink(f"/proc/{web.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{web.pid}/fd")
+        ]
+        assert str(folder / "key") not in targets
+        # a process with its ids cannot open the key: 0600 root's
+        probe = subprocess.run(
+            ["cat", str(folder / "key")],
+            user=uid,
+            group=gid,
+            extra_groups=[],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert probe.returncode == 1 and "Permission denied" in probe.stderr
+        # it serves, reading and writing the database as that user
+        r = httpx.get(f"{web.url}/api/standings", timeout=30)
+        assert r.json() == {"rated_through": 0, "tables_in_play": 0, "rows": []}
+        headers = {"Authorization": "Bearer " + TOKEN}
+        # a zip (its names decoded with a codec loaded before the drop) and a .py
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("bot.toml", 'command = "main.py"\n')
+            archive.writestr("main.py", "print('hi')\n")
+        r = httpx.post(f"{web.url}/api/submissions", content=buffer.getvalue(), headers=headers)
+        assert r.status_code == 201, r.text
+        stored = folder / "uploads" / r.json()["sha256"]
+        assert (stored.stat().st_uid, (stored / "main.py").stat().st_uid) == (uid, uid)
+    finally:
+        web.close()
+    assert not web.alive()
+
+
+@needs_root
+def test_as_root_without_a_user_is_refused(folder: Path) -> None:
+    with pytest.raises(WebProcessError, match="needs --user USER"):
+        spawn_web(WebSettings(folder / "db" / db.DATABASE_NAME, folder / "uploads", port=0))
+
+
+def test_an_address_in_use_is_one_line(folder: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        s = settings(folder)
+        with pytest.raises(WebProcessError, match=f"cannot listen on 127.0.0.1:{port}"):
+            spawn_web(WebSettings(s.database, s.uploads, port=port, user=s.user))
+
+
+PARENT = """
+import sys, time
+from pathlib import Path
+from arena.server.webproc import WebSettings, spawn_web
+web = spawn_web(WebSettings(Path(sys.argv[1]), Path(sys.argv[2]), port=0, user=sys.argv[3] or None))
+print(web.url.rsplit(":", 1)[1], web.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_port_free_after_the_parent_is_killed_with_sigkill(folder: Path) -> None:
+    s = settings(folder)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, str(s.database), str(s.uploads), s.user or ""],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert parent.stdout is not None
+        port_text, pid_text = parent.stdout.readline().split()
+        port, pid = int(port_text), int(pid_text)
+        assert not port_free(port)
+        assert httpx.get(f"http://127.0.0.1:{port}/api/standings", timeout=30).status_code == 200
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 60  # a wait, not a timing assertion
+        while time.monotonic() < deadline and (_running(pid) or not port_free(port)):
+            time.sleep(0.05)
+        assert not _running(pid)
+        assert port_free(port)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError as exc:
+        return exc.errno != errno.ESRCH
+    # a zombie (not reaped yet, its parent gone to init) holds no port
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@needs_root
+def test_a_port_below_1024_is_bound_by_root_and_served_by_the_user(folder: Path) -> None:
+    port = next((p for p in range(1023, 900, -1) if port_free(p)), None)
+    if port is None:
+        pytest.skip("no free port below 1024")
+    s = settings(folder)
+    web = spawn_web(WebSettings(s.database, s.uploads, port=port, user=USER))
+    try:
+        assert web.url == f"http://127.0.0.1:{port}"
+        assert status_ids(web.pid)["Uid"] == [_ids(USER)[0]] * 4
+        assert httpx.get(f"{web.url}/api/standings", timeout=30).status_code == 200
+    finally:
+        web.close()
