@@ -134,11 +134,11 @@ def watch_command(args: argparse.Namespace) -> int:
             fresh = read_run_file(folder / RUN_FILE)
         except (CliError, OSError, ValueError):
             return None
-        return fresh["settings"], fresh["games_total"]
+        return fresh.settings.to_json(), fresh.games_total
 
     hub = Hub(
-        info["settings"],
-        info["games_total"],
+        info.settings.to_json(),
+        info.games_total,
         folder / GAMES_FILE,
         "finished",
         "Watching a tournament folder: finished games, replays of finished deals "
