@@ -849,7 +849,7 @@ def _play(
                 executor, plan.names, settings, todo, records, on_record
             )
         finally:
-            executor.close()
+            competition.close_executor(executor)
         if scheduled is not None:  # a ladder: the games it chose
             total = scheduled
             try:

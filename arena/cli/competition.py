@@ -13,6 +13,8 @@ from collections.abc import Sequence, Sized
 from pathlib import Path
 from typing import Any
 
+import trio
+
 from arena.cli.errors import EXIT_ENVIRONMENT, EXIT_OUTPUT, EXIT_USAGE, CliError
 from arena.protocol.records import GameRecordJSON
 from arena.report.runfile import set_games_total
@@ -29,7 +31,7 @@ from arena.tournament.ladder import (
     GAMES_PER_TABLE,
     describe_plan,
     ladder_budget,
-    play_ladder,
+    play_ladder_async,
 )
 from arena.tournament.runner import Games, TournamentSettings
 
@@ -104,6 +106,11 @@ def open_executor(
         raise CliError(str(exc), EXIT_ENVIRONMENT) from None
 
 
+def close_executor(executor: Executor) -> None:
+    """Release the executor (its worker processes or cluster)."""
+    trio.run(executor.aclose)
+
+
 def play_run(
     executor: Executor,
     names: Sequence[str],
@@ -120,12 +127,18 @@ def play_run(
         CliError: exit 4: the executor failed (a unit lost too often);
             exit 3: a resumed ladder's journal does not match its choices.
     """
-    try:
+
+    async def play() -> int | None:
         if settings.format == "ladder":
-            planner = play_ladder(names, settings, executor.play, on_record, list(records))
+            planner = await play_ladder_async(
+                names, settings, executor.play, on_record, list(records)
+            )
             return planner.games_scheduled
-        executor.play(todo, on_record)
+        await executor.play(todo, on_record)
         return None
+
+    try:
+        return trio.run(play)
     except ExecutorUnavailable as exc:
         raise CliError(str(exc), EXIT_ENVIRONMENT) from None
     except ValueError as exc:
