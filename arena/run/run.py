@@ -12,7 +12,6 @@ takes those steps itself (:mod:`arena.run.host`).
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,7 @@ from arena.run.folder import FolderStore, RecordStore
 from arena.seats.entrants import Entrant
 from arena.seats.launcher import Launcher
 from arena.tournament.executors import Executor, ExecutorUnavailable, make_executor
-from arena.tournament.ladder import ladder_budget, play_ladder
+from arena.tournament.ladder import ladder_budget, play_ladder_async
 from arena.tournament.runner import (
     MAX_SCHEDULED_GAMES,
     Games,
@@ -257,9 +256,10 @@ class Run:
         try:
             try:
                 if self.plan.ladder:
-                    scheduled = await _play_ladder(
-                        executor, self.plan.names, settings, sink, store.records()
+                    planner = await play_ladder_async(
+                        self.plan.names, settings, executor.play, sink, store.records()
                     )
+                    scheduled = planner.games_scheduled
                     self.total = scheduled
                     if isinstance(store, FolderStore):
                         try:
@@ -267,7 +267,7 @@ class Run:
                         except OSError as exc:
                             self.disk_errors.append(exc)
                 else:
-                    await _play_games(executor, self._todo, sink)
+                    await executor.play(self._todo, sink)
             finally:
                 await _close(executor)
         except ExecutorUnavailable as exc:
@@ -345,73 +345,7 @@ def _only(exc: BaseException, kind: type[BaseException]) -> bool:
     return isinstance(exc, kind)
 
 
-async def _play_games(
-    executor: Executor, games: Games, sink: Callable[[GameRecordJSON], None]
-) -> None:
-    """Await ``executor.play`` (an async executor), or run a blocking one in a
-    thread (:func:`_in_thread`)."""
-    play: Any = executor.play
-    if inspect.iscoroutinefunction(play):
-        await play(games, sink)
-        return
-    await _in_thread(lambda hand_on: play(games, hand_on), sink)
-
-
-async def _in_thread(
-    blocking: Callable[[Callable[[GameRecordJSON], None]], Any],
-    sink: Callable[[GameRecordJSON], None],
-) -> Any:
-    """Run ``blocking(hand_on)`` in a thread (it runs its own Trio loop), each
-    record it hands on given to ``sink`` in this loop, in order; the first
-    error of ``sink`` is raised once the thread ends (the games in flight
-    still end: a blocking executor cannot be stopped from here)."""
-    token = trio.lowlevel.current_trio_token()
-    errors: list[BaseException] = []
-
-    def keep(record: GameRecordJSON) -> None:
-        if errors:
-            return
-        try:
-            sink(record)
-        except Exception as exc:
-            errors.append(exc)
-
-    def hand_on(record: GameRecordJSON) -> None:
-        token.run_sync_soon(keep, record)
-
-    result = await trio.to_thread.run_sync(blocking, hand_on)
-    await trio.lowlevel.checkpoint()  # the records handed on last are kept
-    if errors:
-        raise errors[0]
-    return result
-
-
-async def _play_ladder(
-    executor: Executor,
-    names: list[str],
-    settings: TournamentSettings,
-    sink: Callable[[GameRecordJSON], None],
-    recorded: list[GameRecordJSON],
-) -> int:
-    play: Any = executor.play
-    if inspect.iscoroutinefunction(play):
-        from arena.tournament import ladder
-
-        planner = await ladder.play_ladder_async(names, settings, play, sink, recorded)  # type: ignore[attr-defined]
-        return int(planner.games_scheduled)
-    # A blocking ladder reads the ratings of the records it hands on: it
-    # keeps them in its thread (the store is written from this loop).
-    result = await _in_thread(
-        lambda hand_on: play_ladder(names, settings, play, hand_on, recorded).games_scheduled,
-        sink,
-    )
-    return int(result)
-
-
 async def _close(executor: Executor) -> None:
-    aclose: Any = getattr(executor, "aclose", None)
-    if aclose is not None:
-        with trio.CancelScope(shield=True):
-            await aclose()
-        return
-    executor.close()
+    """Release the executor, even in a cancelled scope."""
+    with trio.CancelScope(shield=True):
+        await executor.aclose()
