@@ -60,6 +60,7 @@ from arena.report.outputs import analyse, replay_data
 from arena.report.outputs import number_text as _num
 from arena.report.outputs import signed_text as _signed
 from arena.results.stats import seatings_per_table
+from arena.tournament.settings import entrant_names
 
 #: Finished games listed on the page (the newest).
 FINISHED_SHOWN: Final = 12
@@ -176,7 +177,7 @@ class Hub:
         """(Re)set every state of the run ``settings`` and publish its parts."""
         self.run += 1
         self.settings = settings
-        self.names = [e["name"] for e in settings["entrants"]]
+        self.names = entrant_names(settings)
         self.games_total = games_total
         self.seatings = seatings_per_table(settings)
         self.info = {
@@ -284,7 +285,7 @@ class Hub:
             return
         self._reload_pending = False
         self.settings, self.games_total = fresh
-        self.names = [e["name"] for e in self.settings["entrants"]]
+        self.names = entrant_names(self.settings)
         self.seatings = seatings_per_table(self.settings)
         self.info.update(games_total=self.games_total, entrants=self.names, seatings=self.seatings)
         self._publish("info", json.dumps(self.info))

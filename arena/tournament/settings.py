@@ -248,7 +248,7 @@ class RunSettings:
     @property
     def names(self) -> list[str]:
         """The entrants' names, in the recorded order."""
-        return [str(e["name"]) for e in self.entrants]
+        return entrant_names({"entrants": list(self.entrants)})
 
     def entrant_list(self) -> list[Entrant]:
         """The recorded entrants, ready to launch.
@@ -386,3 +386,18 @@ class RunFile:
             raise NotARunFileError(f"{path}: {exc}") from None
         except SettingsError as exc:
             raise SettingsError(f"{path}: {exc}") from None
+
+
+def entrant_names(record: Mapping[str, Any]) -> list[str]:
+    """The entrants' names of a ``settings`` object (``run.json``'s, or one a
+    live view was given), in the recorded order.
+
+    Raises:
+        SettingsError: no list of named entrants.
+    """
+    entrants = record.get("entrants")
+    if not isinstance(entrants, list) or not all(
+        isinstance(e, Mapping) and isinstance(e.get("name"), str) for e in entrants
+    ):
+        raise NotARunFileError("settings: entrants missing or not a list of named entrants")
+    return [str(e["name"]) for e in entrants]
