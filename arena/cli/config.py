@@ -36,6 +36,7 @@ from arena.cli.options import (
     RUN_OPTIONS,
     UsageParser,
     add_run_options,
+    arg,
     exclusive_partners,
     file_keys,
     option_for,
@@ -196,7 +197,7 @@ def apply_config(args: argparse.Namespace, argv: list[str]) -> None:
     Raises:
         CliError: see :func:`load_config`.
     """
-    path: Path | None = getattr(args, "config", None)
+    path: Path | None = arg(args, "config")
     if path is None:
         return
     values, entrants = load_config(path)
