@@ -6,8 +6,9 @@ The package's folders are its layers, each importing only those below it
     cli          the command line: parsing, settings, exit codes
     server       the competition server: database, gate, ladder, runner
     tools, live  check/replay/play/verify; the spectator's view
+    run          one tournament run as a library: plan, record store, play, finish
     report       results.json, standings.csv, HTML, JUnit, verdicts
-    tournament   schedules, formats, the runner, executors
+    tournament   schedules, formats, the runner, executors, run.json's settings
     results      ratings (TrueSkill), standings, statistics
     game         the referee; the public view of a game's events
     seats        bot processes, stand-in seats, launch and isolation

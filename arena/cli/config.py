@@ -36,11 +36,12 @@ from arena.cli.options import (
     RUN_OPTIONS,
     UsageParser,
     add_run_options,
+    arg,
     exclusive_partners,
     file_keys,
     option_for,
 )
-from arena.seats.entrants import Entrant, EntrantError, check_unique, with_folders
+from arena.run.host import Entrant, EntrantError, check_unique, with_folders
 
 _ENTRANT_KEYS: Final = frozenset({"name", "command", "path", "sample", "dir"})
 
@@ -107,7 +108,7 @@ def _entrant_dir(entry: dict[str, Any], where: str, base: Path) -> Path | None:
 def _entrant_of_kind(entry: dict[str, Any], where: str, base: Path) -> Entrant:
     """The entrant of a checked ``[[entrants]]`` table, from its ``command``,
     ``path`` or ``sample``."""
-    from arena.seats.entrants import (
+    from arena.run.host import (
         SAMPLE_BOTS,
         command_entrant,
         path_entrant,
@@ -196,7 +197,7 @@ def apply_config(args: argparse.Namespace, argv: list[str]) -> None:
     Raises:
         CliError: see :func:`load_config`.
     """
-    path: Path | None = getattr(args, "config", None)
+    path: Path | None = arg(args, "config")
     if path is None:
         return
     values, entrants = load_config(path)

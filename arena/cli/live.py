@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT, EXIT_USAGE, CliError
-from arena.cli.options import LIVE, LIVE_ADDRESS, LIVE_DELAY
+from arena.cli.options import LIVE, LIVE_ADDRESS, LIVE_DELAY, arg
 from arena.cli.settings import read_run_file
 
 
@@ -58,7 +58,7 @@ def _address(text: str) -> Any:
 
 def check_live_args(args: argparse.Namespace) -> None:
     """Refuse ``--live-delay`` without ``--live`` (exit 2)."""
-    if getattr(args, "live", None) is None and float(getattr(args, "live_delay", 0.0)):
+    if arg(args, "live") is None and float(arg(args, "live_delay", 0.0)):
         raise CliError("--live-delay is for --live", EXIT_USAGE)
 
 
@@ -78,13 +78,13 @@ def open_live(
     Raises:
         CliError: (exit 2) a bad address; (exit 3) the port cannot be used.
     """
-    if getattr(args, "live", None) is None:
+    if arg(args, "live") is None:
         return None
     from arena.live.server import LiveError, LiveServer, needs_token, new_token, print_url
 
     address = _address(args.live)
     token = new_token() if needs_token(address, sandboxed) else None
-    dask = getattr(args, "executor", "local") == "dask"
+    dask = arg(args, "executor", "local") == "dask"
     note = (
         "Games run on a Dask cluster: this page shows finished games and standings only."
         if dask
@@ -134,11 +134,11 @@ def watch_command(args: argparse.Namespace) -> int:
             fresh = read_run_file(folder / RUN_FILE)
         except (CliError, OSError, ValueError):
             return None
-        return fresh["settings"], fresh["games_total"]
+        return fresh.settings.to_json(), fresh.games_total
 
     hub = Hub(
-        info["settings"],
-        info["games_total"],
+        info.settings.to_json(),
+        info.games_total,
         folder / GAMES_FILE,
         "finished",
         "Watching a tournament folder: finished games, replays of finished deals "

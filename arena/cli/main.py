@@ -20,7 +20,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from arena.cli.errors import (
     EXIT_ENVIRONMENT,
@@ -39,7 +39,7 @@ from arena.cli.options import UsageParser, add_run_options
 from arena.cli.serve import add_serve_command, serve_command
 from arena.cli.submit import SUBMIT_COMMANDS, add_submit_commands
 from arena.cli.tools import TOOL_COMMANDS, add_tool_commands
-from arena.seats import cgroups
+from arena.run.errors import RunError
 
 __all__ = [
     "EXIT_ENVIRONMENT",
@@ -199,7 +199,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main_with_signals(argv)
     finally:
         # A referee's CPU weight is for the run only (main may run in-process: tests).
-        cgroups.leave_referees()
+        # Only a command that loaded the run's host steps can have moved it.
+        host = sys.modules.get("arena.run.host")
+        if host is not None:
+            host.leave_referees()
         for safe in (safe_out, safe_err):
             if safe is not None:
                 safe.flush()
@@ -262,9 +265,9 @@ def _main(argv: Sequence[str] | None) -> int:
         if command is None:
             raise CliError(f"unknown command {args.command!r}")
         return int(command(args))
-    except CliError as exc:
+    except (CliError, RunError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return exc.code
+        return _code(exc)
     except BrokenPipeError:  # output piped into a program that stopped reading (| head)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_INTERNAL
@@ -275,14 +278,29 @@ def _main(argv: Sequence[str] | None) -> int:
         if group.subgroup(KeyboardInterrupt) is not None:
             print("interrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
-        errors = group.subgroup(CliError)
+        errors = group.subgroup((CliError, RunError))
         if errors is None:
             raise
         first = _first_leaf(errors)
         print(f"error: {first}", file=sys.stderr)
-        return first.code
+        return _code(first)
 
 
-def _first_leaf(group: BaseExceptionGroup[CliError]) -> CliError:
+#: The exit code of each kind of :class:`arena.run.errors.RunError`.
+_RUN_ERROR_CODES: Final = {
+    "usage": EXIT_USAGE,
+    "output": EXIT_OUTPUT,
+    "environment": EXIT_ENVIRONMENT,
+}
+
+
+def _code(exc: CliError | RunError) -> int:
+    return exc.code if isinstance(exc, CliError) else _RUN_ERROR_CODES[exc.kind]
+
+
+def _first_leaf(group: BaseExceptionGroup[Any]) -> CliError | RunError:
     inner = group.exceptions[0]
-    return _first_leaf(inner) if isinstance(inner, BaseExceptionGroup) else inner
+    if isinstance(inner, BaseExceptionGroup):
+        return _first_leaf(inner)
+    assert isinstance(inner, CliError | RunError)
+    return inner

@@ -11,8 +11,8 @@ default where their meaning differs).
 Defaults have one home each: the settings class that owns them
 (:class:`~arena.game.referee.RefereeSettings` for the time limits, strikes
 and transcript cap; :class:`~arena.tournament.runner.TournamentSettings` for
-rounds, seating, length and format; :class:`~arena.seats.isolation.Limits`
-and :class:`~arena.seats.launcher.LaunchOptions` for the bots' bounds), read
+rounds, seating, length and format; :class:`~arena.run.host.Limits`
+and :class:`~arena.run.host.LaunchOptions` for the bots' bounds), read
 here with :func:`field_default`.
 """
 
@@ -31,10 +31,16 @@ from arena.cli.errors import EXIT_USAGE, CliError
 from arena.core.rules import MAX_TIEBREAK_HANDS
 from arena.game.referee import RefereeSettings
 from arena.report.verdict import Condition, ConditionError, parse_condition
-from arena.seats.isolation import Limits
-from arena.seats.launcher import LaunchOptions
+from arena.run.host import LaunchOptions, Limits
 from arena.tournament.runner import FORMATS, MAX_SCHEDULED_GAMES, TournamentSettings
 from arena.tournament.work import EXECUTORS
+
+
+def arg(args: argparse.Namespace, dest: str, default: Any = None) -> Any:
+    """The value of flag ``dest`` in ``args``, or ``default`` when the
+    command has no such flag (the tools share code with ``run`` but not all
+    its flags). The one place the command line reads a flag that may be absent."""
+    return getattr(args, dest, default)
 
 
 def field_default(cls: type, name: str) -> Any:

@@ -1,6 +1,6 @@
 """From parsed arguments to the settings objects the layers below take, and
 their errors to exit codes: the tournament's settings, how bots are launched
-(a checked :class:`~arena.seats.launcher.Launcher`), one bot from the
+(a checked :class:`~arena.run.host.Launcher`), one bot from the
 command line, a tournament's ``run.json``.
 
 Used by :mod:`arena.cli.commands` (``run``, ``report``, ``cleanup``),
@@ -20,15 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from arena.cli.errors import EXIT_ENVIRONMENT, EXIT_OUTPUT, EXIT_USAGE, CliError
-from arena.cli.options import field_default
+from arena.cli.options import arg, field_default
 from arena.core.keys import MasterKey
 from arena.game.referee import RefereeSettings
-from arena.report.runfile import RunFileError, load_run_file
-from arena.seats import budget, cgroups
-from arena.seats.entrants import Entrant, EntrantError, parse_entrant
-from arena.seats.isolation import IsolationError, Limits
-from arena.seats.launcher import Launcher, LaunchOptions
+from arena.run import host
+from arena.run.errors import RunError
+from arena.run.folder import read_run_file as read_run
+from arena.run.host import Entrant, EntrantError, Launcher, LaunchOptions, Limits, parse_entrant
 from arena.tournament.runner import TournamentSettings
+from arena.tournament.settings import RunFile
 
 
 def game_length(target_score: int | None, hands: int | None) -> tuple[int | None, int | None]:
@@ -89,30 +89,26 @@ def _ladder_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def fit_memory_limit(args: argparse.Namespace, jobs: int, *, say: bool = True) -> None:
     """Set ``args.memory_limit`` (``None``: not given) to the bound per bot
-    for ``jobs`` games at once (:func:`arena.seats.budget.fit_memory`; a
-    resume keeps its recorded bound), and keep its one line, if any, and
-    :func:`arena.seats.budget.tmp_note`'s, for :func:`say_memory_notes`
-    (called here unless ``say`` is false: ``run`` says them with the bounds,
-    once its output folder is taken, so an error before stays one line).
-    Done once per command (later calls do nothing)."""
-    if getattr(args, "memory_fitted", False):
+    for ``jobs`` games at once (:func:`arena.run.host.fit_memory`; a
+    resume keeps its recorded bound), and keep its lines, if any, for
+    :func:`say_memory_notes` (called here unless ``say`` is false: ``run``
+    says them with the bounds, once its output folder is taken, so an error
+    before stays one line). Done once per command (later calls do nothing)."""
+    if arg(args, "memory_fitted", False):
         return
     args.memory_fitted = True
-    if args.memory_limit is None and getattr(args, "resume", False):
+    if args.memory_limit is None and arg(args, "resume", False):
         args.memory_limit = _recorded_memory_limit(args.out / "run.json")
-    fit = budget.fit_memory(jobs, args.memory_limit, budget.machine_memory_mb())
+    fit = host.fit_memory(jobs, args.memory_limit, args.tmp_size, sealed=arg(args, "sandbox"))
     args.memory_limit = fit.memory_mb
-    notes = [fit.note]
-    if getattr(args, "sandbox", None) is not False:  # --tmp-size binds sealed bots
-        notes.append(budget.tmp_note(args.tmp_size, fit.memory_mb))
-    args.memory_notes = [n for n in notes if n is not None]
+    args.memory_notes = list(fit.notes)
     if say:
         say_memory_notes(args)
 
 
 def say_memory_notes(args: argparse.Namespace) -> None:
     """Print on stderr, once, the lines :func:`fit_memory_limit` kept."""
-    for note in getattr(args, "memory_notes", []):
+    for note in arg(args, "memory_notes", []):
         print(note, file=sys.stderr)
     args.memory_notes = []
 
@@ -121,10 +117,10 @@ def _recorded_memory_limit(path: Path) -> int | None:
     """The bound per bot a run being resumed recorded (fitted when it
     started: a resume keeps it, whatever its ``--jobs``), or ``None``."""
     try:
-        value = load_run_file(path)["settings"]["isolation"]["limits"]["memory_mb"]
-    except (RunFileError, KeyError, TypeError):
+        launch = read_run(path).settings.launch
+    except RunError:
         return None
-    return value if isinstance(value, int) else None
+    return launch.memory_mb if launch is not None else None
 
 
 def launch_options(args: argparse.Namespace, run_id: str | None) -> LaunchOptions:
@@ -132,7 +128,7 @@ def launch_options(args: argparse.Namespace, run_id: str | None) -> LaunchOption
     recorded id when resuming, else a new one is drawn). The memory bound is
     fitted first if it was not (:func:`fit_memory_limit`; a tool plays one
     game at a time)."""
-    fit_memory_limit(args, getattr(args, "jobs", 1))
+    fit_memory_limit(args, arg(args, "jobs", 1))
     limits = Limits(
         memory_mb=args.memory_limit,
         cpu_seconds=args.cpu_limit,
@@ -153,24 +149,25 @@ def launch_options(args: argparse.Namespace, run_id: str | None) -> LaunchOption
 
 
 def check_launcher(launcher: Launcher, entrants: list[Entrant]) -> None:
-    """Check that ``launcher`` can start ``entrants`` here (see
-    :meth:`Launcher.check`), then put the referee first on the CPU.
+    """Check that ``launcher`` can start ``entrants`` here
+    (:func:`arena.run.host.check_launcher`), then put the referee first on
+    the CPU (:func:`arena.run.host.prioritize_referee`).
 
     Raises:
         CliError: exit 2 if an entrant's program or folder is unusable, 4 if
             the sandbox or separate users are unavailable.
     """
     try:
-        launcher.check(entrants)
-    except IsolationError as exc:
-        code = EXIT_USAGE if str(exc).startswith("entrant ") else EXIT_ENVIRONMENT
+        host.check_launcher(launcher, entrants)
+    except RunError as exc:
+        code = EXIT_USAGE if exc.kind == "usage" else EXIT_ENVIRONMENT
         raise CliError(str(exc), code) from None
     # The referee keeps the clocks: first on the CPU, like the bot on move.
-    cgroups.prioritize_self(cgroups.probe())
+    host.prioritize_referee()
 
 
 def checked_launcher(args: argparse.Namespace, entrants: Sequence[Entrant]) -> Launcher:
-    """A checked :class:`~arena.seats.launcher.Launcher` from the isolation
+    """A checked :class:`~arena.run.host.Launcher` from the isolation
     flags, for a tool (``check``, ``replay``, ``play``); the caller closes it.
 
     Raises:
@@ -197,13 +194,13 @@ def parse_bot(text: str) -> Entrant:
         raise CliError(str(exc), EXIT_USAGE) from None
 
 
-def read_run_file(path: Path) -> dict[str, Any]:
-    """A tournament's ``run.json`` (see :func:`arena.report.runfile.load_run_file`).
+def read_run_file(path: Path) -> RunFile:
+    """A tournament's ``run.json``, typed (see :func:`arena.run.folder.read_run_file`).
 
     Raises:
         CliError: exit 3, the file cannot be read or is not a run file.
     """
     try:
-        return load_run_file(path)
-    except RunFileError as exc:
+        return read_run(path)
+    except RunError as exc:
         raise CliError(str(exc), EXIT_OUTPUT) from None

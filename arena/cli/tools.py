@@ -37,13 +37,14 @@ from arena.cli.options import (
     TARGET_SCORE,
     TIME_LIMIT,
     add_options,
+    arg,
     delay,
     positive_int,
 )
 from arena.cli.settings import checked_launcher, game_length, parse_bot
 from arena.game.referee import RefereeSettings
 from arena.protocol.records import GameRecordJSON
-from arena.report.verdict import ConditionError, Verdict, check_names, judge
+from arena.report.verdict import ConditionError, Verdict, check_names
 
 #: The referee's defaults, shown in the tools' help.
 _REFEREE: Final = RefereeSettings()
@@ -431,8 +432,8 @@ def prepare_run(args: argparse.Namespace, names: Sequence[str]) -> None:
             is not an entrant or outside a gauntlet, a ``--fail-if`` that
             names no entrant.
     """
-    fmt = getattr(args, "format", "round-robin")
-    candidate = getattr(args, "candidate", None)
+    fmt = arg(args, "format", "round-robin")
+    candidate = arg(args, "candidate")
     if fmt == "gauntlet" and candidate is None:
         raise CliError("--format gauntlet needs --candidate NAME")
     if candidate is not None:
@@ -443,40 +444,9 @@ def prepare_run(args: argparse.Namespace, names: Sequence[str]) -> None:
                 f"--candidate {candidate!r} is not an entrant (entrants: {', '.join(names)})"
             )
     try:
-        check_names(getattr(args, "fail_if", None) or [], names)
+        check_names(arg(args, "fail_if") or [], names)
     except ConditionError as exc:
         raise CliError(str(exc)) from None
-
-
-def run_verdict(
-    args: argparse.Namespace,
-    results: dict[str, Any],
-    records: Sequence[GameRecordJSON],
-) -> Verdict:
-    """After a finished run: judge it (see :func:`arena.report.verdict.judge`) and
-    write ``--junit``, before anything is printed (so that output to a closed
-    pipe can neither lose the file nor change the verdict). Returns the
-    :class:`~arena.report.verdict.Verdict`.
-
-    Raises:
-        CliError: exit 3: the JUnit file cannot be written.
-    """
-    junit = getattr(args, "junit", None)
-    verdict = judge(
-        getattr(args, "fail_if", None) or [],
-        results["standings"],
-        records,
-        candidate=getattr(args, "candidate", None),
-        junit=junit is not None,
-    )
-    if junit is not None:
-        from arena.report.junit import write_junit
-
-        try:
-            write_junit(junit, f"hearts-arena run {args.out}", verdict.cases)
-        except OSError as exc:
-            raise CliError(f"--junit {junit}: {exc.strerror or exc}", EXIT_OUTPUT) from None
-    return verdict
 
 
 def conclude_run(verdict: Verdict) -> int:

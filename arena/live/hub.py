@@ -62,6 +62,7 @@ from arena.report.replays import replay_data
 from arena.results.analysis import analyse
 from arena.results.standings import StandingsRow
 from arena.results.stats import seatings_per_table
+from arena.tournament.settings import entrant_names
 
 #: Finished games listed on the page (the newest).
 FINISHED_SHOWN: Final = 12
@@ -178,7 +179,7 @@ class Hub:
         """(Re)set every state of the run ``settings`` and publish its parts."""
         self.run += 1
         self.settings = settings
-        self.names = [e["name"] for e in settings["entrants"]]
+        self.names = entrant_names(settings)
         self.games_total = games_total
         self.seatings = seatings_per_table(settings)
         self.info = {
@@ -286,7 +287,7 @@ class Hub:
             return
         self._reload_pending = False
         self.settings, self.games_total = fresh
-        self.names = [e["name"] for e in self.settings["entrants"]]
+        self.names = entrant_names(self.settings)
         self.seatings = seatings_per_table(self.settings)
         self.info.update(games_total=self.games_total, entrants=self.names, seatings=self.seatings)
         self._publish("info", json.dumps(self.info))

@@ -3,7 +3,8 @@ and written whole.
 
 ``run`` writes it before the first game; ``report``, ``verify``, ``replay``,
 ``watch``, ``cleanup`` and ``run --resume`` read it back with
-:func:`load_run_file`. Every write goes through :func:`write_whole`, so a
+:func:`read_run` (typed, :class:`arena.tournament.settings.RunFile`).
+Every write goes through :func:`write_whole`, so a
 full disk leaves the old file or the new one, never half of one.
 """
 
@@ -13,6 +14,9 @@ import json
 import os
 from pathlib import Path
 from typing import Any
+
+from arena.core.keys import MasterKey
+from arena.tournament.settings import NotARunFileError, RunFile, SettingsError
 
 
 class RunFileError(ValueError):
@@ -35,42 +39,43 @@ def write_whole(path: Path, text: str) -> None:
         raise
 
 
-def load_run_file(path: Path) -> dict[str, Any]:
-    """A tournament's ``run.json``: an object with ``settings`` (an object
-    with ``seed`` and ``entrants``, each entrant an object with a ``name``)
-    and ``games_total`` (an int).
+def read_run(path: Path, key: MasterKey | None = None) -> RunFile:
+    """A tournament's ``run.json``, typed (:class:`arena.tournament.settings.RunFile`;
+    ``key``: the run's key when known, else the recorded seed's, if any).
 
     Raises:
-        RunFileError: the file cannot be read or is not such an object.
+        RunFileError: the file cannot be read or is not a run file.
     """
     try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise RunFileError(f"{path} cannot be read as a run file: {exc}") from None
-    settings = info.get("settings") if isinstance(info, dict) else None
-    entrants = settings.get("entrants") if isinstance(settings, dict) else None
-    if (
-        not isinstance(info, dict)
-        or not isinstance(settings, dict)
-        or not isinstance(entrants, list)
-        or not all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in entrants)
-        or not isinstance(settings.get("seed"), int | str | None)
-        or type(info.get("games_total")) is not int
-    ):
+        return RunFile.read(path, key)
+    except NotARunFileError:
         raise RunFileError(
             f"{path} is not a tournament's run file (settings, seed, entrants or "
             "games_total missing or of the wrong type)"
-        )
+        ) from None
+    except SettingsError as exc:
+        raise RunFileError(str(exc)) from None
+
+
+def load_run_file(path: Path) -> dict[str, Any]:
+    """A tournament's ``run.json`` as JSON, once :func:`read_run` has read it
+    (for a caller that shows or copies the record as it is).
+
+    Raises:
+        RunFileError: see :func:`read_run`.
+    """
+    read_run(path)
+    info: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return info
 
 
-def write_run_file(path: Path, info: dict[str, Any]) -> None:
-    """Write ``info`` as ``run.json`` (indented JSON), whole or not at all.
+def write_run_file(path: Path, run: RunFile) -> None:
+    """Write ``run`` as ``run.json`` (indented JSON), whole or not at all.
 
     Raises:
         OSError: it could not be written (a full disk).
     """
-    write_whole(path, json.dumps(info, indent=2) + "\n")
+    write_whole(path, json.dumps(run.to_json(), indent=2) + "\n")
 
 
 def set_games_total(path: Path, total: int) -> None:
@@ -80,8 +85,9 @@ def set_games_total(path: Path, total: int) -> None:
 
     Raises:
         OSError: the file could not be read or written.
-        ValueError: it is not JSON.
+        RunFileError: it is not a run file.
     """
     info = json.loads(path.read_text(encoding="utf-8"))
+    read_run(path)  # a run file, checked
     info["games_total"] = total
-    write_run_file(path, info)
+    write_whole(path, json.dumps(info, indent=2) + "\n")

@@ -33,7 +33,6 @@ from typing import Any, Final
 from arena.core.cards import mask_of_names, names_of, parse_card
 from arena.core.keys import BadKeyError, MasterKey
 from arena.core.rules import (
-    MAX_TIEBREAK_HANDS,
     GameScore,
     Hand,
     IllegalMoveError,
@@ -43,6 +42,7 @@ from arena.core.rules import (
 )
 from arena.protocol.records import GameRecordJSON, HandJSON
 from arena.tournament.runner import ScheduleStream, TournamentSettings, read_journal
+from arena.tournament.settings import RunSettings, SettingsError, tournament_from_json
 
 #: Problems listed before the rest are only counted.
 MAX_PROBLEMS: Final = 50
@@ -97,21 +97,17 @@ def revealed_key(results: dict[str, Any], run: dict[str, Any]) -> tuple[MasterKe
 
 
 def settings_of(record: dict[str, Any], key: MasterKey) -> TournamentSettings:
-    """The :class:`TournamentSettings` a ``run.json`` settings record describes."""
-    target = record.get("target_score")
-    hands = record.get("hands")
-    return TournamentSettings(
-        key=key,
-        rounds=int(record.get("rounds", 1)),
-        target_score=target if hands is None else None,
-        hands=hands,
-        seating=record.get("seating", "rotations"),
-        format=record.get("format", "round-robin"),
-        candidate=record.get("candidate"),
-        games=record.get("games"),
-        sigma_target=record.get("sigma_target"),
-        ladder_batch=int(record.get("ladder_batch", 16)),
-    )
+    """The :class:`TournamentSettings` a ``run.json`` settings record
+    describes, with ``key`` (read by :func:`arena.tournament.settings.tournament_from_json`:
+    missing fields take the defaults ``run`` plays with).
+
+    Raises:
+        VerifyError: a setting of the wrong type or out of bounds.
+    """
+    try:
+        return tournament_from_json(record, key)
+    except SettingsError as exc:
+        raise VerifyError(f"run.json: {exc}") from None
 
 
 def check_hand(hand: HandJSON, dealt: Sequence[int], scores_before: Sequence[int]) -> str | None:
@@ -168,13 +164,16 @@ def verify_folder(folder: Path) -> tuple[int, list[str]]:
     key, problems = revealed_key(results, run)
     if problems:  # nothing else can be trusted
         return 0, problems
-    settings_record = run.get("settings", {})
-    names = [e["name"] for e in settings_record.get("entrants", [])]
+    try:
+        recorded = RunSettings.from_json(run.get("settings", {}), key)
+    except SettingsError as exc:
+        raise VerifyError(f"run.json: {exc}") from None
+    names = recorded.names
     try:
         records = read_journal(folder / "games.jsonl", names)
     except (OSError, ValueError) as exc:
         raise VerifyError(str(exc)) from None
-    settings = settings_of(settings_record, key)
+    settings = recorded.tournament
     by_index = {r["game_index"]: r for r in records}
     if settings.format != "ladder":
         expected = ScheduleStream(names, settings)  # walked, not built
@@ -217,8 +216,7 @@ def verify_folder(folder: Path) -> tuple[int, list[str]]:
         if list(rec["scores"]) != scores:
             problems.append(f"game {gid}: final scores are not the hands' sum")
         elif problem is None:
-            tiebreak = int(settings_record.get("max_tiebreak_hands", MAX_TIEBREAK_HANDS))
-            problem = check_game_end(rec, tiebreak)
+            problem = check_game_end(rec, settings.referee.max_tiebreak_hands)
             if problem is not None:
                 problems.append(f"game {gid}: {problem}")
     return len(records), problems

@@ -13,6 +13,17 @@ worker with Trio: the unit's games one after another, with four bot processes at
 the report, and records each game once (by ``game_index``) as its task
 completes.
 
+The coordinator's side is async (:meth:`DaskExecutor.play` is awaited in
+its Trio loop): the client's blocking calls run in threads
+(:func:`trio.to_thread.run_sync`), and each future's completion comes back
+to the loop by a done-callback (``TrioToken.run_sync_soon``); the records
+are handed to the sink in the loop's thread. The client (and a local
+cluster) is made when the executor is, outside the loop or in a thread
+(``await trio.to_thread.run_sync(make_executor, ...)``). Cancelling a call
+sets a Dask ``Event`` its tasks watch: a unit in play stops (its bots
+closed) and returns the games it finished, which are recorded; a unit not
+started returns at once.
+
 Resources: a task asks for one unit of the custom worker resource
 ``table`` (:data:`TABLE_RESOURCE`). Declare on each worker as many as the
 games it may play at once, normally its core count (``dask worker ADDRESS
@@ -38,7 +49,9 @@ worker before the first game (files present, readable by the bot users).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 import secrets
 import sys
 import uuid
@@ -48,7 +61,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import trio
-from distributed import Client, Future, LocalCluster, Security, as_completed
+from distributed import Client, Event, Future, LocalCluster, Security
 from distributed.client import FutureCancelledError
 
 from arena.game.referee import GameSpec
@@ -57,12 +70,17 @@ from arena.seats.entrants import Entrant
 from arena.seats.isolation import IsolationError
 from arena.seats.launcher import Launcher, LaunchOptions, _program_file
 from arena.tournament.runner import Games, TournamentRunner, TournamentSettings
-from arena.tournament.work import ExecutorUnavailable, RecordSink, work_units
+from arena.tournament.work import Cancelling, ExecutorUnavailable, RecordSink, work_units
 
 #: The custom Dask worker resource one work unit (one table) takes.
 TABLE_RESOURCE: Final = "table"
 #: Seconds to wait for the scheduler and for a first worker.
 CONNECT_TIMEOUT: Final = 30.0
+#: Seconds a unit's watcher waits on its call's stop event between two looks.
+STOP_POLL: Final = 0.5
+#: Seconds a cancelled call waits for its units to stop and return the games
+#: they finished, before it cancels what is left.
+STOP_WAIT: Final = 30.0
 
 
 @dataclass(frozen=True)
@@ -93,17 +111,39 @@ def _local_entrants(job: TableJob) -> list[Entrant]:
     return out
 
 
-def play_unit(job: TableJob, games: Sequence[GameSpec]) -> list[GameRecordJSON]:
-    """Play one work unit on this worker (runs inside a Dask task).
+def play_unit(
+    job: TableJob, games: Sequence[GameSpec], stop: str | None = None
+) -> list[GameRecordJSON]:
+    """Play one work unit on this worker (runs inside a Dask task). With
+    ``stop``, the name of a Dask ``Event``: once it is set, the games in
+    play stop (their bots closed) and no more start.
 
     Returns:
-        The games' ``games.jsonl`` records, in schedule order.
+        The records of the games finished, in schedule order (all of them
+        unless stopped).
     """
     entrants = _local_entrants(job)
     settings = replace(job.settings, jobs=1)
     records: list[GameRecordJSON] = []
     runner = TournamentRunner(entrants, settings, Launcher(job.options), records.append)
-    trio.run(runner.run, list(games))
+    event = Event(stop) if stop is not None else None
+
+    async def watch(scope: trio.CancelScope) -> None:
+        assert event is not None
+        while not await trio.to_thread.run_sync(event.wait, STOP_POLL, abandon_on_cancel=True):
+            pass
+        scope.cancel()
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            if event is not None:
+                if event.is_set():
+                    return
+                nursery.start_soon(watch, nursery.cancel_scope)
+            await runner.run(list(games))
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
     return sorted(records, key=lambda r: int(r["game_index"]))
 
 
@@ -152,6 +192,7 @@ class DaskExecutor:
         self.cluster: LocalCluster | None = None
         self._token = secrets.token_hex(4)
         self._recorded: set[int] = set()
+        self._cancelling = Cancelling()
         try:
             if scheduler is None:
                 # Its ports are on loopback, where bots (when not sealed) could
@@ -196,51 +237,135 @@ class DaskExecutor:
             if problem:
                 raise ExecutorUnavailable(f"Dask worker {address}: {problem}")
 
-    def play(self, games: Games, on_record: RecordSink) -> None:
+    async def play(self, games: Games, on_record: RecordSink) -> None:
         """Send ``games`` to the cluster as work units (in schedule order) and
         hand their records to ``on_record`` as units complete, each
         ``game_index`` once. A stream is walked whole into units first (this
-        executor is not streamed). See :meth:`arena.tournament.executors.Executor.play`.
+        executor is not streamed). See :meth:`arena.tournament.work.Executor.play`.
 
         Raises:
             ExecutorUnavailable: a unit was lost with too many workers in a
                 row (Dask's ``KilledWorker``); finished games are recorded.
+            ExecutorCancelled: :meth:`cancel` stopped it.
         """
-        units = work_units(games)
-        futures: dict[Future[Any], list[GameSpec]] = {}
+        with self._cancelling.playing():
+            units = work_units(games)
+            if not units:
+                return
+            stop = f"hearts-stop-{self._token}-{uuid.uuid4().hex[:8]}"
+            futures = await trio.to_thread.run_sync(self._submit, units, stop)
+            send, arrivals = trio.open_memory_channel[Future[Any]](math.inf)
+            trio_token = trio.lowlevel.current_trio_token()
+
+            def arrived(fut: Future[Any]) -> None:  # in the loop's thread
+                with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
+                    send.send_nowait(fut)
+
+            def done(fut: Future[Any]) -> None:  # in a thread of the client
+                with contextlib.suppress(trio.RunFinishedError):
+                    trio_token.run_sync_soon(arrived, fut)
+
+            left: dict[Any, tuple[Future[Any], list[GameSpec]]] = {
+                fut.key: (fut, unit) for fut, unit in futures
+            }
+            with send, arrivals:
+                for fut, _ in futures:
+                    fut.add_done_callback(done)
+                try:
+                    await self._collect(arrivals, left, on_record)
+                except BaseException:
+                    with trio.CancelScope(shield=True):
+                        await self._stop(stop, arrivals, left, on_record)
+                    raise
+
+    def _submit(
+        self, units: list[list[GameSpec]], stop: str
+    ) -> list[tuple[Future[Any], list[GameSpec]]]:
+        """Submit every unit (blocking: in a thread)."""
+        futures = []
         for unit in units:
             key = f"hearts-table-{unit[0].game_id}-{self._token}-{uuid.uuid4().hex[:8]}"
             fut = self.client.submit(
                 play_unit,
                 self.job,
                 unit,
+                stop,
                 key=key,
                 resources={TABLE_RESOURCE: 1},
                 pure=False,
             )
-            futures[fut] = unit
+            futures.append((fut, unit))
+        return futures
+
+    async def _collect(
+        self,
+        arrivals: trio.MemoryReceiveChannel[Future[Any]],
+        left: dict[Any, tuple[Future[Any], list[GameSpec]]],
+        on_record: RecordSink,
+        lenient: bool = False,
+    ) -> None:
+        """Take the futures as they complete until ``left`` is empty, each
+        unit's records to ``on_record`` (its result gathered in a thread).
+        ``lenient``: a unit that failed or was cancelled is skipped."""
+        while left:
+            fut = await arrivals.receive()
+            found = left.pop(fut.key, None)
+            if found is None:
+                continue
+            unit = found[1]
+            try:
+                records = await trio.to_thread.run_sync(fut.result)
+            except FutureCancelledError:
+                if lenient:
+                    continue
+                raise
+            except Exception as exc:
+                if lenient:
+                    continue
+                if type(exc).__name__ == "KilledWorker":
+                    ids = ", ".join(g.game_id for g in unit)
+                    raise ExecutorUnavailable(
+                        f"games {ids} were lost with a Dask worker too many times "
+                        "in a row; finished games are kept: continue with --resume"
+                    ) from None
+                raise
+            for record in records:
+                index = int(record["game_index"])
+                if index not in self._recorded:
+                    self._recorded.add(index)
+                    on_record(record)
+
+    async def _stop(
+        self,
+        stop: str,
+        arrivals: trio.MemoryReceiveChannel[Future[Any]],
+        left: dict[Any, tuple[Future[Any], list[GameSpec]]],
+        on_record: RecordSink,
+    ) -> None:
+        """Tell the call's units to stop (its Dask ``Event``), record the games
+        they finished, and cancel what has not returned within :data:`STOP_WAIT`."""
+        if not left:
+            return
         try:
-            for fut in as_completed(list(futures)):
-                try:
-                    records = fut.result()
-                except FutureCancelledError:
-                    raise
-                except Exception as exc:
-                    if type(exc).__name__ == "KilledWorker":
-                        ids = ", ".join(g.game_id for g in futures[fut])
-                        raise ExecutorUnavailable(
-                            f"games {ids} were lost with a Dask worker too many times "
-                            "in a row; finished games are kept: continue with --resume"
-                        ) from None
-                    raise
-                for record in records:
-                    index = int(record["game_index"])
-                    if index not in self._recorded:
-                        self._recorded.add(index)
-                        on_record(record)
-        except BaseException:
-            self.client.cancel(list(futures))
-            raise
+            await trio.to_thread.run_sync(lambda: Event(stop, client=self.client).set())
+            with trio.move_on_after(STOP_WAIT):
+                await self._collect(arrivals, left, on_record, lenient=True)
+        except Exception:  # the cluster is gone: nothing more comes back
+            logging.getLogger(__name__).debug("stopping Dask units", exc_info=True)
+        finally:
+            if left:
+                rest = [fut for fut, _ in left.values()]
+                with contextlib.suppress(Exception):
+                    await trio.to_thread.run_sync(self.client.cancel, rest)
+
+    def cancel(self) -> None:
+        """See :meth:`arena.tournament.work.Executor.cancel`."""
+        self._cancelling.cancel()
+
+    async def aclose(self) -> None:
+        """:meth:`close`, in a thread."""
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(self.close)
 
     def close(self) -> None:
         """Close the client and the local cluster it started, if any."""

@@ -1,8 +1,10 @@
 """Executors: where a tournament's games are played.
 
 An executor plays a list of games (any subset of a schedule, or one ladder
-batch) and hands each finished game's JSON record to a sink in the calling
-thread, in completion order. The coordinator -- the ``run`` command -- keeps
+batch), awaited in the caller's Trio loop (:class:`arena.tournament.work.Executor`:
+``await executor.play(games, on_record)``, ``executor.cancel()``,
+``await executor.aclose()``), and hands each finished game's JSON record to a
+sink in the loop's thread, in completion order. The coordinator -- the ``run`` command -- keeps
 the journal, the ratings and the report; ratings are applied in schedule
 order, so the standings do not depend on the executor.
 
@@ -24,10 +26,18 @@ import trio
 from arena.seats.entrants import Entrant
 from arena.seats.launcher import Launcher
 from arena.tournament.pool import ProcessPool, worker_count
-from arena.tournament.runner import Games, TournamentRunner, TournamentSettings
+from arena.tournament.runner import (
+    DealLocks,
+    Games,
+    SeatFactory,
+    TournamentRunner,
+    TournamentSettings,
+)
 from arena.tournament.work import (
     EXECUTORS,
+    Cancelling,
     Executor,
+    ExecutorCancelled,
     ExecutorUnavailable,
     RecordSink,
     dask_available,
@@ -41,7 +51,18 @@ POOL_MIN_GAMES: int = 8
 class LocalExecutor:
     """Games on this machine: ``settings.jobs`` chains at once, each keeping
     its bot processes along its games while no other chain needs a deal they
-    have seen (:class:`TournamentRunner`)."""
+    have seen (:class:`TournamentRunner`). Calls of :meth:`play` made at once
+    share the ``settings.jobs`` limit and the custody of deals.
+
+    Args:
+        entrants: every entrant.
+        settings: the tournament settings.
+        launcher: starts the bot processes.
+        live: the live view's bounded queue (``--live``), or ``None``.
+        seats: where seats come from (default: bot processes,
+            :class:`arena.tournament.runner.ProcessSeats`); with a factory
+            given, games are always played in this process (no worker pool).
+    """
 
     def __init__(
         self,
@@ -49,42 +70,68 @@ class LocalExecutor:
         settings: TournamentSettings,
         launcher: Launcher,
         live: Any = None,
+        seats: SeatFactory | None = None,
     ) -> None:
         self.live = live  # the live view's bounded queue (--live), or None
         self.entrants = list(entrants)
         self.settings = settings
         self.launcher = launcher
+        self.seats = seats
         self._pool: ProcessPool | None = None
+        self._cancelling = Cancelling()
+        self._limiter = trio.CapacityLimiter(settings.jobs)
+        self._locks = DealLocks()
 
-    def play(self, games: Games, on_record: RecordSink) -> None:
+    async def play(self, games: Games, on_record: RecordSink) -> None:
         """See :meth:`Executor.play`. With ``--jobs`` above 1 on a machine
         with several cores, and at least :data:`POOL_MIN_GAMES` games per
         worker, the games run in worker processes (:class:`arena.tournament.pool.ProcessPool`),
         since one Trio referee uses one core; fewer games run here, where
-        starting the workers (about half a second) would cost more than it saves."""
-        if not games:
-            return
-        workers = worker_count(self.settings.jobs)
-        if workers > 1 and (self._pool is not None or len(games) >= POOL_MIN_GAMES * workers):
-            if self._pool is None:
-                self._pool = ProcessPool(
-                    self.entrants, self.settings, self.launcher.options, workers, self.live
-                )
-            self._pool.play(games, on_record)
-            return
-        feed = None
-        if self.live is not None:
-            from arena.game.feed import LiveFeed
+        starting the workers (about half a second) would cost more than it saves.
 
-            feed = LiveFeed(self.live)
-        runner = TournamentRunner(self.entrants, self.settings, self.launcher, on_record, live=feed)
-        trio.run(runner.run, games)
+        Raises:
+            ExecutorCancelled: :meth:`cancel` stopped it (or came before).
+            arena.tournament.pool.WorkerError: a worker process failed.
+        """
+        with self._cancelling.playing():
+            if not games:
+                return
+            workers = worker_count(self.settings.jobs)
+            if self.seats is None and (
+                self._pool is not None or (workers > 1 and len(games) >= POOL_MIN_GAMES * workers)
+            ):
+                if self._pool is None:
+                    self._pool = ProcessPool(
+                        self.entrants, self.settings, self.launcher.options, workers, self.live
+                    )
+                await self._pool.play(games, on_record)
+                return
+            feed = None
+            if self.live is not None:
+                from arena.game.feed import LiveFeed
 
-    def close(self) -> None:
-        """Stop the worker processes, if any."""
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+                feed = LiveFeed(self.live)
+            runner = TournamentRunner(
+                self.entrants,
+                self.settings,
+                self.launcher,
+                on_record,
+                deal_locks=self._locks,
+                live=feed,
+                seats=self.seats,
+                limiter=self._limiter,
+            )
+            await runner.run(games)
+
+    def cancel(self) -> None:
+        """See :meth:`Executor.cancel`."""
+        self._cancelling.cancel()
+
+    async def aclose(self) -> None:
+        """Stop the worker processes, if any (in a thread: they are joined)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.aclose()
 
 
 def make_executor(
@@ -130,6 +177,7 @@ __all__ = [
     "EXECUTORS",
     "POOL_MIN_GAMES",
     "Executor",
+    "ExecutorCancelled",
     "ExecutorUnavailable",
     "LocalExecutor",
     "RecordSink",

@@ -41,7 +41,7 @@ is below ``settings.sigma_target``.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Final
 
 from arena.core.rules import ladder_deal_key
@@ -63,6 +63,8 @@ MIN_WINDOW: Final = 3
 RecordSink = records.RecordSink
 #: Plays a list of games, handing each record to the sink; returns when all are done.
 PlayGames = Callable[[Sequence[GameSpec], RecordSink], None]
+#: The same, awaited (an executor's :meth:`arena.tournament.work.Executor.play`).
+AsyncPlayGames = Callable[[Sequence[GameSpec], RecordSink], Awaitable[None]]
 
 
 def default_window(entrants: int) -> int:
@@ -318,31 +320,89 @@ def play_ladder(
         ValueError: ``recorded`` does not match the ladder's choices.
         RuntimeError: ``play`` returned without a record for a game.
     """
-    # Records by game_index: every record (the run keeps them for its report anyway).
-    results: dict[int, GameRecordJSON] = {int(r["game_index"]): r for r in recorded}
-    planner = LadderPlanner(names, settings, window)
+    loop = _LadderLoop(names, settings, on_record, recorded, window, on_batch)
+    while todo := loop.next():
+        play(todo, loop.sink)
+    return loop.end()
 
-    def sink(record: GameRecordJSON) -> None:
+
+async def play_ladder_async(
+    names: Sequence[str],
+    settings: TournamentSettings,
+    play: AsyncPlayGames,
+    on_record: RecordSink,
+    recorded: Iterable[GameRecordJSON] = (),
+    window: int | None = None,
+    on_batch: Callable[[LadderPlanner], None] | None = None,
+) -> LadderPlanner:
+    """:func:`play_ladder` with an awaited ``play`` (an executor's
+    :meth:`~arena.tournament.work.Executor.play`), in the caller's Trio loop;
+    the same arguments, result and errors. A cancellation stops it between
+    or inside batches (the executor records what finished)."""
+    loop = _LadderLoop(names, settings, on_record, recorded, window, on_batch)
+    while todo := loop.next():
+        await play(todo, loop.sink)
+    return loop.end()
+
+
+class _LadderLoop:
+    """The steps of :func:`play_ladder`: the batches' games not yet recorded
+    (:meth:`next`, after applying the last batch), the sink that keeps each
+    game once, and the final checks (:meth:`end`)."""
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        settings: TournamentSettings,
+        on_record: RecordSink,
+        recorded: Iterable[GameRecordJSON],
+        window: int | None,
+        on_batch: Callable[[LadderPlanner], None] | None = None,
+    ) -> None:
+        # Records by game_index: every record (the run keeps them for its report anyway).
+        self.results: dict[int, GameRecordJSON] = {int(r["game_index"]): r for r in recorded}
+        self.planner = LadderPlanner(names, settings, window)
+        self.on_record = on_record
+        self.on_batch = on_batch
+        self._batch: list[GameSpec] | None = None
+
+    def sink(self, record: GameRecordJSON) -> None:
         index = int(record["game_index"])
-        if index in results:
+        if index in self.results:
             return
-        results[index] = record
-        on_record(record)
+        self.results[index] = record
+        self.on_record(record)
 
-    while batch := planner.next_batch():
-        todo = [g for g in batch if g.game_index not in results]
-        if todo:
-            play(todo, sink)
-        missing = [g.game_index for g in batch if g.game_index not in results]
+    def _apply(self) -> None:
+        batch = self._batch
+        if batch is None:
+            return
+        self._batch = None
+        missing = [g.game_index for g in batch if g.game_index not in self.results]
         if missing:
             raise RuntimeError(f"no record of ladder games {missing[:5]}")
-        planner.apply(results)
-        if on_batch is not None:
-            on_batch(planner)
-    extra = sorted(i for i in results if not 0 <= i < planner.games_scheduled)
-    if extra:
-        raise ValueError(f"recorded games {extra[:5]} are not in this ladder")
-    return planner
+        self.planner.apply(self.results)
+        if self.on_batch is not None:
+            self.on_batch(self.planner)
+
+    def next(self) -> list[GameSpec]:
+        """The games of the next batch to play (its recorded games left
+        out; batches recorded whole are applied without playing); ``[]``
+        when the ladder is over."""
+        self._apply()
+        while batch := self.planner.next_batch():
+            self._batch = batch
+            todo = [g for g in batch if g.game_index not in self.results]
+            if todo:
+                return todo
+            self._apply()
+        return []
+
+    def end(self) -> LadderPlanner:
+        extra = sorted(i for i in self.results if not 0 <= i < self.planner.games_scheduled)
+        if extra:
+            raise ValueError(f"recorded games {extra[:5]} are not in this ladder")
+        return self.planner
 
 
 def describe_plan(entrants: int, settings: TournamentSettings) -> list[str]:

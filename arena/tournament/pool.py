@@ -7,6 +7,16 @@ once), pulling chains from one queue as it frees a slot. Each finished game's
 record goes back to the coordinator at once, which journals it: a chain's
 first game is not held back until the chain ends.
 
+The coordinator's side is async (:meth:`ProcessPool.play` is awaited in its
+Trio loop): it reads the workers' results in a thread (:func:`trio.to_thread.run_sync`,
+never blocking the loop) and hands each record to its sink in the loop's
+thread. Several calls of :meth:`ProcessPool.play` may be in flight at once
+(they share the workers and the custody of deals); each has a stop flag the
+workers watch (:data:`PLAYS` of them, shared): a cancelled call raises its
+flag, the workers stop that call's chains (their bots closed) and skip its
+queued ones, and the call returns once every chain it sent is accounted for,
+its finished games recorded.
+
 Results do not depend on the number of workers: every game carries its own
 seeds, and the coordinator applies ratings in schedule order. Workers get the
 settings without the master key (each game carries its derived table key and
@@ -20,15 +30,16 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import math
 import multiprocessing
 import os
 import queue
 import signal
-import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 import trio
 
@@ -54,9 +65,19 @@ DEAL_LOCK_STRIPES: int = 64
 CHAINS_AHEAD: int = 2
 #: Seconds between two tries of a taken deal lock.
 DEAL_LOCK_POLL: float = 0.005
-#: Seconds the workers are given to close their bots after SIGTERM before
-#: they are killed.
+#: Seconds the workers are given to close their bots after SIGTERM (or a
+#: cancelled call to stop its chains) before they are killed.
 STOP_WAIT: float = 10.0
+#: Calls of :meth:`ProcessPool.play` in flight at once (their stop flags are
+#: made before the workers start); more wait for one to end.
+PLAYS: Final = 64
+#: Seconds a worker's chain waits between two looks at its call's stop flag.
+STOP_POLL: Final = 0.05
+#: Seconds the coordinator's reading thread waits for a result before it
+#: lets another reader in and checks that the workers are alive.
+READ_WAIT: Final = 0.25
+#: Results taken by one read (the rest wait for the next).
+READ_BATCH: Final = 256
 
 
 class SharedDealLocks:
@@ -183,9 +204,15 @@ def _worker(
     results: Any,
     slots: int,
     deal_locks: dict[str, Any],
+    stops: Any,
     live: Any,
     parent: int,
 ) -> None:
+    """A worker process: ``slots`` chains at once, taken from ``tasks`` as
+    ``(call, number, chain)``; each record goes to ``results`` as
+    ``("record", call, record)``, each chain's end as ``("chain", call,
+    number)`` (after its records; also for a chain skipped or stopped because
+    ``stops[call]`` is set). SIGTERM stops every chain (their bots closed)."""
     _die_with_parent(parent)
     from arena.game.feed import LiveFeed
 
@@ -194,26 +221,42 @@ def _worker(
         live.cancel_join_thread()  # a view that went away never holds up this worker's exit
         feed = LiveFeed(live)
     # Ctrl-C (and a terminal's SIGHUP, sent to its whole process group) reaches
-    # the coordinator, which stops workers with SIGTERM.
+    # the coordinator, which stops the calls' chains (or workers, with SIGTERM).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     runner = TournamentRunner(
         entrants,
         settings,
         Launcher(options),
-        lambda r: results.put(("record", r)),
+        lambda r: results.put(("record", -1, r)),
         SharedDealLocks(deal_locks),
         feed,
     )
     stopped = False
 
+    def send(call: int, record: records.GameRecordJSON) -> None:
+        results.put(("record", call, record))
+
+    async def watch_stop(call: int, scope: trio.CancelScope) -> None:
+        # A shared flag cannot wake a Trio task: poll it.
+        while not stops[call]:  # noqa: ASYNC110
+            await trio.sleep(STOP_POLL)
+        scope.cancel()  # the chain closes its bots on the way out
+
     async def slot() -> None:
         limiter = trio.CapacityLimiter(1)
         while True:
-            chain = await trio.to_thread.run_sync(tasks.get, abandon_on_cancel=True)
-            if chain is None:
+            task = await trio.to_thread.run_sync(tasks.get, abandon_on_cancel=True)
+            if task is None:
                 return
-            await runner.run_chain(chain, limiter)
+            call, number, chain = task
+            if not stops[call]:
+                with trio.CancelScope() as scope:
+                    async with trio.open_nursery() as watch:
+                        watch.start_soon(watch_stop, call, scope)
+                        await runner.run_chain(chain, limiter, functools.partial(send, call))
+                        watch.cancel_scope.cancel()
+            results.put(("chain", call, number))
 
     async def watch_term(scope: trio.CancelScope) -> None:
         nonlocal stopped
@@ -238,16 +281,27 @@ def _worker(
     except BaseException as exc:  # a bug: report it to the coordinator
         # The whole traceback (sub-exceptions of Trio's groups included), capped.
         text = "".join(traceback.format_exception(exc))
-        results.put(("error", text[-4000:]))
+        results.put(("error", -1, text[-4000:]))
         raise
-    results.put(("interrupted" if stopped else "done", os.getpid()))
+    results.put(("interrupted" if stopped else "done", -1, os.getpid()))
+
+
+@dataclass
+class _Call:
+    """One call of :meth:`ProcessPool.play` in flight: its sink, the chains
+    it sent that no worker has reported done, and whether more are to send."""
+
+    on_record: RecordSink
+    outstanding: set[int] = field(default_factory=set)
+    more: bool = True
 
 
 class ProcessPool:
     """Worker processes that play chains of games; see the module docstring.
 
     The workers start with the first :meth:`play` and serve every later call
-    (a ladder plays batch after batch) until :meth:`close`.
+    (a ladder plays batch after batch; a server's tables play at once) until
+    :meth:`aclose`.
 
     Args:
         entrants, settings, options: as for :class:`TournamentRunner` and
@@ -276,6 +330,13 @@ class ProcessPool:
         self._tasks: Any = None
         self._results: Any = None
         self._locks: dict[str, Any] = {}
+        self._stops: Any = None
+        self._calls: dict[int, _Call] = {}
+        self._free = list(range(PLAYS))
+        self._call_room = trio.Semaphore(PLAYS)
+        self._starting = trio.Lock()
+        self._reading = trio.Lock()
+        self._broken: str | None = None
 
     def _start(self) -> None:
         ctx = multiprocessing.get_context("spawn")
@@ -283,6 +344,7 @@ class ProcessPool:
         self._results = ctx.Queue()
         # Kept referenced: a spawned worker opens them by name after start().
         self._locks = locks = SharedDealLocks.make(ctx)
+        self._stops = ctx.Array("b", PLAYS, lock=False)
         for _ in range(self.workers):
             proc = ctx.Process(
                 target=_worker,
@@ -294,6 +356,7 @@ class ProcessPool:
                     self._results,
                     self.slots,
                     locks,
+                    self._stops,
                     self.live,
                     os.getpid(),
                 ),
@@ -302,100 +365,155 @@ class ProcessPool:
             proc.start()
             self._procs.append(proc)
 
-    def play(self, games: Games, on_record: RecordSink) -> None:
-        """Play ``games`` in the workers, calling ``on_record`` in this thread
-        for each finished game. Returns when every game is recorded.
+    async def play(self, games: Games, on_record: RecordSink) -> None:
+        """Play ``games`` in the workers, calling ``on_record`` in the loop's
+        thread for each finished game. Returns when every game is recorded.
 
         Chains go to the workers' queue as they are needed: at most
-        :data:`CHAINS_AHEAD` times the slots are queued or in play at once, so
-        a :class:`arena.tournament.runner.ScheduleStream` is never held whole.
+        :data:`CHAINS_AHEAD` times the slots are queued or in play at once
+        for a call, so a :class:`arena.tournament.runner.ScheduleStream` is
+        never held whole.
+
+        Cancellation (the caller's scope, Ctrl-C): the call's stop flag is
+        raised, its chains in play stop (their bots closed) and its queued
+        ones are skipped; the records of games finished meanwhile are handed
+        over; then the cancellation propagates. Workers that do not answer
+        within :data:`STOP_WAIT` seconds are stopped with SIGTERM, then killed.
 
         Raises:
-            KeyboardInterrupt: Ctrl-C; the workers are stopped (their bots
-                closed, the games they finish meanwhile recorded) first.
-            WorkerError: a worker failed.
+            KeyboardInterrupt: a worker was stopped from outside (SIGTERM).
+            WorkerError: a worker failed, or died.
         """
         if not games:
             return
-        if not self._procs:
-            self._start()
-        chains: Iterator[list[Any]] = iter_chains(games)
+        async with self._starting:
+            if self._broken is not None:
+                raise WorkerError(self._broken)
+            if not self._procs:
+                await trio.to_thread.run_sync(self._start)
+        async with self._call_room:
+            number = self._free.pop()
+            self._stops[number] = 0
+            call = self._calls[number] = _Call(on_record)
+            try:
+                await self._play(number, call, iter_chains(games))
+            except BaseException:
+                with trio.CancelScope(shield=True):
+                    await self._stop_call(number, call)
+                raise
+            finally:
+                del self._calls[number]
+                self._free.append(number)
+
+    async def _play(self, number: int, call: _Call, chains: Iterator[list[Any]]) -> None:
         ahead = CHAINS_AHEAD * self.workers * self.slots
-        # game_index -> chain number, and games left per chain, for chains sent.
-        chain_of: dict[int, int] = {}
-        left: dict[int, int] = {}
         sent = 0
 
         def send_more() -> None:
             nonlocal sent
-            while len(left) < ahead:
+            while call.more and len(call.outstanding) < ahead:
                 chain = next(chains, None)
                 if chain is None:
+                    call.more = False
                     return
-                for g in chain:
-                    chain_of[g.game_index] = sent
-                left[sent] = len(chain)
-                self._tasks.put(chain)
+                call.outstanding.add(sent)
+                self._tasks.put((number, sent, chain))
                 sent += 1
 
-        remaining = len(games)
-        try:
+        send_more()
+        while call.outstanding:
+            await self._read(call)
             send_more()
-            while remaining:
-                try:
-                    kind, payload = self._results.get(timeout=1.0)
-                except queue.Empty:
-                    dead = [p for p in self._procs if not p.is_alive()]
-                    if dead:
-                        raise WorkerError(
-                            f"a worker process died (exit code {dead[0].exitcode})"
-                        ) from None
-                    continue
-                if kind == "record":
-                    on_record(payload)
-                    remaining -= 1
-                    number = chain_of.pop(int(payload["game_index"]), None)
-                    if number is not None:
-                        left[number] -= 1
-                        if not left[number]:
-                            del left[number]
-                            send_more()
-                elif kind == "interrupted":  # a worker was stopped from outside
-                    raise KeyboardInterrupt
-                else:
-                    raise WorkerError(f"a worker process failed: {payload}")
-        except BaseException:
-            self._stop(on_record)
-            raise
 
-    def close(self) -> None:
-        """Let the workers finish and exit."""
+    async def _read(self, call: _Call, wait: float = READ_WAIT) -> None:
+        """Take the results waiting (up to ``wait`` seconds for the first, in a
+        thread) and hand each to its call, unless ``call`` has nothing left
+        to wait for; one reader at a time."""
+        async with self._reading:
+            if self._broken is not None:
+                raise WorkerError(self._broken)
+            if not call.outstanding:
+                return
+            found = await trio.to_thread.run_sync(self._take, wait)
+            if not found:
+                dead = [p for p in self._procs if not p.is_alive()]
+                if dead:
+                    self._broken = f"a worker process died (exit code {dead[0].exitcode})"
+                    raise WorkerError(self._broken)
+            for kind, number, payload in found:
+                self._dispatch(kind, number, payload)
+
+    def _take(self, wait: float) -> list[tuple[str, int, Any]]:
+        """Up to :data:`READ_BATCH` results: the first within ``wait`` seconds
+        (blocking: run in a thread), the rest already there."""
+        found: list[tuple[str, int, Any]] = []
+        with contextlib.suppress(queue.Empty, OSError, ValueError, EOFError):
+            found.append(self._results.get(timeout=wait) if wait else self._results.get_nowait())
+            while len(found) < READ_BATCH:
+                found.append(self._results.get_nowait())
+        return found
+
+    def _dispatch(self, kind: str, number: int, payload: Any) -> None:
+        call = self._calls.get(number)
+        if kind == "record":
+            if call is not None:
+                call.on_record(payload)
+        elif kind == "chain":
+            if call is not None:
+                call.outstanding.discard(payload)
+        elif kind == "interrupted":  # a worker was stopped from outside
+            self._broken = "a worker process was stopped from outside (SIGTERM)"
+            raise KeyboardInterrupt
+        elif kind == "error":
+            self._broken = f"a worker process failed: {payload}"
+            raise WorkerError(self._broken)
+
+    async def _stop_call(self, number: int, call: _Call) -> None:
+        """Raise call ``number``'s stop flag and hand over its records until
+        every chain it sent is reported (at most :data:`STOP_WAIT` seconds;
+        then the workers are stopped)."""
+        call.more = False
+        if self._stops is None or not self._procs:
+            return
+        self._stops[number] = 1
+        with trio.move_on_after(STOP_WAIT) as waited:
+            try:
+                while call.outstanding and self._broken is None:
+                    await self._read(call, wait=STOP_POLL)
+            except (WorkerError, KeyboardInterrupt):
+                pass
+        if waited.cancelled_caught or self._broken is not None:
+            await self._terminate()
+
+    async def aclose(self) -> None:
+        """Let the workers finish and exit (joined in a thread; killed after
+        30 seconds)."""
         if not self._procs:
+            return
+        if self._broken is not None:
+            with trio.CancelScope(shield=True):
+                await self._terminate()
             return
         for _ in range(self.workers * self.slots):
             self._tasks.put(None)
-        for proc in self._procs:
-            proc.join(30)
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
-        self._procs = []
+        procs, self._procs = self._procs, []
 
-    def _drain(self, on_record: RecordSink, timeout: float) -> None:
-        """Hand every record waiting in the results queue to ``on_record``
-        (waiting up to ``timeout`` seconds for the first)."""
-        with contextlib.suppress(queue.Empty, OSError, ValueError, EOFError):
-            kind, payload = (
-                self._results.get(timeout=timeout) if timeout else self._results.get_nowait()
-            )
-            while True:
-                if kind == "record":
-                    on_record(payload)
-                kind, payload = self._results.get_nowait()
+        def join() -> None:
+            for proc in procs:
+                proc.join(30)
+                if proc.is_alive():
+                    proc.kill()
+                    proc.join()
 
-    def _stop(self, on_record: RecordSink) -> None:
-        """Stop the workers with SIGTERM (they close their bots), keep the
-        games they finish meanwhile, and make sure they are gone."""
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(join)
+
+    async def _terminate(self) -> None:
+        """Stop the workers with SIGTERM (they close their bots), hand the
+        games they finish meanwhile to their calls, and make sure they are
+        gone; the pool serves no more calls."""
+        if self._broken is None:
+            self._broken = "the worker processes were stopped"
         for proc in self._procs:
             if proc.is_alive():
                 with contextlib.suppress(ProcessLookupError):
@@ -404,12 +522,24 @@ class ProcessPool:
         # last records wait in its queue's pipe (a record is larger than a
         # pipe's buffer), and a process does not exit before its queue is
         # flushed, so joining first would wait for nothing until the deadline.
-        deadline = time.monotonic() + STOP_WAIT
-        while any(p.is_alive() for p in self._procs) and time.monotonic() < deadline:
-            self._drain(on_record, timeout=0.05)
-        self._drain(on_record, timeout=0.0)
-        for proc in self._procs:
-            if proc.is_alive():
-                proc.kill()
+        with trio.move_on_after(STOP_WAIT):
+            while any(p.is_alive() for p in self._procs):
+                self._hand_over(await trio.to_thread.run_sync(self._take, STOP_POLL))
+        self._hand_over(self._take(0.0))
+        procs, self._procs = self._procs, []
+
+        def kill() -> None:
+            for proc in procs:
+                if proc.is_alive():
+                    proc.kill()
                 proc.join()
-        self._procs = []
+
+        await trio.to_thread.run_sync(kill)
+
+    def _hand_over(self, found: list[tuple[str, int, Any]]) -> None:
+        """Records to their calls while the workers stop (nothing else counts now)."""
+        for kind, number, payload in found:
+            if kind == "record":
+                call = self._calls.get(number)
+                if call is not None:
+                    call.on_record(payload)

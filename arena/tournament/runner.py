@@ -64,8 +64,9 @@ from arena.game.referee import (
     Referee,
     RefereeSettings,
     SeatSetup,
-    start_bot,
+    handshake,
 )
+from arena.protocol.faults import Fault, FaultKind
 from arena.protocol.records import FORMAT_VERSION as FORMAT_VERSION  # (moved; re-exported)
 from arena.protocol.records import GameRecordJSON, read_record
 from arena.seats.entrants import Entrant
@@ -73,6 +74,7 @@ from arena.seats.forget import drop_kernel_caches
 from arena.seats.forget import forget as forget_pages
 from arena.seats.launcher import Launcher
 from arena.seats.process import BotProcess, close_all
+from arena.seats.seat import Seat
 
 if TYPE_CHECKING:
     from arena.game.feed import LiveFeed
@@ -895,6 +897,85 @@ def read_journal(
 # -- running ------------------------------------------------------------------
 
 
+class SeatFactory(Protocol):
+    """Where the runner's seats come from: bot processes
+    (:class:`ProcessSeats`, the default) or, in tests, seats in memory.
+
+    The runner keeps a chain's seats from game to game (see
+    :meth:`TournamentRunner.run_chain`); the factory starts them, says
+    whether a kept one can play again, and ends them.
+    """
+
+    async def start(
+        self, entrant: Entrant, seat: int, nursery: trio.Nursery
+    ) -> tuple[Seat | None, Fault | None]:
+        """Start the seat of ``entrant`` at ``seat`` (0..3) for a game, its
+        tasks in ``nursery`` (the chain's), and shake hands with it. A start
+        cancelled half-way ends what it started before it raises.
+
+        Returns:
+            ``(seat, None)`` when it is ready; ``(None, fault)`` when it could
+            not be started; ``(seat, fault)`` when it failed the handshake
+            (the runner closes it and plays its seat by the default moves).
+        """
+        ...
+
+    def reusable(self, seat: Seat) -> bool:
+        """Whether a kept seat may play another game (alive and answering);
+        the runner checks the deals it has seen itself."""
+        ...
+
+    async def close(self, seats: Sequence[Seat]) -> None:
+        """End ``seats`` together (killed if they do not exit, and reaped).
+        Shielded from cancellation: it returns once they are gone."""
+        ...
+
+
+class ProcessSeats:
+    """Bot processes as seats (:class:`SeatFactory`): each started from its
+    entrant's launch spec (:meth:`arena.seats.launcher.Launcher.spec`) and
+    shaken hands with within ``referee.startup_time`` seconds (a program
+    that cannot be started is a ``crashed`` fault of the handshake); closed with
+    ``referee.grace`` seconds to exit after ``bye`` (:func:`close_all`: the
+    uids of processes closed together are purged in one search).
+
+    Args:
+        launcher: makes the launch specs.
+        referee: the referee's settings (startup time, grace).
+    """
+
+    def __init__(self, launcher: Launcher, referee: RefereeSettings) -> None:
+        self.launcher = launcher
+        self.referee = referee
+
+    async def start(
+        self, entrant: Entrant, seat: int, nursery: trio.Nursery
+    ) -> tuple[Seat | None, Fault | None]:
+        """See :meth:`SeatFactory.start`."""
+        spec = self.launcher.spec(entrant)
+        try:
+            bot = await BotProcess.start(spec, nursery)
+        except OSError as exc:
+            detail = f"could not start {spec.argv[0]!r}: {exc.strerror or exc}"
+            return None, Fault(
+                seat, spec.label, FaultKind.CRASHED, detail, None, None, "hello", None
+            )
+        try:
+            return bot, await handshake(bot, seat, self.referee.startup_time)
+        except BaseException:  # cancelled during the handshake: the process is not lost
+            await close_all([bot], self.referee.grace)
+            raise
+
+    def reusable(self, seat: Seat) -> bool:
+        """See :meth:`SeatFactory.reusable`: the process is alive."""
+        return seat.dead is None
+
+    async def close(self, seats: Sequence[Seat]) -> None:
+        """See :meth:`SeatFactory.close`."""
+        if seats:
+            await close_all(cast("Sequence[BotProcess]", seats), self.referee.grace)
+
+
 @dataclass
 class RunState:
     """What the runner has done so far (read by progress displays)."""
@@ -910,14 +991,20 @@ class TournamentRunner:
     Args:
         entrants: every entrant, by name.
         settings: the tournament settings.
-        launcher: makes launch specs for bot processes.
+        launcher: makes launch specs for bot processes, and names what sealed
+            bots can read (the page cache's forgets, :meth:`forget`).
         on_record: called with each finished game's JSON record, in
             completion order (the journal and progress display hang here).
         deal_locks: what keeps two games of one deal key from being played at
             once (:class:`DealLocks` by default; worker processes share
-            :class:`arena.tournament.pool.SharedDealLocks`).
+            :class:`arena.tournament.pool.SharedDealLocks`; runners of one
+            executor share one).
         live: the spectator's feed (``--live``, :class:`arena.game.feed.LiveFeed`)
             each game's referee tells its public events to, or ``None``.
+        seats: where seats come from (:class:`SeatFactory`; default
+            :class:`ProcessSeats` of ``launcher``).
+        limiter: the games in flight at once, shared by runners of one
+            executor; default a limiter of ``settings.jobs`` for each :meth:`run`.
     """
 
     def __init__(
@@ -928,6 +1015,8 @@ class TournamentRunner:
         on_record: Callable[[GameRecordJSON], None],
         deal_locks: DealLockSet | None = None,
         live: LiveFeed | None = None,
+        seats: SeatFactory | None = None,
+        limiter: trio.CapacityLimiter | None = None,
     ) -> None:
         self.live = live
         self.entrants = {e.name: e for e in entrants}
@@ -935,6 +1024,10 @@ class TournamentRunner:
         self.launcher = launcher
         self.on_record = on_record
         self.deal_locks: DealLockSet = deal_locks if deal_locks is not None else DealLocks()
+        self.seats: SeatFactory = (
+            seats if seats is not None else ProcessSeats(launcher, settings.referee)
+        )
+        self.limiter = limiter
 
     async def run(self, games: Games) -> None:
         """Play ``games`` (any subset of a schedule, or a :class:`ScheduleStream`).
@@ -942,13 +1035,18 @@ class TournamentRunner:
 
         ``settings.jobs`` tasks take chains in order (:func:`iter_chains`),
         one at a time, so a stream's chains are made only as they start and
-        memory does not grow with the schedule.
+        memory does not grow with the schedule; each plays its chain holding
+        a token of the limiter (:attr:`limiter`, shared, or one of
+        ``settings.jobs`` for this call).
 
-        Cancellation (Ctrl-C) closes every bot process before propagating;
-        games finished before it were already handed to ``on_record``.
+        Cancellation (Ctrl-C, or the caller's cancel scope) stops the games
+        in play and closes every seat (shielded) before propagating; games
+        finished before it were already handed to ``on_record``.
         """
         chains = iter_chains(games)
-        limiter = trio.CapacityLimiter(self.settings.jobs)
+        limiter = (
+            self.limiter if self.limiter is not None else trio.CapacityLimiter(self.settings.jobs)
+        )
 
         async def take() -> None:
             for chain in chains:  # shared: each chain goes to one task
@@ -962,10 +1060,16 @@ class TournamentRunner:
                     nursery.start_soon(take)
             outer.cancel_scope.cancel()
 
-    async def run_chain(self, chain: list[GameSpec], limiter: trio.CapacityLimiter) -> None:
+    async def run_chain(
+        self,
+        chain: list[GameSpec],
+        limiter: trio.CapacityLimiter,
+        on_record: Callable[[GameRecordJSON], None] | None = None,
+    ) -> None:
         """Play one chain's games in turn, holding a ``limiter`` token
-        meanwhile (one game in flight), with one set of bot processes as long
-        as no other chain needs one of the deals they have seen.
+        meanwhile (one game in flight), with one set of seats as long
+        as no other chain needs one of the deals they have seen; each
+        record goes to ``on_record`` (default :attr:`on_record`).
 
         The chain takes each game's deal (:class:`DealLockSet`) before it and
         keeps every deal its processes have seen until it closes them: so no
@@ -976,29 +1080,34 @@ class TournamentRunner:
         chain holds (the chain then waits holding nothing, so chains never
         wait for each other in a circle); (3) after every game with
         ``--fresh-processes``; (4) at its end. A process is reused for a
-        game only if it is alive, has not played the deal, and was started
-        after a forget of the page cache (:meth:`forget`) that followed the
-        last release of the deal; otherwise it is replaced, after such a
-        forget if none has happened yet.
+        game only if the factory calls it reusable (alive), it has not played
+        the deal, and was started after a forget of the page cache
+        (:meth:`forget`) that followed the last release of the deal;
+        otherwise it is replaced, after such a forget if none has happened yet.
         """
+        sink = on_record if on_record is not None else self.on_record
         locks = self.deal_locks
-        grace = self.settings.referee.grace
-        procs: list[BotProcess | None] = [None, None, None, None]
+        factory = self.seats
+        procs: list[Seat | None] = [None, None, None, None]
         born = [0, 0, 0, 0]  # locks.finished() when each seat's process was started
         held: list[str] = []
 
-        async def drop(dead: Sequence[BotProcess] = ()) -> None:
+        async def drop(dead: Sequence[Seat] = ()) -> None:
             alive = [*dead, *(b for b in procs if b is not None)]
             procs[:] = [None, None, None, None]
             try:
                 if alive:  # together: their uids are purged in one search
-                    await close_all(alive, grace)
+                    await factory.close(alive)
             finally:
                 for deal in held:
                     locks.release(deal)
                 held.clear()
 
-        async with limiter, trio.open_nursery() as nursery:
+        async with limiter, trio.open_nursery() as host:
+            # The seats' tasks run in a nursery shielded from the chain's
+            # cancellation, so that a cancelled chain still closes its seats
+            # in order (bye, grace, kill, reap); it is cancelled once they are closed.
+            nursery, seat_scope, seats_done = await host.start(_seat_nursery)
             try:
                 for game in chain:
                     if not locks.try_take(game.deal_key):
@@ -1009,22 +1118,28 @@ class TournamentRunner:
                     events = self.live.sink(game) if self.live is not None else None
                     referee = Referee(game, setups, self.settings.referee, events)
                     record = await referee.play()
-                    closing: list[BotProcess] = []
+                    closing: list[Seat] = []
                     for seat in range(4):
                         bot = procs[seat]
                         if bot is None:
                             continue
                         bot.games_played.add(game.deal_key)
-                        if bot.dead is not None:
+                        if not factory.reusable(bot):
                             procs[seat] = None
                             closing.append(bot)
                     if self.settings.fresh_processes or any(locks.wanted(d) for d in held):
                         await drop(closing)
                     elif closing:  # together: their uids are purged in one search
-                        await close_all(closing, grace)
-                    self.on_record(record.to_json())
-            finally:
+                        await factory.close(closing)
+                    sink(record.to_json())
+            except BaseException:
                 await drop()
+                seat_scope.cancel()
+                raise
+            else:
+                await drop()
+            finally:
+                seats_done.set()
 
     def forget(self) -> None:
         """Make the page cache of what sealed bots can read forget what bots
@@ -1046,7 +1161,7 @@ class TournamentRunner:
     async def _seat_processes(
         self,
         game: GameSpec,
-        procs: list[BotProcess | None],
+        procs: list[Seat | None],
         born: list[int],
         nursery: trio.Nursery,
     ) -> list[SeatSetup]:
@@ -1056,31 +1171,30 @@ class TournamentRunner:
         in one search), then the page cache is made to forget if the deal
         asks for it, then all starts of a game run concurrently."""
         setups: list[SeatSetup] = [SeatSetup(name, None) for name in game.seats]
-        referee = self.settings.referee
         locks = self.deal_locks
+        factory = self.seats
         mark = locks.released_at(game.deal_key)
 
         async def fresh(seat: int) -> None:
             entrant = self.entrants[game.seats[seat]]
-            spec = self.launcher.spec(entrant)
             born[seat] = locks.finished()
-            bot, fault = await start_bot(spec, seat, referee.startup_time, nursery)
+            bot, fault = await factory.start(entrant, seat, nursery)
             if fault is not None:
                 setups[seat].startup_fault = fault
                 if bot is not None:
-                    await bot.close(referee.grace)
+                    await factory.close([bot])
                     setups[seat].startup_stderr = bot.stderr.take()
                 return
             procs[seat] = bot
             setups[seat].bot = bot
 
         starting: list[int] = []
-        replaced: list[BotProcess] = []
+        replaced: list[Seat] = []
         for seat in range(4):
             bot = procs[seat]
             if (
                 bot is not None
-                and bot.dead is None
+                and factory.reusable(bot)
                 and game.deal_key not in bot.games_played
                 and born[seat] > mark
             ):
@@ -1091,13 +1205,26 @@ class TournamentRunner:
                     procs[seat] = None
                     replaced.append(bot)
         if replaced:  # closed together first: their uids are purged in one search
-            await close_all(replaced, referee.grace)
+            await factory.close(replaced)
         if starting and locks.finished() <= mark:
             await locks.forget_after(mark, self.forget)
         async with trio.open_nursery() as starter:
             for seat in starting:
                 starter.start_soon(fresh, seat)
         return setups
+
+
+async def _seat_nursery(
+    task_status: trio.TaskStatus[tuple[trio.Nursery, trio.CancelScope, trio.Event]],
+) -> None:
+    """A nursery for a chain's seats, shielded from outside cancellation:
+    gives ``(nursery, its scope, an event)``; the nursery ends (its tasks
+    finished) once the event is set, at once when its scope is cancelled."""
+    with trio.CancelScope(shield=True) as scope:
+        async with trio.open_nursery() as nursery:
+            done = trio.Event()
+            task_status.started((nursery, scope, done))
+            await done.wait()
 
 
 def settings_record(

@@ -1,7 +1,8 @@
 """What an executor is and the work it is given: the :class:`Executor`
-interface, the :data:`RecordSink` it hands each finished game to,
-:class:`ExecutorUnavailable`, and :func:`work_units` (the tables a remote
-worker plays as one task).
+interface (async and cancellable), the :data:`RecordSink` it hands each
+finished game to, :class:`ExecutorUnavailable`, :class:`ExecutorCancelled`,
+:class:`Cancelling` (the cancel scopes of the plays in flight, shared by the
+executors) and :func:`work_units` (the tables a remote worker plays as one task).
 
 Both executors import this module: :mod:`arena.tournament.executors` (the
 local one and the factory) and :mod:`arena.tournament.dask_executor`, so
@@ -11,9 +12,12 @@ only when asked for it).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Final, Protocol
+
+import trio
 
 from arena.game.referee import GameSpec
 from arena.protocol import records
@@ -31,23 +35,88 @@ class ExecutorUnavailable(RuntimeError):
     cluster unreachable or unfit); the message is one line for the user."""
 
 
+class ExecutorCancelled(RuntimeError):
+    """:meth:`Executor.cancel` stopped a :meth:`Executor.play` before every
+    one of its games was recorded (those finished before were)."""
+
+
 class Executor(Protocol):
-    """Plays games; see the module docstring."""
+    """Plays games, awaited inside the caller's Trio loop.
 
-    def play(self, games: Games, on_record: RecordSink) -> None:
+    Several tasks may await :meth:`play` at once (a competition server plays
+    each table as its own task): they share the executor's ``jobs`` games at
+    a time and its custody of deals (no process that has seen a deal is alive
+    while another holds its cards, whichever call plays them).
+    """
+
+    async def play(self, games: Games, on_record: RecordSink) -> None:
         """Play ``games`` (a list, or a :class:`arena.tournament.runner.ScheduleStream`
-        walked lazily by the local executor), calling ``on_record`` once per finished game in
-        the calling thread. Returns when every game is recorded.
+        walked lazily by the local executor), calling ``on_record`` once per
+        finished game in the loop's thread, in completion order. Returns when
+        every game is recorded.
 
-        A ``KeyboardInterrupt`` stops the games in flight (their bot
-        processes are closed) and propagates; games finished before it were
-        already handed to ``on_record``.
+        Cancellation, by the caller's cancel scope (or Ctrl-C) or by
+        :meth:`cancel`: no new game starts, games in progress stop (their bot
+        processes killed and reaped, worker processes told to stop their
+        games), and every game that finished before is handed to
+        ``on_record`` before the call ends.
+
+        Raises:
+            ExecutorCancelled: :meth:`cancel` was called before every game
+                was recorded (at once, for a call made after it).
+            ExecutorUnavailable: the executor cannot go on (a Dask unit lost
+                too often).
         """
         ...
 
-    def close(self) -> None:
-        """Release what the executor holds (a cluster it started)."""
+    def cancel(self) -> None:
+        """Stop every :meth:`play` in flight and refuse later ones (see
+        :meth:`play`). Call it in the loop's thread (from another thread:
+        ``trio.lowlevel.TrioToken.run_sync_soon(executor.cancel)``); returns
+        at once, the calls of :meth:`play` end once their games are stopped."""
         ...
+
+    async def aclose(self) -> None:
+        """Release what the executor holds (worker processes, a cluster it
+        started); no :meth:`play` may be in flight."""
+        ...
+
+
+class Cancelling:
+    """The cancel scopes of the :meth:`Executor.play` calls in flight, for
+    :meth:`Executor.cancel`: :meth:`playing` wraps a call, :meth:`cancel`
+    cancels every scope and marks the executor cancelled for good."""
+
+    def __init__(self) -> None:
+        self.cancelled = False
+        self._scopes: set[trio.CancelScope] = set()
+
+    @contextlib.contextmanager
+    def playing(self) -> Iterator[trio.CancelScope]:
+        """A cancel scope around one call of :meth:`Executor.play`.
+
+        Raises:
+            ExecutorCancelled: on entry, after :meth:`cancel`; on exit, when
+                :meth:`cancel` stopped the call (its scope caught the
+                cancellation).
+        """
+        if self.cancelled:
+            raise ExecutorCancelled("the executor was cancelled: no game is started")
+        scope = trio.CancelScope()
+        self._scopes.add(scope)
+        try:
+            with scope:
+                yield scope
+        finally:
+            self._scopes.discard(scope)
+        if scope.cancelled_caught:
+            raise ExecutorCancelled("the executor was cancelled before every game was recorded")
+
+    def cancel(self) -> None:
+        """Cancel every call in flight and the later ones."""
+        self.cancelled = True
+        for scope in list(self._scopes):
+            scope.cancel()
 
 
 def work_units(games: Iterable[GameSpec]) -> list[list[GameSpec]]:

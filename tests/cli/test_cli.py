@@ -260,7 +260,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 def test_report_is_refused_while_a_run_writes_the_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from arena.cli.commands import out_lock
+    from arena.run.folder import out_lock
 
     out = tmp_path / "o"
     args = ["run", *FOUR, "--hands", "1", "--rounds", "1", "--quiet", "--out", str(out)]

@@ -143,7 +143,7 @@ def test_a_schedule_too_large_is_refused_before_it_is_built(capsys) -> None:
 def test_a_second_run_on_a_busy_out_is_refused_even_with_overwrite(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from arena.cli.commands import out_lock
+    from arena.run.folder import out_lock
 
     out = tmp_path / "o"
     with out_lock(out):  # as a running tournament holds it

@@ -23,10 +23,10 @@ def transcribed(
     """One ``run --transcripts`` (4 games), shared by the tests that read it: its
     output folder, and the records the run handed to its report (``write_outputs``
     watched)."""
-    import arena.cli.commands
+    import arena.run.run
 
     seen: list[dict[str, Any]] = []
-    real = arena.cli.commands.write_outputs
+    real = arena.run.run.write_outputs
 
     def spy(out: Path, settings: Any, names: Any, records: Any, *rest: Any) -> Any:
         seen.extend(records)
@@ -35,7 +35,7 @@ def transcribed(
     out = tmp_path_factory.mktemp("transcripts") / "o"
     args = ["run", *FOUR, "--hands", "1", "--rounds", "1", "--seed", "2", "--quiet"]
     with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setattr(arena.cli.commands, "write_outputs", spy)
+        monkeypatch.setattr(arena.run.run, "write_outputs", spy)
         assert run_arena([*args, "--transcripts", "--out", str(out)]) == 0
     return out, seen
 

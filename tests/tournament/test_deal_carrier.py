@@ -123,14 +123,14 @@ def test_no_process_that_saw_a_deal_lives_beside_the_next_holder(
     clock = runner_module.trio.current_time
     spans: dict[int, dict[str, Any]] = {}  # id(bot) -> entrant, start, end, deals
     forgets: list[tuple[float, float]] = []
-    real_start, real_close_all = runner_module.start_bot, runner_module.close_all
+    real_start, real_close_all = runner_module.ProcessSeats.start, runner_module.close_all
     real_forget = runner_module.TournamentRunner.forget
 
-    async def start_bot(spec: Any, seat: int, *args: Any) -> Any:
+    async def start(self: Any, entrant: Any, seat: int, *args: Any) -> Any:
         started = clock()
-        bot, fault = await real_start(spec, seat, *args)
+        bot, fault = await real_start(self, entrant, seat, *args)
         if bot is not None:
-            spans[id(bot)] = {"bot": bot, "entrant": spec.label, "start": started, "end": None}
+            spans[id(bot)] = {"bot": bot, "entrant": entrant.name, "start": started, "end": None}
         return bot, fault
 
     async def close_all(bots: Any, *args: Any) -> None:
@@ -143,7 +143,7 @@ def test_no_process_that_saw_a_deal_lives_beside_the_next_holder(
         real_forget(self)
         forgets.append((started, runner_module.trio.from_thread.run_sync(clock)))
 
-    monkeypatch.setattr(runner_module, "start_bot", start_bot)
+    monkeypatch.setattr(runner_module.ProcessSeats, "start", start)
     monkeypatch.setattr(runner_module, "close_all", close_all)
     monkeypatch.setattr(runner_module.TournamentRunner, "forget", forget)
     records = _run(tmp_path / "o", "live", ["--jobs", "2"])
