@@ -27,8 +27,16 @@ hypothesis_settings.register_profile(
 hypothesis_settings.load_profile("arena")
 
 # The suite's own rules (tests/suite_hooks.py): an ERROR log record fails a test,
-# and no test leaves Trio's run state set for the next.
-from suite_hooks import pytest_runtest_call, pytest_runtest_teardown  # noqa: E402, F401
+# a test stopped by its timeout ends its xdist worker (with -n 0: no Trio run
+# state is left set for the next test).
+from suite_hooks import (  # noqa: E402, F401
+    pytest_handlecrashitem,
+    pytest_runtest_call,
+    pytest_runtest_logreport,
+    pytest_runtest_makereport,
+    pytest_runtest_protocol,
+    pytest_runtest_teardown,
+)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
