@@ -8,7 +8,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +51,11 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 #: whole-suite run on the shared two-core machine, 2026-12-01: 228 ... 52).
 #: Collection puts them first, and xdist keeps that order (``--no-loadscope-reorder``
 #: in pyproject.toml): by default xdist hands out the files with the most tests
-#: first, which left these (few tests, long each) to the end, one worker
-#: running on alone. A file not named here keeps its place after them.
+#: first, which puts most of these (few tests, long each) near the end, where a
+#: worker that has one queued runs on alone. (Scheduled greedily from the
+#: measured file times, both orders end within a few seconds of each other;
+#: this one keeps a long file from being the last one a worker takes.) A file
+#: not named here keeps its place after them.
 LONG_FILES_FIRST = (
     "tournament/test_resume.py", "cli/test_doc_commands.py", "tournament/test_dask.py",
     "tools/test_check.py", "tools/test_audit.py", "tools/test_audit_signals.py",
@@ -184,6 +187,40 @@ def bot_user_processes() -> list[int]:
 
 def standings_by_name(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {row["name"]: row for row in results["standings"]}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _page_cache_kept() -> Iterator[Callable[..., object] | None]:
+    """In-process runs keep the page cache: the runner's forget between an
+    entrant's games of one deal (as root over the seal's binds: a drop of the
+    whole machine's clean page cache, so every other test process reads its
+    interpreter and libraries from disk again) is skipped, in the tests and
+    in their module fixtures alike. The runner still decides when to forget
+    and calls it; what a forget does to the cache is tested where it matters,
+    in tests marked ``@pytest.mark.page_cache_forgets`` (see
+    :func:`_page_cache_forgets`). Runs in a child process (``python -m arena``)
+    forget as always. Yields the real forget."""
+    import arena.tournament.runner as runner_module
+
+    real = getattr(runner_module, "forget_pages", None)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runner_module, "forget_pages", lambda roots: None, raising=False)
+        yield real
+
+
+@pytest.fixture(autouse=True)
+def _page_cache_forgets(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    _page_cache_kept: Callable[..., object] | None,
+) -> None:
+    """A test marked ``@pytest.mark.page_cache_forgets`` gets the real forget
+    (tests/tournament/test_deal_carrier.py: the carrier gains nothing with
+    it, and wins without it)."""
+    if request.node.get_closest_marker("page_cache_forgets") is not None and _page_cache_kept:
+        import arena.tournament.runner as runner_module
+
+        monkeypatch.setattr(runner_module, "forget_pages", _page_cache_kept)
 
 
 @pytest.fixture
