@@ -8,7 +8,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +27,16 @@ hypothesis_settings.register_profile(
 hypothesis_settings.load_profile("arena")
 
 # The suite's own rules (tests/suite_hooks.py): an ERROR log record fails a test,
-# and no test leaves Trio's run state set for the next.
-from suite_hooks import pytest_runtest_call, pytest_runtest_teardown  # noqa: E402, F401
+# a test stopped by its timeout ends its xdist worker (with -n 0: no Trio run
+# state is left set for the next test).
+from suite_hooks import (  # noqa: E402, F401
+    pytest_handlecrashitem,
+    pytest_runtest_call,
+    pytest_runtest_logreport,
+    pytest_runtest_makereport,
+    pytest_runtest_protocol,
+    pytest_runtest_teardown,
+)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -37,6 +45,35 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     third process on two cores shortens the suite (measured: 267 to 272 s
     against 297 s with two)."""
     return (os.cpu_count() or 1) + 1
+
+
+#: The test files that take longest, longest first (seconds of test time in a
+#: whole-suite run on the shared two-core machine, 2026-12-01: 228 ... 52).
+#: Collection puts them first, and xdist keeps that order (``--no-loadscope-reorder``
+#: in pyproject.toml): by default xdist hands out the files with the most tests
+#: first, which puts most of these (few tests, long each) near the end, where a
+#: worker that has one queued runs on alone. (Scheduled greedily from the
+#: measured file times, both orders end within a few seconds of each other;
+#: this one keeps a long file from being the last one a worker takes.) A file
+#: not named here keeps its place after them.
+LONG_FILES_FIRST = (
+    "tournament/test_resume.py", "cli/test_doc_commands.py", "tournament/test_dask.py",
+    "tools/test_check.py", "tools/test_audit.py", "tools/test_audit_signals.py",
+    "seats/test_seal.py", "kits/test_kits.py", "report/test_browser_replay.py",
+    "cli/test_config.py", "tournament/test_secret_deals.py", "live/test_live_browser.py",
+    "seats/test_hostile.py", "seats/test_seal_channels.py", "report/test_ci_verdicts.py",
+    "seats/test_cgroups.py", "seats/test_descriptors.py", "tournament/test_schedule_stream.py",
+    "cli/test_cli.py", "tools/test_replay.py", "game/test_bad_inputs.py",
+    "tournament/test_deal_carrier.py", "botkit/test_search_bot.py",
+    "core/test_rules_openspiel.py",
+)  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long files of :data:`LONG_FILES_FIRST` first, in that order (a
+    stable sort: within a file, and for the other files, collection order)."""
+    rank = {f"tests/{name}": i for i, name in enumerate(LONG_FILES_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))
 
 
 TESTS = Path(__file__).resolve().parent
@@ -150,6 +187,40 @@ def bot_user_processes() -> list[int]:
 
 def standings_by_name(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {row["name"]: row for row in results["standings"]}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _page_cache_kept() -> Iterator[Callable[..., object] | None]:
+    """In-process runs keep the page cache: the runner's forget between an
+    entrant's games of one deal (as root over the seal's binds: a drop of the
+    whole machine's clean page cache, so every other test process reads its
+    interpreter and libraries from disk again) is skipped, in the tests and
+    in their module fixtures alike. The runner still decides when to forget
+    and calls it; what a forget does to the cache is tested where it matters,
+    in tests marked ``@pytest.mark.page_cache_forgets`` (see
+    :func:`_page_cache_forgets`). Runs in a child process (``python -m arena``)
+    forget as always. Yields the real forget."""
+    import arena.tournament.runner as runner_module
+
+    real = getattr(runner_module, "forget_pages", None)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runner_module, "forget_pages", lambda roots: None, raising=False)
+        yield real
+
+
+@pytest.fixture(autouse=True)
+def _page_cache_forgets(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    _page_cache_kept: Callable[..., object] | None,
+) -> None:
+    """A test marked ``@pytest.mark.page_cache_forgets`` gets the real forget
+    (tests/tournament/test_deal_carrier.py: the carrier gains nothing with
+    it, and wins without it)."""
+    if request.node.get_closest_marker("page_cache_forgets") is not None and _page_cache_kept:
+        import arena.tournament.runner as runner_module
+
+        monkeypatch.setattr(runner_module, "forget_pages", _page_cache_kept)
 
 
 @pytest.fixture

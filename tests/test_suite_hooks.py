@@ -1,6 +1,8 @@
 """The suite's own rules (tests/suite_hooks.py), checked in inner pytest sessions:
-a test that logs an ERROR fails, and a test stopped by its timeout inside trio.run
-leaves the next test of its process able to run Trio."""
+a test that logs an ERROR fails; a test stopped by its timeout inside trio.run
+leaves the next test able to run Trio: run by itself (``-n 0``) its process
+clears Trio's run state, under xdist (``-n 2 --dist loadfile``) its worker ends
+and the rest of its file runs in a new one, each test once."""
 
 from __future__ import annotations
 
@@ -13,7 +15,14 @@ TESTS = Path(__file__).resolve().parent
 INNER_CONFTEST = f"""
 import sys
 sys.path.insert(0, {str(TESTS)!r})
-from suite_hooks import pytest_runtest_call, pytest_runtest_teardown  # noqa: F401
+from suite_hooks import (  # noqa: F401
+    pytest_handlecrashitem,
+    pytest_runtest_call,
+    pytest_runtest_logreport,
+    pytest_runtest_makereport,
+    pytest_runtest_protocol,
+    pytest_runtest_teardown,
+)
 """
 
 INNER_TESTS = """
@@ -75,3 +84,42 @@ def test_inner_session_follows_the_suite_rules(tmp_path: Path) -> None:
         "test_a_warning_is_no_failure",
     }, proc.stdout
     assert "ERROR logged during the test:\ninner: swallowed" in proc.stdout
+
+
+INNER_OTHER_FILE = """
+import os
+
+
+def test_another_file(tmp_path):
+    (tmp_path / "pid").write_text(str(os.getpid()))
+"""
+
+
+def test_under_xdist_a_timed_out_test_ends_its_worker(tmp_path: Path) -> None:
+    """``-n 2 --dist loadfile`` as the suite runs: the timed-out test fails,
+    its worker ends before the next test (which is reported "rerun" once and
+    then passes in a new worker), every other test runs once, and the session
+    ends."""
+    (tmp_path / "conftest.py").write_text(INNER_CONFTEST)
+    (tmp_path / "test_inner.py").write_text(INNER_TESTS)
+    (tmp_path / "test_other.py").write_text(INNER_OTHER_FILE)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    allow_error_logs: on purpose\n")
+    args = ["-p", "no:cacheprovider", "-p", "no:randomly", "-n", "2", "--dist", "loadfile"]
+    args += ["-rA", "-v", "--timeout", "3", "--timeout-method", "signal"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    out = proc.stdout + proc.stderr
+    summary = proc.stdout.strip().splitlines()[-1]
+    assert all(n in summary for n in ("2 failed", "4 passed", "1 rerun")), out
+    assert proc.returncode == 1, out
+    assert "RERUN test_inner.py::test_the_next_trio_run_starts" in proc.stdout, out
+    assert "replacing crashed worker" in out
+    assert (
+        "ending this worker: test_inner.py::test_a_trio_run_stopped_by_its_timeout timed out" in out
+    )
+    assert "PASSED test_inner.py::test_the_next_trio_run_starts" in proc.stdout

@@ -146,7 +146,7 @@ def test_bot_exits_on_end_of_input(name: str) -> None:
     )
     assert bot.proc.stdin is not None
     bot.proc.stdin.close()
-    assert bot.proc.wait(timeout=5) == 0
+    assert bot.proc.wait(timeout=60) == 0  # a hang guard, not a time bound
 
 
 @pytest.mark.parametrize("name", BOTS)

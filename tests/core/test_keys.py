@@ -117,14 +117,22 @@ def test_bot_seed_does_not_lead_back_to_the_key() -> None:
     target = key.bot_seeds("r1-t0-k0")[0]
     commitment = bytes.fromhex(key.commitment())
     label = b"hearts-arena/2/bot"
+    # hmac.digest: the same HMAC-SHA256 as hmac.new(...).digest(), in one C call
+    # (the search takes a third of the time). The seeds compared as their
+    # 8 bytes: a bot seed is those bytes' integer shifted right by one.
+    digest, sha256 = hmac.digest, hashlib.sha256
+    seed_label = b"hearts-arena/2/seed"
     found = []
     for s in range(2**20):
-        master = hmac.new(b"hearts-arena/2/seed", str(s).encode(), hashlib.sha256).digest()
-        bot_key = hmac.new(master, label, hashlib.sha256).digest()
-        seed = int.from_bytes(hmac.new(bot_key, b"r1-t0-k0:0", hashlib.sha256).digest()[:8]) >> 1
-        if seed == target or hashlib.sha256(master).digest() == commitment:
+        master = digest(seed_label, str(s).encode(), "sha256")
+        raw = digest(digest(master, label, "sha256"), b"r1-t0-k0:0", "sha256")[:8]
+        if int.from_bytes(raw) >> 1 == target or sha256(master).digest() == commitment:
             found.append(s)
     assert found == []
+    # The fast path is the same function: it reproduces a seed key's bot seed.
+    known = MasterKey.from_seed(99)
+    raw = digest(digest(known.secret, label, "sha256"), b"r1-t0-k0:0", "sha256")[:8]
+    assert int.from_bytes(raw) >> 1 == known.bot_seeds("r1-t0-k0")[0]
     # The commitment search works too: it finds a seed key from its commitment.
     seven = bytes.fromhex(MasterKey.from_seed(7).commitment())
     assert (

@@ -114,7 +114,7 @@ def test_sigterm_stops_a_background_run_with_sigint_ignored(tmp_path: Path) -> N
         assert proc.poll() is None
         subprocess.run(["sleep", "0.05"], check=True)
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=120)  # a hang guard
     assert proc.returncode == EXIT_INTERRUPTED, err
     results, records = load_outputs(out)
     assert results["complete"] is False and results["games_played"] == len(records) < 16

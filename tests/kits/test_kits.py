@@ -1,7 +1,16 @@
-"""The starter kits (``kits/<language>/``, issue 25): each built once per test
-session into a temporary folder (``hearts-arena new`` then ``hearts-arena
-build``, as a bot author would), then checked sealed, played in a short
-tournament, and fed the protocol's edge cases.
+"""The starter kits (``kits/<language>/``, issue 25): each built into a
+temporary folder (``hearts-arena new`` then ``hearts-arena build``, as a bot
+author would), then checked sealed, played in a short tournament, and fed the
+protocol's edge cases.
+
+A build is kept in a cache folder (``$TMPDIR/hearts-arena-test-kits``, or
+``HEARTS_ARENA_TEST_KIT_CACHE``; ``off`` builds afresh every session) under
+the hash of everything it is made from: the kit's files, the code of ``new``
+and ``build`` (arena/cli/kits.py, the bot folder reader, the Python bot kit),
+the Python version and the ``--version`` of every tool the kit names. Same
+hash, same inputs: the build is not repeated (it took 60 to 140 s of the
+suite's time, javac, cargo, go and g++), and any change to a kit or its
+toolchain builds it again.
 
 A kit whose toolchain is missing here is skipped with the reason, unless
 ``HEARTS_ARENA_KITS_REQUIRED=1`` (set by ``.ci/run``, which installs every
@@ -10,12 +19,14 @@ toolchain from Debian's packages): then it fails.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import queue
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +35,10 @@ from typing import IO, Any
 import pytest
 from conftest import load_outputs, needs_seal, run_arena, standings_by_name
 
+import arena.cli.kits as kits_module
+import arena.seats.botfolder as botfolder_module
 from arena.cli.kits import KITS
+from arena.core.resources import botkit_file, kits_dir
 from arena.seats.entrants import folder_entrant
 
 LANGUAGES = sorted(KITS)
@@ -47,10 +61,92 @@ def _missing_tools(language: str) -> list[str]:
     return [t for t in tools if "/" in t or shutil.which(t) is None]
 
 
-def _build_all(root: Path) -> dict[str, Path | str]:
-    """Every kit copied by ``hearts-arena new`` into ``root`` and built with
-    ``hearts-arena build``: language -> its folder, or why it is missing."""
-    env = {**os.environ, "GOCACHE": str(root / ".gocache")}
+def _tool_version(tool: str) -> bytes:
+    """What ``tool`` says of its version (``go version``, ``javac -version``...)."""
+    for argv in ([tool, "--version"], [tool, "-version"], [tool, "version"]):
+        try:
+            done = subprocess.run(argv, capture_output=True, timeout=120, check=False)
+        except OSError:
+            return b"missing"
+        if done.returncode == 0:
+            return done.stdout + done.stderr
+    return b"unknown"
+
+
+def build_key(language: str) -> str:
+    """The hash of everything the built kit of ``language`` is made from: its
+    files, the code of ``new`` and ``build``, the Python version, its tools'
+    versions (hex SHA-256)."""
+    h = hashlib.sha256(f"kit-cache/1 {language} {sys.version}".encode())
+    kit = kits_dir() / KITS[language][0]
+    sources = sorted(p for p in kit.rglob("*") if p.is_file())
+    sources += [Path(kits_module.__file__), Path(botfolder_module.__file__), botkit_file()]
+    for path in sources:
+        h.update(str(path.relative_to(kit) if path.is_relative_to(kit) else path.name).encode())
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    for tool in KITS[language][1]:
+        h.update(tool.encode() + _tool_version(tool))
+    return h.hexdigest()
+
+
+def cache_root() -> Path | None:
+    """The kit build cache folder, or ``None`` (``HEARTS_ARENA_TEST_KIT_CACHE=off``)."""
+    value = os.environ.get("HEARTS_ARENA_TEST_KIT_CACHE", "")
+    if value == "off":
+        return None
+    return Path(value) if value else Path(tempfile.gettempdir()) / "hearts-arena-test-kits"
+
+
+def _build(language: str, parent: Path) -> Path:
+    """``hearts-arena new LANGUAGE parent/LANGUAGE`` then ``hearts-arena build``."""
+    env = {**os.environ, "GOCACHE": str(parent / ".gocache")}
+    folder = parent / language
+    for argv in (["new", language, str(folder)], ["build", str(folder)]):
+        result = subprocess.run(
+            [sys.executable, "-m", "arena", *argv],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+            check=False,
+        )
+        assert result.returncode == 0, f"{argv}: {result.stdout[-2000:]}{result.stderr[-4000:]}"
+    shutil.rmtree(parent / ".gocache", ignore_errors=True)
+    return folder
+
+
+def _open_up(path: Path) -> None:
+    """``path`` readable by the bot users, as the kit folders they run in must be."""
+    path.chmod(0o755)
+
+
+def built_kit(language: str, root: Path | None, scratch: Path) -> Path:
+    """The built kit of ``language``: from the cache ``root`` under its
+    :func:`build_key` when there, else built (into the cache when there is
+    one: under a fresh name, then renamed, so sessions building at once never
+    see half a build; else into ``scratch``)."""
+    if root is None:
+        parent = scratch / language
+        parent.mkdir()
+        _open_up(parent)
+        return _build(language, parent)
+    root.mkdir(parents=True, exist_ok=True)
+    _open_up(root)
+    entry = root / build_key(language)
+    if not (entry / language).is_dir():
+        fresh = Path(tempfile.mkdtemp(prefix=f".{language}-", dir=root))
+        _open_up(fresh)
+        _build(language, fresh)
+        try:
+            fresh.rename(entry)
+        except OSError:  # another session built it first: theirs is the same
+            shutil.rmtree(fresh, ignore_errors=True)
+    return entry / language
+
+
+def _build_all(root: Path | None, scratch: Path) -> dict[str, Path | str]:
+    """Every kit built (or taken from the cache): language -> its folder, or
+    why it is missing."""
     out: dict[str, Path | str] = {}
     for language in LANGUAGES:
         missing = _missing_tools(language)
@@ -59,28 +155,41 @@ def _build_all(root: Path) -> dict[str, Path | str]:
                 f"the {language} kit needs {', '.join(missing)} (Debian: {KITS[language][2]})"
             )
             continue
-        folder = root / language
-        for argv in (["new", language, str(folder)], ["build", str(folder)]):
-            result = subprocess.run(
-                [sys.executable, "-m", "arena", *argv],
-                capture_output=True,
-                text=True,
-                env=env,
-                timeout=600,
-                check=False,
-            )
-            assert result.returncode == 0, f"{argv}: {result.stdout[-2000:]}{result.stderr[-4000:]}"
-        out[language] = folder
+        out[language] = built_kit(language, root, scratch)
     return out
 
 
 @pytest.fixture(scope="session")
 def kit_folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
-    """The kits built once per session (in the first test's setup), into a
-    temporary folder, never the source tree."""
-    root = tmp_path_factory.mktemp("kits")
-    root.chmod(0o755)
-    return _build_all(root)
+    """The kits built (in the first test's setup), or taken from the build
+    cache: never the source tree."""
+    scratch = tmp_path_factory.mktemp("kits")
+    scratch.chmod(0o755)
+    return _build_all(cache_root(), scratch)
+
+
+def test_the_build_key_changes_with_a_kit_file_and_a_tool_version(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The cache never hands back a build of other inputs: the key moves with
+    a kit's file and with its tool's version, and a build found under its
+    key is used as it is."""
+    kits = tmp_path / "kits"
+    shutil.copytree(kits_dir(), kits)
+    monkeypatch.setattr(sys.modules[__name__], "kits_dir", lambda: kits)
+    monkeypatch.setattr(sys.modules[__name__], "_tool_version", lambda tool: b"go 1.0")
+    first = build_key("go")
+    assert build_key("go") == first and build_key("cpp") != first
+    (kits / "go" / "main.go").write_text((kits / "go" / "main.go").read_text() + "\n// more\n")
+    second = build_key("go")
+    assert second != first
+    monkeypatch.setattr(sys.modules[__name__], "_tool_version", lambda tool: b"go 1.1")
+    assert build_key("go") not in (first, second)
+    # A build under its key is used as it is, never rebuilt.
+    root = tmp_path / "cache"
+    (root / build_key("go") / "go").mkdir(parents=True)
+    monkeypatch.setattr(sys.modules[__name__], "_build", lambda *a: pytest.fail("rebuilt"))
+    assert built_kit("go", root, tmp_path) == root / build_key("go") / "go"
 
 
 @pytest.fixture

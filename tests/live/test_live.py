@@ -507,10 +507,10 @@ def test_dask_runs_serve_finished_games_only_and_the_token_is_checked(tmp_path: 
         assert server.channel is None  # Dask games send no events
         base, token = server.started_url.split("/?token=")
         with pytest.raises(urllib.error.HTTPError) as denied:
-            urllib.request.urlopen(f"{base}/events?token=wrong", timeout=10)
+            urllib.request.urlopen(f"{base}/events?token=wrong", timeout=60)
         assert denied.value.code == 403
         parts: dict[str, Any] = {}
-        with urllib.request.urlopen(f"{base}/events?token={token}", timeout=20) as reply:
+        with urllib.request.urlopen(f"{base}/events?token={token}", timeout=60) as reply:
             event = ""
             for raw in reply:
                 line = raw.decode().rstrip("\n")
@@ -525,7 +525,7 @@ def test_dask_runs_serve_finished_games_only_and_the_token_is_checked(tmp_path: 
         assert parts["finished"]["played"] == 4
         assert all(g["revealed"] for g in parts["finished"]["games"])  # r1-t0 is over
         assert parts["standings"]["prefix"] == 4
-        with urllib.request.urlopen(f"{base}/api/game/1?token={token}", timeout=10) as reply:
+        with urllib.request.urlopen(f"{base}/api/game/1?token={token}", timeout=60) as reply:
             assert len(json.loads(reply.read())["hands"]) == 2
     finally:
         server.close()

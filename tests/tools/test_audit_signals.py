@@ -62,8 +62,18 @@ def memory_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return audit_runs.build_run(base / "run", field, seed="audit-m1", rounds=40, hands=4)
 
 
-def test_a_player_that_remembers_deals_is_flagged_by_the_memory_signal(memory_run: Path) -> None:
-    result = audit(memory_run)
+@pytest.fixture(scope="module")
+def memory_audit(memory_run: Path) -> au.AuditResult:
+    """The audit of :func:`memory_run`, made once for the tests that read it
+    (the same run and arguments give the same result: its samples are drawn
+    from the run's key)."""
+    return audit(memory_run)
+
+
+def test_a_player_that_remembers_deals_is_flagged_by_the_memory_signal(
+    memory_audit: au.AuditResult,
+) -> None:
+    result = memory_audit
     m = result.entrants["memory"]["memory"]
     assert m["tested"] and m["flagged"] and m["deals"] == 40
     # Later games of a deal beat its first by points per hand, beyond the trend.
@@ -71,8 +81,10 @@ def test_a_player_that_remembers_deals_is_flagged_by_the_memory_signal(memory_ru
     assert "memory" in result.flagged
 
 
-def test_a_player_that_improves_over_time_is_not_flagged_by_memory(memory_run: Path) -> None:
-    result = audit(memory_run)
+def test_a_player_that_improves_over_time_is_not_flagged_by_memory(
+    memory_audit: au.AuditResult,
+) -> None:
+    result = memory_audit
     m = result.entrants["improver"]["memory"]
     assert m["tested"] and not m["flagged"]
     assert m["trend"] < 0  # it does get better (fewer points) with time
@@ -120,8 +132,8 @@ def test_a_colluding_pair_of_six_entrants_is_flagged_by_the_pair_signal(pair_run
     assert result.tests == 6 * 2 + 15 or result.tests == 6 + 15  # clairvoyance may be untested
 
 
-def test_with_four_entrants_the_pair_signal_is_not_tested(memory_run: Path) -> None:
-    result = audit(memory_run)
+def test_with_four_entrants_the_pair_signal_is_not_tested(memory_audit: au.AuditResult) -> None:
+    result = memory_audit
     pair = result.pairs["heuristic + memory"]
     assert pair["tested"] is False and pair["p"] is None
     assert pair["joint"] is not None and pair["without"] is None

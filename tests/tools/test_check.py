@@ -5,6 +5,7 @@ input with exit code 2."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -108,7 +109,10 @@ def test_a_timeout_reports_the_time_waited() -> None:
     failed = results["one-legal-card"]
     assert not failed.passed
     assert "hand 1 trick 2 play request 4: timeout: no valid reply within 150 ms" in failed.reason
-    assert "gave up after 15" in failed.reason
+    # The time waited is reported: never less than the limit (how much more
+    # depends on the machine's load: 249 ms once on the shared one, so no bound).
+    waited = re.search(r"\(gave up after (\d+\.\d) ms\)", failed.reason)
+    assert waited is not None and float(waited.group(1)) >= 150.0, failed.reason
     assert results["handshake"].skipped and results["handshake"].passed
     assert not report.passed
 

@@ -43,7 +43,7 @@ class Terminal:
         self.buffer = b""
         self.seen = b""
 
-    def expect(self, pattern: bytes, timeout: float = 30) -> re.Match[bytes]:
+    def expect(self, pattern: bytes, timeout: float = 120) -> re.Match[bytes]:
         end = time.monotonic() + timeout
         while True:
             match = re.search(pattern, self.buffer)

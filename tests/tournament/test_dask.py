@@ -59,6 +59,9 @@ def _kill_a_busy_worker(
             time.sleep(0.02)
 
 
+# A cluster of two worker processes, one killed and replaced: 118 s on the shared
+# machine, past the suite's 120 s (stopped so once, 2026-12-01).
+@pytest.mark.timeout(600)
 def test_killed_worker_still_records_every_game_once(tmp_path: Path) -> None:
     slow = [f"s{i}={BOTS / 'slow_legal.py'} 0.004" for i in range(8)]
     out = tmp_path / "o"

@@ -22,7 +22,8 @@ from scipy.stats import binom
 
 import arena.tournament.runner as runner_module
 
-pytestmark = needs_seal
+#: The forgets of the page cache done for real (tests/conftest.py keeps the cache elsewhere).
+pytestmark = [needs_seal, pytest.mark.page_cache_forgets]
 
 #: Hands per game and rounds: 2 deals of 3 hands, each entrant plays every
 #: deal's four rotations, and the last three of them can receive: 72 hands.
