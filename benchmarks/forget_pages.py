@@ -24,8 +24,8 @@ from pathlib import Path
 
 import trio
 
-from arena.seats.entrants import sample_entrant
-from arena.seats.forget import forget
+from arena.sandbox.entrants import sample_entrant
+from arena.sandbox.forget import forget
 from arena.seats.launcher import Launcher, LaunchOptions
 from arena.seats.process import BotProcess
 

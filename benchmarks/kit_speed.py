@@ -29,7 +29,7 @@ from pathlib import Path
 import trio
 
 from arena.cli.kits import KITS
-from arena.seats.entrants import Entrant, folder_entrant, sample_entrant
+from arena.sandbox.entrants import Entrant, folder_entrant, sample_entrant
 from arena.seats.launcher import Launcher, LaunchOptions
 from arena.seats.process import BotProcess
 

@@ -17,7 +17,7 @@ import time
 
 import trio
 
-from arena.seats.entrants import sample_entrant
+from arena.sandbox.entrants import sample_entrant
 from arena.seats.launcher import Launcher, LaunchOptions
 from arena.seats.process import BotProcess
 

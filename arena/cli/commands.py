@@ -46,8 +46,8 @@ from arena.protocol.records import FaultJSON, GameRecordJSON
 from arena.report.outputs import GAMES_FILE, INDEX_FILE, RESULTS_FILE, RUN_FILE, write_outputs
 from arena.report.runfile import write_run_file
 from arena.report.verdict import ConditionError, parse_condition
-from arena.seats import cgroups, seal
-from arena.seats.entrants import (
+from arena.sandbox import cgroups, seal
+from arena.sandbox.entrants import (
     Entrant,
     EntrantError,
     describe,
@@ -56,7 +56,7 @@ from arena.seats.entrants import (
     remove_tmpdirs_of_run,
     sample_entrants,
 )
-from arena.seats.isolation import kill_all
+from arena.sandbox.isolation import kill_all
 from arena.seats.launcher import RUN_VARIABLE, Launcher, LaunchOptions
 from arena.tournament.runner import (
     FORMAT_VERSION,
@@ -238,7 +238,7 @@ def _restore_verdict_options(args: argparse.Namespace, recorded: Any, path: Path
 def _fit_jobs(
     args: argparse.Namespace, settings: TournamentSettings, chains: int | None
 ) -> TournamentSettings:
-    """Fit ``--jobs`` to the open-files limit (see :mod:`arena.seats.descriptors`):
+    """Fit ``--jobs`` to the open-files limit (see :mod:`arena.sandbox.descriptors`):
     the soft limit is raised as far as the games that can run at once need
     (at most ``chains``, the schedule's chains of games, when known), and
     when the hard limit is too low, fewer games run at once, said in one
@@ -250,7 +250,7 @@ def _fit_jobs(
     """
     if getattr(args, "executor", "local") != "local":
         return settings
-    from arena.seats.descriptors import DescriptorLimitError, fit_jobs
+    from arena.sandbox.descriptors import DescriptorLimitError, fit_jobs
 
     at_once = settings.jobs if chains is None else max(1, min(settings.jobs, chains))
     try:
@@ -1139,7 +1139,7 @@ def cleanup_command(args: argparse.Namespace) -> int:
     on this machine: its bots' control groups (thawed, then killed, then
     removed), any bot process still carrying the run's id in its environment,
     and the bots' temporary folders; also the copies of the package for bots
-    (:func:`arena.seats.seal.bot_package_parent`) of any arena that is gone.
+    (:func:`arena.sandbox.seal.bot_package_parent`) of any arena that is gone.
     Refuses while the run is still going.
 
     Raises:

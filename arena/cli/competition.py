@@ -16,7 +16,7 @@ from typing import Any
 from arena.cli.errors import EXIT_ENVIRONMENT, EXIT_OUTPUT, EXIT_USAGE, CliError
 from arena.protocol.records import GameRecordJSON
 from arena.report.runfile import set_games_total
-from arena.seats.entrants import Entrant
+from arena.sandbox.entrants import Entrant
 from arena.seats.launcher import Launcher
 from arena.tournament.executors import (
     Executor,

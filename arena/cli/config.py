@@ -40,7 +40,7 @@ from arena.cli.options import (
     file_keys,
     option_for,
 )
-from arena.seats.entrants import Entrant, EntrantError, check_unique, with_folders
+from arena.sandbox.entrants import Entrant, EntrantError, check_unique, with_folders
 
 _ENTRANT_KEYS: Final = frozenset({"name", "command", "path", "sample", "dir"})
 
@@ -107,7 +107,7 @@ def _entrant_dir(entry: dict[str, Any], where: str, base: Path) -> Path | None:
 def _entrant_of_kind(entry: dict[str, Any], where: str, base: Path) -> Entrant:
     """The entrant of a checked ``[[entrants]]`` table, from its ``command``,
     ``path`` or ``sample``."""
-    from arena.seats.entrants import (
+    from arena.sandbox.entrants import (
         SAMPLE_BOTS,
         command_entrant,
         path_entrant,

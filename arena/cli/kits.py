@@ -3,7 +3,7 @@ bot from a starter kit, and build a bot folder.
 
 The kits (``kits/<language>/``, shipped inside the package) each hold the
 protocol loop done once, typed views of the messages, a sample strategy in
-``choose_pass``/``choose_play`` and a ``bot.toml`` (:mod:`arena.seats.botfolder`).
+``choose_pass``/``choose_play`` and a ``bot.toml`` (:mod:`arena.sandbox.botfolder`).
 ``new`` copies one into a fresh folder; ``build`` runs the folder's ``build``
 command there, unsealed, as the user who runs it (it is the author's own
 code: ``run`` and ``check`` never build, see ``protocol/BOT_TOML.md``).
@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from arena.cli.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_OK, EXIT_OUTPUT, CliError
 from arena.core.resources import botkit_file, kits_dir
-from arena.seats.botfolder import BOT_TOML, BotFolderError, load_bot_folder
+from arena.sandbox.botfolder import BOT_TOML, BotFolderError, load_bot_folder
 
 #: The kits: language -> (folder in ``kits/``, the tools its build and run
 #: need, and the Debian packages that give them).

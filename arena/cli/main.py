@@ -37,7 +37,7 @@ from arena.cli.kits import KIT_COMMANDS, add_kit_commands
 from arena.cli.live import add_watch_command, watch_command
 from arena.cli.options import UsageParser, add_run_options
 from arena.cli.tools import TOOL_COMMANDS, add_tool_commands
-from arena.seats import cgroups
+from arena.sandbox import cgroups
 
 __all__ = [
     "EXIT_ENVIRONMENT",

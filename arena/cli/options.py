@@ -11,7 +11,7 @@ default where their meaning differs).
 Defaults have one home each: the settings class that owns them
 (:class:`~arena.game.referee.RefereeSettings` for the time limits, strikes
 and transcript cap; :class:`~arena.tournament.runner.TournamentSettings` for
-rounds, seating, length and format; :class:`~arena.seats.isolation.Limits`
+rounds, seating, length and format; :class:`~arena.sandbox.isolation.Limits`
 and :class:`~arena.seats.launcher.LaunchOptions` for the bots' bounds), read
 here with :func:`field_default`.
 """
@@ -31,7 +31,7 @@ from arena.cli.errors import EXIT_USAGE, CliError
 from arena.core.rules import MAX_TIEBREAK_HANDS
 from arena.game.referee import RefereeSettings
 from arena.report.verdict import Condition, ConditionError, parse_condition
-from arena.seats.isolation import Limits
+from arena.sandbox.isolation import Limits
 from arena.seats.launcher import LaunchOptions
 from arena.tournament.runner import FORMATS, MAX_SCHEDULED_GAMES, TournamentSettings
 from arena.tournament.work import EXECUTORS

@@ -24,9 +24,9 @@ from arena.cli.options import field_default
 from arena.core.keys import MasterKey
 from arena.game.referee import RefereeSettings
 from arena.report.runfile import RunFileError, load_run_file
-from arena.seats import budget, cgroups
-from arena.seats.entrants import Entrant, EntrantError, parse_entrant
-from arena.seats.isolation import IsolationError, Limits
+from arena.sandbox import budget, cgroups
+from arena.sandbox.entrants import Entrant, EntrantError, parse_entrant
+from arena.sandbox.isolation import IsolationError, Limits
 from arena.seats.launcher import Launcher, LaunchOptions
 from arena.tournament.runner import TournamentSettings
 
@@ -89,9 +89,9 @@ def _ladder_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def fit_memory_limit(args: argparse.Namespace, jobs: int, *, say: bool = True) -> None:
     """Set ``args.memory_limit`` (``None``: not given) to the bound per bot
-    for ``jobs`` games at once (:func:`arena.seats.budget.fit_memory`; a
+    for ``jobs`` games at once (:func:`arena.sandbox.budget.fit_memory`; a
     resume keeps its recorded bound), and keep its one line, if any, and
-    :func:`arena.seats.budget.tmp_note`'s, for :func:`say_memory_notes`
+    :func:`arena.sandbox.budget.tmp_note`'s, for :func:`say_memory_notes`
     (called here unless ``say`` is false: ``run`` says them with the bounds,
     once its output folder is taken, so an error before stays one line).
     Done once per command (later calls do nothing)."""

@@ -545,7 +545,7 @@ class Referee:
                     "to": pass_target(s.seat, direction),
                     "hand": names_of(hand.hands[s.seat]),
                 }
-                # Each bot's clock starts when it gets a core (arena.seats.cores), not
+                # Each bot's clock starts when it gets a core (arena.sandbox.cores), not
                 # at a deadline shared by the four (R4 holds: nothing is revealed
                 # until all four passes are final).
                 reply = await s.bot.request(

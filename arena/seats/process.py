@@ -13,7 +13,7 @@ blocks on a full pipe. Whatever the bot does, :meth:`BotProcess.request`
 returns a :class:`Reply` that carries either the valid message or a fault
 (timeout, malformed, crashed); the referee judges legality. Off move, the
 bot's control group is frozen and its core token given back; its CPU time per
-request is read from the group (:mod:`arena.seats.cgroups`, :mod:`arena.seats.cores`).
+request is read from the group (:mod:`arena.sandbox.cgroups`, :mod:`arena.sandbox.cores`).
 
 Logging: every line sent is logged at DEBUG as ``<<`` and every line received
 as ``>>``, prefixed with the entrant and pid (logger ``arena.seats.wire``).
@@ -37,10 +37,9 @@ from typing import Final
 import trio
 
 from arena.protocol.codec import clean_text
-from arena.seats.capped import CappedBuffer
-from arena.seats.cgroups import BotGroup, MemoryHeld
-from arena.seats.cores import CoreGate
-from arena.seats.isolation import (
+from arena.sandbox.cgroups import BotGroup, MemoryHeld
+from arena.sandbox.cores import CoreGate
+from arena.sandbox.isolation import (
     Limits,
     UidLease,
     clear_user_keyrings,
@@ -49,6 +48,7 @@ from arena.seats.isolation import (
     release_leases,
     renew_cpu_limit,
 )
+from arena.seats.capped import CappedBuffer
 from arena.seats.seat import Reply
 from arena.seats.wire import (
     MAX_OUTGOING_BYTES,
@@ -90,14 +90,14 @@ class LaunchSpec:
             strays when it has no uid of its own.
         limits: the resource limits it runs under (for fault details).
         seccomp: the BPF program of a sealed process, given to bubblewrap on a
-            fresh descriptor that replaces :data:`~arena.seats.seal.SECCOMP_FD_PLACEHOLDER`
+            fresh descriptor that replaces :data:`~arena.sandbox.seal.SECCOMP_FD_PLACEHOLDER`
             in ``argv``; ``None`` for none.
-        sealed: ``argv`` runs the bot in bubblewrap (:func:`arena.seats.seal.sealed_argv`):
+        sealed: ``argv`` runs the bot in bubblewrap (:func:`arena.sandbox.seal.sealed_argv`):
             its pipes are passed as descriptors, and an exit status over 128
             is bubblewrap's report of the bot's death by signal (status - 128).
         cgroup: the bot's control group (joined before ``exec`` and before
             the uid is dropped; killed and removed on close), or ``None``.
-        gate: the core token its requests wait for (:mod:`arena.seats.cores`), or ``None``.
+        gate: the core token its requests wait for (:mod:`arena.sandbox.cores`), or ``None``.
     """
 
     argv: tuple[str, ...]
@@ -125,7 +125,7 @@ class LaunchSpec:
 def release_specs(specs: Sequence[LaunchSpec]) -> None:
     """Give back what several specs reserved (:meth:`LaunchSpec.release` of
     each): control groups first (everything in them killed), then the uid
-    leases together (:func:`~arena.seats.isolation.release_leases`: one
+    leases together (:func:`~arena.sandbox.isolation.release_leases`: one
     search of the world-writable folders for all their uids instead of one
     per uid), then the folders. Blocking (run it in a thread)."""
     for spec in specs:
@@ -225,7 +225,7 @@ class BotProcess(WireSeat):
         self._cancel = trio.CancelScope()
         self._stderr_done = trio.Event()
         self._oom: OomWatch | None = None  # set by start()
-        self._token: int | None = None  # the core token held (see arena.seats.cores)
+        self._token: int | None = None  # the core token held (see arena.sandbox.cores)
         self._last_token: int | None = None  # ... and the last one (its core, if free)
 
     @property
@@ -695,7 +695,7 @@ def _child_setup(spec: LaunchSpec) -> Callable[[], None] | None:
     before ``RLIMIT_NOFILE`` is lowered (the arena's descriptors are still
     open in the child then) and before the uid is the bot's (which could no
     longer write them). Last, as the bot's uid, its user keyrings are
-    emptied (:func:`~arena.seats.isolation.clear_user_keyrings`: keys a
+    emptied (:func:`~arena.sandbox.isolation.clear_user_keyrings`: keys a
     previous holder of the uid left). A failure is written to the bot's
     stderr and the child exits with :data:`SETUP_FAILED`: a bot that could
     not start."""
@@ -815,11 +815,11 @@ async def _spawn(spec: LaunchSpec) -> Child:
         child_ends = [pipes[0][0], pipes[1][1], pipes[2][1]]
         ours = [pipes[0][1], pipes[1][0], pipes[2][0]]
         fds += child_ends
-        # Limits, the bot's control group, then its uid (arena.seats.cgroups).
+        # Limits, the bot's control group, then its uid (arena.sandbox.cgroups).
         preexec = _child_setup(spec)
         pass_fds: tuple[int, ...] = ()
         if spec.sealed:
-            from arena.seats import seal
+            from arena.sandbox import seal
 
             program = None
             if spec.seccomp is not None:
@@ -866,13 +866,13 @@ async def _spawn(spec: LaunchSpec) -> Child:
 
 def _sealed_preexec(program: int | None, then: Callable[[], None] | None) -> None:
     """In the child of a sealed start, before ``exec``: move the stdin and
-    stdout pipes (0 and 1) to :data:`~arena.seats.seal.STDIN_FD` and
-    :data:`~arena.seats.seal.STDOUT_FD`, the seccomp program to
-    :data:`~arena.seats.seal.SECCOMP_FD`, and ``/dev/null`` to 0 and 1 (bubblewrap
+    stdout pipes (0 and 1) to :data:`~arena.sandbox.seal.STDIN_FD` and
+    :data:`~arena.sandbox.seal.STDOUT_FD`, the seccomp program to
+    :data:`~arena.sandbox.seal.SECCOMP_FD`, and ``/dev/null`` to 0 and 1 (bubblewrap
     keeps those); then run ``then`` (the resource limits)."""
     import fcntl
 
-    from arena.seats import seal
+    from arena.sandbox import seal
 
     moved = fcntl.fcntl(program, fcntl.F_DUPFD, 10) if program is not None else None
     os.dup2(0, seal.STDIN_FD)

@@ -396,7 +396,7 @@ class WireSeat:
         if self._eof and not self._lines:
             self._gone(await self._output_ended())
             return Reply(None, FaultKind.CRASHED, self.dead or "gone", 0.0, rid)
-        # The clock starts once the bot holds a core and is thawed (arena.seats.cores).
+        # The clock starts once the bot holds a core and is thawed (arena.sandbox.cores).
         await self._take_core(pace)
         cpu_before = self._cpu_ns()
         try:

@@ -25,7 +25,7 @@ from arena.core.cards import SUITS
 from arena.core.keys import MasterKey
 from arena.game.referee import GameSpec, Referee, RefereeSettings, SeatSetup, start_bot
 from arena.protocol.records import GameRecordJSON
-from arena.seats.entrants import Entrant, EntrantError, parse_entrants, sample_entrants
+from arena.sandbox.entrants import Entrant, EntrantError, parse_entrants, sample_entrants
 from arena.seats.seat import Reply, Seat
 from arena.seats.stand_ins import InProcessSeat, Message, SeatProxy
 

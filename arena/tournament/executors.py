@@ -21,7 +21,7 @@ from typing import Any
 
 import trio
 
-from arena.seats.entrants import Entrant
+from arena.sandbox.entrants import Entrant
 from arena.seats.launcher import Launcher
 from arena.tournament.pool import ProcessPool, worker_count
 from arena.tournament.runner import Games, TournamentRunner, TournamentSettings

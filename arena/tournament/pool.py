@@ -33,7 +33,7 @@ from typing import Any
 import trio
 
 from arena.protocol import records
-from arena.seats.entrants import Entrant
+from arena.sandbox.entrants import Entrant
 from arena.seats.launcher import Launcher, LaunchOptions
 from arena.tournament.runner import (
     DIRTY_STRIPES,

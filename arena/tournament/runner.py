@@ -30,7 +30,7 @@ one. So **no process of an entrant that has seen a deal is alive while
 another of its processes holds cards of that deal** (with ``--jobs 1``
 processes are kept along a whole chain; with more jobs, mostly in fields of
 several tables). Between an entrant's games of one deal the page cache of
-what sealed bots can read is made to forget (:mod:`arena.seats.forget`): a
+what sealed bots can read is made to forget (:mod:`arena.sandbox.forget`): a
 process plays a deal only if it started after a forget that followed the
 deal's last holders. Processes are also replaced after a crash or a failed
 handshake, and for every game with ``--fresh-processes``. Which rotation of
@@ -67,9 +67,9 @@ from arena.game.referee import (
     start_bot,
 )
 from arena.protocol.records import GameRecordJSON, read_record
-from arena.seats.entrants import Entrant
-from arena.seats.forget import drop_kernel_caches
-from arena.seats.forget import forget as forget_pages
+from arena.sandbox.entrants import Entrant
+from arena.sandbox.forget import drop_kernel_caches
+from arena.sandbox.forget import forget as forget_pages
 from arena.seats.launcher import Launcher
 from arena.seats.process import BotProcess, close_all
 
@@ -612,7 +612,7 @@ def deal_stripe(deal_key: str, stripes: int) -> int:
 
 class DealLockSet(Protocol):
     """Custody of deals: which chain's processes may hold a deal's cards, and
-    the forgets (:mod:`arena.seats.forget`) that separate them.
+    the forgets (:mod:`arena.sandbox.forget`) that separate them.
 
     A chain *takes* a deal before its game and keeps it while any process
     that played the game may be alive (across later games of the chain);
@@ -1029,10 +1029,10 @@ class TournamentRunner:
 
     def forget(self) -> None:
         """Make the page cache of what sealed bots can read forget what bots
-        wrote in it (:func:`arena.seats.forget.forget` over
+        wrote in it (:func:`arena.sandbox.forget.forget` over
         :meth:`arena.seats.launcher.Launcher.readable_roots`; nothing when
         bots are not sealed), and with ``drop_kernel_caches`` the machine's
-        dentries and inodes (:func:`arena.seats.forget.drop_kernel_caches`).
+        dentries and inodes (:func:`arena.sandbox.forget.drop_kernel_caches`).
         Blocking: run in a thread.
 
         Raises:

@@ -25,7 +25,7 @@ import pytest
 from conftest import load_outputs, needs_seal, run_arena, standings_by_name
 
 from arena.cli.kits import KITS
-from arena.seats.entrants import folder_entrant
+from arena.sandbox.entrants import folder_entrant
 
 LANGUAGES = sorted(KITS)
 COMPILED = ["cpp", "go", "java", "rust"]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import BOTS
 
-from arena.seats import isolation
-from arena.seats.entrants import path_entrant
+from arena.sandbox import isolation
+from arena.sandbox.entrants import path_entrant
 from arena.seats.launcher import Launcher, LaunchOptions
 
 STAND_IN = "/opt/stand-in/bin/python3"  # what python_for gives the bot user

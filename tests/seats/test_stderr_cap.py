@@ -12,7 +12,7 @@ from pathlib import Path
 import trio
 from conftest import bot, load_outputs, run_arena
 
-from arena.seats.isolation import Limits
+from arena.sandbox.isolation import Limits
 from arena.seats.process import BotProcess, LaunchSpec
 
 #: Writes argv[1] bytes to stderr in 64 KiB chunks, then argv[2] bytes more
