@@ -7,7 +7,7 @@ bot, against a bot started with nothing forgotten, in the same run.
         [--roots PATH ...]
 
 ``--roots`` defaults to the seal's readable roots
-(:meth:`arena.seats.launcher.Launcher.readable_roots`). ``drop_caches``
+(:meth:`arena.sandbox.launcher.Launcher.readable_roots`). ``drop_caches``
 writes ``1`` to ``/proc/sys/vm/drop_caches`` (root only; it empties the
 clean page cache of the whole machine, not only of what bots read). Prints
 per mode the median over N runs (default 3) of the forget in milliseconds,
@@ -26,7 +26,7 @@ import trio
 
 from arena.sandbox.entrants import sample_entrant
 from arena.sandbox.forget import forget
-from arena.seats.launcher import Launcher, LaunchOptions
+from arena.sandbox.launcher import Launcher, LaunchOptions
 from arena.seats.process import BotProcess
 
 

@@ -30,7 +30,7 @@ import trio
 
 from arena.cli.kits import KITS
 from arena.sandbox.entrants import Entrant, folder_entrant, sample_entrant
-from arena.seats.launcher import Launcher, LaunchOptions
+from arena.sandbox.launcher import Launcher, LaunchOptions
 from arena.seats.process import BotProcess
 
 

@@ -431,7 +431,7 @@ def profile(frozen: bool) -> tuple[dict[str, float], dict[str, list[tuple[float,
     import pstats
 
     from arena.sandbox.entrants import parse_entrants
-    from arena.seats.launcher import Launcher, LaunchOptions
+    from arena.sandbox.launcher import Launcher, LaunchOptions
     from arena.tournament.runner import ScheduleStream, TournamentRunner, TournamentSettings
 
     entrants = parse_entrants([f"{n}={BOT[0]}" for n in ("a", "b", "c", "d")])

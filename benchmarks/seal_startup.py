@@ -18,7 +18,7 @@ import time
 import trio
 
 from arena.sandbox.entrants import sample_entrant
-from arena.seats.launcher import Launcher, LaunchOptions
+from arena.sandbox.launcher import Launcher, LaunchOptions
 from arena.seats.process import BotProcess
 
 SAMPLE = sys.argv[2] if len(sys.argv) > 2 else "low"

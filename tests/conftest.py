@@ -120,7 +120,7 @@ def run_processes(out: Path) -> list[int]:
     """Live processes started by the tournament in ``out`` (found by the run id
     every bot process and its children carry in their environment)."""
     from arena.sandbox.isolation import find_processes
-    from arena.seats.launcher import RUN_VARIABLE
+    from arena.sandbox.launcher import RUN_VARIABLE
 
     run_id = json.loads((out / "run.json").read_text())["run_id"]
     return find_processes(env=f"{RUN_VARIABLE}={run_id}")

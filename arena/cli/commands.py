@@ -57,7 +57,7 @@ from arena.sandbox.entrants import (
     sample_entrants,
 )
 from arena.sandbox.isolation import kill_all
-from arena.seats.launcher import RUN_VARIABLE, Launcher, LaunchOptions
+from arena.sandbox.launcher import RUN_VARIABLE, Launcher, LaunchOptions
 from arena.tournament.runner import (
     FORMAT_VERSION,
     MAX_SCHEDULED_GAMES,

@@ -17,7 +17,7 @@ from arena.cli.errors import EXIT_ENVIRONMENT, EXIT_OUTPUT, EXIT_USAGE, CliError
 from arena.protocol.records import GameRecordJSON
 from arena.report.runfile import set_games_total
 from arena.sandbox.entrants import Entrant
-from arena.seats.launcher import Launcher
+from arena.sandbox.launcher import Launcher
 from arena.tournament.executors import (
     Executor,
     ExecutorUnavailable,

@@ -12,7 +12,7 @@ Defaults have one home each: the settings class that owns them
 (:class:`~arena.game.referee.RefereeSettings` for the time limits, strikes
 and transcript cap; :class:`~arena.tournament.runner.TournamentSettings` for
 rounds, seating, length and format; :class:`~arena.sandbox.isolation.Limits`
-and :class:`~arena.seats.launcher.LaunchOptions` for the bots' bounds), read
+and :class:`~arena.sandbox.launcher.LaunchOptions` for the bots' bounds), read
 here with :func:`field_default`.
 """
 
@@ -32,7 +32,7 @@ from arena.core.rules import MAX_TIEBREAK_HANDS
 from arena.game.referee import RefereeSettings
 from arena.report.verdict import Condition, ConditionError, parse_condition
 from arena.sandbox.isolation import Limits
-from arena.seats.launcher import LaunchOptions
+from arena.sandbox.launcher import LaunchOptions
 from arena.tournament.runner import FORMATS, MAX_SCHEDULED_GAMES, TournamentSettings
 from arena.tournament.work import EXECUTORS
 

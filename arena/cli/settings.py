@@ -1,6 +1,6 @@
 """From parsed arguments to the settings objects the layers below take, and
 their errors to exit codes: the tournament's settings, how bots are launched
-(a checked :class:`~arena.seats.launcher.Launcher`), one bot from the
+(a checked :class:`~arena.sandbox.launcher.Launcher`), one bot from the
 command line, a tournament's ``run.json``.
 
 Used by :mod:`arena.cli.commands` (``run``, ``report``, ``cleanup``),
@@ -27,7 +27,7 @@ from arena.report.runfile import RunFileError, load_run_file
 from arena.sandbox import budget, cgroups
 from arena.sandbox.entrants import Entrant, EntrantError, parse_entrant
 from arena.sandbox.isolation import IsolationError, Limits
-from arena.seats.launcher import Launcher, LaunchOptions
+from arena.sandbox.launcher import Launcher, LaunchOptions
 from arena.tournament.runner import TournamentSettings
 
 
@@ -170,7 +170,7 @@ def check_launcher(launcher: Launcher, entrants: list[Entrant]) -> None:
 
 
 def checked_launcher(args: argparse.Namespace, entrants: Sequence[Entrant]) -> Launcher:
-    """A checked :class:`~arena.seats.launcher.Launcher` from the isolation
+    """A checked :class:`~arena.sandbox.launcher.Launcher` from the isolation
     flags, for a tool (``check``, ``replay``, ``play``); the caller closes it.
 
     Raises:

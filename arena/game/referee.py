@@ -39,7 +39,7 @@ from arena.protocol.faults import Fault, FaultKind
 from arena.protocol.records import GameRecord as GameRecord  # also imported from here
 from arena.protocol.records import GameSpec as GameSpec  # also imported from here
 from arena.protocol.records import hand_json
-from arena.seats.process import BotProcess, LaunchSpec
+from arena.seats.handshake import handshake as handshake  # also imported from here
 from arena.seats.seat import Reply, Seat
 from arena.seats.wire import next_tick
 
@@ -163,46 +163,6 @@ class _Seat:
     wall_ms: list[float] = field(default_factory=list)  # each decision's wall time
     cpu_ms: list[float | None] = field(default_factory=list)  # ... and its CPU time
     oom_before: int = 0
-
-
-async def handshake(bot: Seat, seat: int, startup_time: float) -> Fault | None:
-    """Run the ``hello`` handshake; returns the fault, or ``None`` if it passed.
-
-    Sets ``bot.self_name`` to the cleaned self-reported name.
-    """
-    reply = await bot.request("hello", {"protocol": protocol.PROTOCOL_VERSION}, startup_time)
-    if reply.message is None:
-        assert reply.fault is not None
-        return Fault(
-            seat,
-            bot.label,
-            reply.fault,
-            f"handshake: {reply.detail}",
-            None,
-            None,
-            "hello",
-            reply.request_id,
-        )
-    bot.self_name = protocol.clean_text(str(reply.message.get("name", "")))
-    return None
-
-
-async def start_bot(
-    launch: LaunchSpec, seat: int, startup_time: float, nursery: trio.Nursery
-) -> tuple[BotProcess | None, Fault | None]:
-    """Start a bot process and shake hands with it.
-
-    Returns:
-        ``(bot, None)`` on success; ``(None, fault)`` if it could not be
-        started (``crashed``), or ``(bot, fault)`` if it failed the handshake
-        (the caller plays its seat by the default moves and closes the bot).
-    """
-    try:
-        bot = await BotProcess.start(launch, nursery)
-    except OSError as exc:
-        detail = f"could not start {launch.argv[0]!r}: {exc.strerror or exc}"
-        return None, Fault(seat, launch.label, FaultKind.CRASHED, detail, None, None, "hello", None)
-    return bot, await handshake(bot, seat, startup_time)
 
 
 class Referee:

@@ -1,7 +1,7 @@
 """``hearts-arena check BOT``: a conformance checker for one bot.
 
 The bot is started alone, exactly as a tournament starts it (the same
-:class:`~arena.seats.launcher.Launcher`, user, limits and sandbox), and driven
+:class:`~arena.sandbox.launcher.Launcher`, user, limits and sandbox), and driven
 through scripted scenarios (``arena/tools/scenarios/*.toml``, described in the
 README there). In each scenario it plays fixed-length games at one seat of
 the real :class:`~arena.game.referee.Referee` against three
@@ -42,7 +42,7 @@ from arena.game.referee import (
 )
 from arena.protocol.codec import error_excerpt
 from arena.sandbox.entrants import Entrant
-from arena.seats.launcher import Launcher
+from arena.sandbox.launcher import Launcher
 from arena.seats.process import BotProcess
 from arena.seats.stand_ins import Exchange, Message, RecordingSeat, ScriptedSeat, preference_play
 

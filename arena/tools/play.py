@@ -23,9 +23,10 @@ import trio
 
 from arena.core.cards import SUITS
 from arena.core.keys import MasterKey
-from arena.game.referee import GameSpec, Referee, RefereeSettings, SeatSetup, start_bot
+from arena.game.referee import GameSpec, Referee, RefereeSettings, SeatSetup
 from arena.protocol.records import GameRecordJSON
 from arena.sandbox.entrants import Entrant, EntrantError, parse_entrants, sample_entrants
+from arena.seats.process import start_bot
 from arena.seats.seat import Reply, Seat
 from arena.seats.stand_ins import InProcessSeat, Message, SeatProxy
 

@@ -22,7 +22,7 @@ from typing import Any
 import trio
 
 from arena.sandbox.entrants import Entrant
-from arena.seats.launcher import Launcher
+from arena.sandbox.launcher import Launcher
 from arena.tournament.pool import ProcessPool, worker_count
 from arena.tournament.runner import Games, TournamentRunner, TournamentSettings
 from arena.tournament.work import (

@@ -34,7 +34,7 @@ import trio
 
 from arena.protocol import records
 from arena.sandbox.entrants import Entrant
-from arena.seats.launcher import Launcher, LaunchOptions
+from arena.sandbox.launcher import Launcher, LaunchOptions
 from arena.tournament.runner import (
     DIRTY_STRIPES,
     Games,

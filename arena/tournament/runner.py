@@ -64,14 +64,13 @@ from arena.game.referee import (
     Referee,
     RefereeSettings,
     SeatSetup,
-    start_bot,
 )
 from arena.protocol.records import GameRecordJSON, read_record
 from arena.sandbox.entrants import Entrant
 from arena.sandbox.forget import drop_kernel_caches
 from arena.sandbox.forget import forget as forget_pages
-from arena.seats.launcher import Launcher
-from arena.seats.process import BotProcess, close_all
+from arena.sandbox.launcher import Launcher
+from arena.seats.process import BotProcess, close_all, start_bot
 
 if TYPE_CHECKING:
     from arena.game.feed import LiveFeed
@@ -1030,7 +1029,7 @@ class TournamentRunner:
     def forget(self) -> None:
         """Make the page cache of what sealed bots can read forget what bots
         wrote in it (:func:`arena.sandbox.forget.forget` over
-        :meth:`arena.seats.launcher.Launcher.readable_roots`; nothing when
+        :meth:`arena.sandbox.launcher.Launcher.readable_roots`; nothing when
         bots are not sealed), and with ``drop_kernel_caches`` the machine's
         dentries and inodes (:func:`arena.sandbox.forget.drop_kernel_caches`).
         Blocking: run in a thread.

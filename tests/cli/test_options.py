@@ -15,7 +15,7 @@ from arena.cli.options import RUN_OPTIONS, exclusive_partners, field_default, op
 from arena.game.referee import RefereeSettings
 from arena.sandbox import budget
 from arena.sandbox.isolation import Limits
-from arena.seats.launcher import LaunchOptions
+from arena.sandbox.launcher import LaunchOptions
 from arena.tournament.runner import TournamentSettings
 
 

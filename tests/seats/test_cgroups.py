@@ -21,8 +21,9 @@ from arena.protocol.faults import Fault
 from arena.sandbox import cgroups
 from arena.sandbox.cores import CoreGate
 from arena.sandbox.entrants import parse_entrants
-from arena.seats.launcher import Launcher, LaunchOptions
-from arena.seats.process import BotProcess, LaunchSpec
+from arena.sandbox.launcher import Launcher, LaunchOptions
+from arena.sandbox.spawn import LaunchSpec
+from arena.seats.process import BotProcess
 
 PLAN = cgroups.probe()
 needs_groups = pytest.mark.skipif(not PLAN.usable, reason="no writable control groups here")
@@ -873,7 +874,7 @@ def test_a_core_token_folder_another_user_made_is_refused_before_any_bot_starts(
     (flock) and starve this user's arenas: such a folder is refused, up front,
     with one line naming it."""
     from arena.sandbox.isolation import IsolationError
-    from arena.seats.launcher import Launcher, LaunchOptions
+    from arena.sandbox.launcher import Launcher, LaunchOptions
 
     theirs = tmp_path / "theirs"
     theirs.mkdir(mode=0o700)

@@ -144,7 +144,7 @@ def test_local_cluster_talks_tls_and_workers_get_no_key() -> None:
     without the master key (each game brings its own table key and seeds)."""
     from arena.core.keys import MasterKey
     from arena.sandbox.entrants import parse_entrants
-    from arena.seats.launcher import LaunchOptions
+    from arena.sandbox.launcher import LaunchOptions
     from arena.tournament.dask_executor import DaskExecutor
     from arena.tournament.runner import TournamentSettings
 

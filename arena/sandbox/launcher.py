@@ -1,4 +1,4 @@
-"""Turning an entrant into a :class:`~arena.seats.process.LaunchSpec`: working folder,
+"""Turning an entrant into a :class:`~arena.sandbox.spawn.LaunchSpec`: working folder,
 private temporary folder, environment, user, resource limits and seal.
 
 Sealed (the default wherever bubblewrap can run, :mod:`arena.sandbox.seal`), each
@@ -31,7 +31,7 @@ from arena.sandbox.entrants import (
     private_tmpdir,
 )
 from arena.sandbox.isolation import IsolationError, Limits, UidLease
-from arena.seats.process import LaunchSpec
+from arena.sandbox.spawn import LaunchSpec
 
 #: Environment variable naming the tournament run (to find its leftovers on --resume).
 RUN_VARIABLE = "HEARTS_ARENA_RUN"
@@ -351,8 +351,9 @@ class Launcher:
         return copy
 
     def spec(self, entrant: Entrant) -> LaunchSpec:
-        """A launch spec for a new process of ``entrant``. Its temporary
-        folder and uid lease are released by :meth:`BotProcess.close`."""
+        """A launch spec for a new process of ``entrant``. Its control group,
+        temporary folder and uid lease are released by
+        :meth:`LaunchSpec.release` (a seat's close does it)."""
         opts = self.options
         sealed = self.sealed
         copy = self._copy_of(entrant)
