@@ -28,6 +28,7 @@ from arena.sandbox.entrants import sample_entrant
 from arena.sandbox.forget import forget
 from arena.sandbox.launcher import Launcher, LaunchOptions
 from arena.seats.process import BotProcess
+from arena.seats.seat import Request
 
 
 async def _start(launcher: Launcher) -> float:
@@ -36,7 +37,7 @@ async def _start(launcher: Launcher) -> float:
     async with trio.open_nursery() as nursery:
         t0 = time.perf_counter()
         bot = await BotProcess.start(launcher.spec(entrant), nursery)
-        reply = await bot.request("hello", {"protocol": 1}, 30.0)
+        reply = await bot.request(Request("hello", {"protocol": 1}, 30.0))
         t1 = time.perf_counter()
         if reply.message is None:
             raise RuntimeError(f"the bot did not start: {reply.detail}")

@@ -40,7 +40,7 @@ from arena.protocol.records import GameRecord as GameRecord  # also imported fro
 from arena.protocol.records import GameSpec as GameSpec  # also imported from here
 from arena.protocol.records import hand_json
 from arena.seats.handshake import handshake as handshake  # also imported from here
-from arena.seats.seat import Reply, Seat
+from arena.seats.seat import Reply, Request, Seat
 from arena.seats.wire import next_tick
 
 #: A spectator's event sink (:mod:`arena.live`): called with one small dict
@@ -162,7 +162,6 @@ class _Seat:
     slowest: float = 0.0
     wall_ms: list[float] = field(default_factory=list)  # each decision's wall time
     cpu_ms: list[float | None] = field(default_factory=list)  # ... and its CPU time
-    oom_before: int = 0
 
 
 class Referee:
@@ -307,8 +306,6 @@ class Referee:
                     s.bot.stats.transcript = []
                 # stderr written since the last game (or since start-up) counts for this one
                 s.bot.renew_cpu_limit()
-                # Kills since the last game (or since start-up) count for this one.
-                s.oom_before = getattr(s.bot, "oom_reported", 0)
         if self.settings.transcripts:
             for s in self.seats:
                 if s.bot is not None:
@@ -363,11 +360,8 @@ class Referee:
         transcripts: list[list[dict[str, Any]]] = []
         for s in self.seats:
             cpu = [c for c in s.cpu_ms if c is not None]
-            oom = 0
-            group = getattr(getattr(s.bot, "spec", None), "cgroup", None)  # scripted seats: none
-            if s.bot is not None and group is not None:
-                s.bot.oom_reported = max(s.bot.oom_reported, group.oom_kills())
-                oom = s.bot.oom_reported - s.oom_before
+            # Memory kills since the last game's record (or start-up) count for this one.
+            oom = s.bot.take_oom_kills() if s.bot is not None else 0
             rec.timing.append(
                 {
                     "requests": s.requests,
@@ -509,7 +503,7 @@ class Referee:
                 # at a deadline shared by the four (R4 holds: nothing is revealed
                 # until all four passes are final).
                 reply = await s.bot.request(
-                    "pass", fields, self.settings.time_limit, pace=paced, wall_cap=wall_cap
+                    Request("pass", fields, self.settings.time_limit, pace=paced, wall_cap=wall_cap)
                 )
                 self._count(s, reply)
                 if reply.message is not None:
@@ -597,12 +591,14 @@ class Referee:
         view["game_id"] = self.spec.game_id
         view["scores"] = scores
         reply = await s.bot.request(
-            "play",
-            view,
-            self.settings.time_limit,
-            encoded=("tricks", list(self._trick_views), self._tricks_text),
-            pace=self._pace_of(origin),
-            wall_cap=self.settings.decision_wall_cap(),
+            Request(
+                "play",
+                view,
+                self.settings.time_limit,
+                encoded=("tricks", list(self._trick_views), self._tricks_text),
+                pace=self._pace_of(origin),
+                wall_cap=self.settings.decision_wall_cap(),
+            )
         )
         self._count(s, reply)
         fallback = default_play(legal)

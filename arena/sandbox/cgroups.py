@@ -31,7 +31,7 @@ can neither leave its group nor touch another's. A run's folders
 
 A bot process joins its group in the child, after ``fork`` and before
 ``exec`` *and* before the uid is dropped (:meth:`BotGroup.join_self`, called by
-:mod:`arena.seats.process`), so nothing it runs is ever outside the group.
+:mod:`arena.sandbox.spawn`), so nothing it runs is ever outside the group.
 
 Units: CPU time in **nanoseconds** (:meth:`BotGroup.cpu_ns`); memory in bytes.
 """

@@ -18,7 +18,7 @@ What a sealed bot sees (:func:`sealed_argv`):
   and ``fanotify`` with ``EPERM`` (:data:`REFUSED_CALLS`).
 
 The bubblewrap process is started from a thread that lives as long as the
-arena (:mod:`arena.seats.process`), so ``--die-with-parent`` fires only when the
+arena (:mod:`arena.sandbox.spawn`), so ``--die-with-parent`` fires only when the
 arena dies.
 """
 

@@ -234,7 +234,7 @@ class ConfinedProcess:
         """Processes the kernel killed for the group's memory bound so far
         (read from the group while it exists; 0 without one)."""
         group = self.spec.cgroup
-        if group is not None and group.binds_memory:
+        if group is not None:
             self.oom_kills = max(self.oom_kills, group.oom_kills())
         return self.oom_kills
 

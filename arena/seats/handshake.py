@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from arena.protocol import codec as protocol
 from arena.protocol.faults import Fault
-from arena.seats.seat import Seat
+from arena.seats.seat import Request, Seat
 
 __all__ = ["handshake"]
 
@@ -16,7 +16,9 @@ async def handshake(bot: Seat, seat: int, startup_time: float) -> Fault | None:
 
     Sets ``bot.self_name`` to the cleaned self-reported name.
     """
-    reply = await bot.request("hello", {"protocol": protocol.PROTOCOL_VERSION}, startup_time)
+    reply = await bot.request(
+        Request("hello", {"protocol": protocol.PROTOCOL_VERSION}, startup_time)
+    )
     if reply.message is None:
         assert reply.fault is not None
         return Fault(

@@ -293,6 +293,9 @@ class BotProcess(WireSeat):
     def _runnable(self) -> bool | None:
         return self.proc.runnable()
 
+    def _oom_kills(self) -> int:
+        return self.proc.read_oom_kills()
+
     def thaw(self) -> None:
         """Let a bot frozen off move run again (before it must read a last
         message such as ``bye``); it stays so until its next request ends."""
@@ -328,7 +331,6 @@ class BotProcess(WireSeat):
                 with trio.move_on_after(grace):
                     await proc.wait_exited()
             await proc.kill_tree()
-            self.oom_kills = proc.oom_kills
             with trio.move_on_after(0.2):  # the last words on stderr
                 await self._stderr_done.wait()
             self._cancel.cancel()

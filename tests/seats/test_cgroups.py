@@ -24,6 +24,7 @@ from arena.sandbox.entrants import parse_entrants
 from arena.sandbox.launcher import Launcher, LaunchOptions
 from arena.sandbox.spawn import LaunchSpec
 from arena.seats.process import BotProcess
+from arena.seats.seat import Request
 
 PLAN = cgroups.probe()
 needs_groups = pytest.mark.skipif(not PLAN.usable, reason="no writable control groups here")
@@ -274,7 +275,7 @@ def test_a_bot_off_move_is_frozen_and_its_cpu_does_not_advance(tmp_path: Path) -
                 if PLAN.cpu:
                     assert before is not None and group.cpu_ns() == before
                 # On move again: thawed, and its CPU advances.
-                reply = await bot.request("pass", {"hand": ["2C", "3C", "4C"]}, 5.0)
+                reply = await bot.request(Request("pass", {"hand": ["2C", "3C", "4C"]}, 5.0))
                 assert reply.message is not None
                 if PLAN.cpu:
                     assert reply.cpu is not None and reply.cpu >= 0
@@ -337,7 +338,9 @@ def test_the_clock_starts_when_the_bot_gets_a_core(tmp_path: Path) -> None:
                 answered = trio.Event()
 
                 async def ask() -> None:
-                    replies.append(await bot.request("pass", {"hand": ["2C", "3C", "4C"]}, 0.05))
+                    replies.append(
+                        await bot.request(Request("pass", {"hand": ["2C", "3C", "4C"]}, 0.05))
+                    )
                     answered.set()
 
                 nursery.start_soon(ask)
