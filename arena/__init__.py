@@ -10,9 +10,14 @@ The package's folders are its layers, each importing only those below it
     report       results.json, standings.csv, HTML, JUnit, verdicts
     tournament   schedules, formats, the runner, executors, run.json's settings
     results      ratings (TrueSkill), standings, statistics
-    game         the referee; the public view of a game's events
-    seats        bot processes, stand-in seats, launch and isolation
-    protocol     the wire protocol's codec and the kinds of fault
+    game         the referee; the public view of a game's events (it sees
+                 seats only: never the sandbox)
+    seats        the Seat interface, the protocol over a bot's pipes, bots
+                 in memory, stand-in seats
+    sandbox      the confinement of a bot's process: launch, seal, control
+                 groups, uids, limits, core tokens, kill and reap
+    protocol     the wire protocol's codec and the kinds of fault (beside
+                 the sandbox: neither imports the other)
     core         cards, rules (pure), the tournament key, package data
 
 :mod:`arena.botkit` is the kit for writing a bot in Python; it imports

@@ -7,7 +7,7 @@ bot, against a bot started with nothing forgotten, in the same run.
         [--roots PATH ...]
 
 ``--roots`` defaults to the seal's readable roots
-(:meth:`arena.seats.launcher.Launcher.readable_roots`). ``drop_caches``
+(:meth:`arena.sandbox.launcher.Launcher.readable_roots`). ``drop_caches``
 writes ``1`` to ``/proc/sys/vm/drop_caches`` (root only; it empties the
 clean page cache of the whole machine, not only of what bots read). Prints
 per mode the median over N runs (default 3) of the forget in milliseconds,
@@ -24,10 +24,11 @@ from pathlib import Path
 
 import trio
 
-from arena.seats.entrants import sample_entrant
-from arena.seats.forget import forget
-from arena.seats.launcher import Launcher, LaunchOptions
+from arena.sandbox.entrants import sample_entrant
+from arena.sandbox.forget import forget
+from arena.sandbox.launcher import Launcher, LaunchOptions
 from arena.seats.process import BotProcess
+from arena.seats.seat import Request
 
 
 async def _start(launcher: Launcher) -> float:
@@ -36,7 +37,7 @@ async def _start(launcher: Launcher) -> float:
     async with trio.open_nursery() as nursery:
         t0 = time.perf_counter()
         bot = await BotProcess.start(launcher.spec(entrant), nursery)
-        reply = await bot.request("hello", {"protocol": 1}, 30.0)
+        reply = await bot.request(Request("hello", {"protocol": 1}, 30.0))
         t1 = time.perf_counter()
         if reply.message is None:
             raise RuntimeError(f"the bot did not start: {reply.detail}")

@@ -29,9 +29,10 @@ from pathlib import Path
 import trio
 
 from arena.cli.kits import KITS
-from arena.seats.entrants import Entrant, folder_entrant, sample_entrant
-from arena.seats.launcher import Launcher, LaunchOptions
+from arena.sandbox.entrants import Entrant, folder_entrant, sample_entrant
+from arena.sandbox.launcher import Launcher, LaunchOptions
 from arena.seats.process import BotProcess
+from arena.seats.seat import Request
 
 
 async def _startup(launcher: Launcher, entrant: Entrant) -> float:
@@ -39,7 +40,7 @@ async def _startup(launcher: Launcher, entrant: Entrant) -> float:
     async with trio.open_nursery() as nursery:
         t0 = time.perf_counter()
         bot = await BotProcess.start(launcher.spec(entrant), nursery)
-        reply = await bot.request("hello", {"protocol": "hearts-arena/1"}, 30.0)
+        reply = await bot.request(Request("hello", {"protocol": "hearts-arena/1"}, 30.0))
         elapsed = time.perf_counter() - t0
         await bot.close()
     if reply.message is None:

@@ -87,7 +87,7 @@ ROOT = Path(__file__).resolve().parent.parent
 VIEWERS = 100
 #: Seconds between two samples of the page's server's CPU.
 SAMPLE = 0.05
-#: The arena's core tokens (:mod:`arena.seats.cores`).
+#: The arena's core tokens (:mod:`arena.sandbox.cores`).
 TOKENS = Path("/tmp/hearts-arena-cores")
 
 

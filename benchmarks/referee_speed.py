@@ -4,7 +4,7 @@ Figures 1 to 3 run pinned to one core (CPU 0, as ``taskset -c 0`` does; the
 bots inherit it), so that neither the floors nor the arena gain from a
 second core and where the processes land does not move the figures; the
 floors run in the referees' CPU group, where the arena moves itself
-(:func:`arena.seats.cgroups.prioritize_self`). Two modes, each against its floor,
+(:func:`arena.sandbox.cgroups.prioritize_self`). Two modes, each against its floor,
 the four measurements alternated so that load affects all alike:
 
 1a. The floor: a Trio parent exchanging JSON lines the size of a ``play``
@@ -21,7 +21,7 @@ the four measurements alternated so that load affects all alike:
 1b. The floor plus one thaw and one freeze per round trip: each process in
     a control group of its own, made and joined as the launcher does, thawed
     before the request and frozen after the reply with the arena's own
-    :meth:`arena.seats.cgroups.BotGroup.thaw` / ``freeze``, as the referee does.
+    :meth:`arena.sandbox.cgroups.BotGroup.thaw` / ``freeze``, as the referee does.
 2b. The arena in its default mode (bots sealed in bubblewrap, frozen off
     move, a core token per decision): the same whole run, against (1b).
 3. Where the rest goes, both modes side by side: four games under
@@ -65,8 +65,8 @@ import trio
 
 from arena.cli.main import main as arena_main
 from arena.core.rules import Hand, deal_hands, default_pass
-from arena.seats import cgroups
-from arena.seats.cgroups import BotGroup, RunGroups
+from arena.sandbox import cgroups
+from arena.sandbox.cgroups import BotGroup, RunGroups
 
 HERE = Path(__file__).resolve().parent
 INSTANT = HERE / "instant_bot.py"
@@ -109,10 +109,10 @@ async def floor(messages: int, frozen: bool = False) -> tuple[list[float], float
     processes' start-up is left out of both).
 
     With ``frozen``, each process is in a control group of its own (made and
-    joined as the arena's launcher does: :meth:`arena.seats.cgroups.RunGroups.create`,
-    :meth:`~arena.seats.cgroups.BotGroup.join_self` before ``exec``) and every round
-    trip is wrapped in one :meth:`~arena.seats.cgroups.BotGroup.thaw` and one
-    :meth:`~arena.seats.cgroups.BotGroup.freeze`, as the referee does around a
+    joined as the arena's launcher does: :meth:`arena.sandbox.cgroups.RunGroups.create`,
+    :meth:`~arena.sandbox.cgroups.BotGroup.join_self` before ``exec``) and every round
+    trip is wrapped in one :meth:`~arena.sandbox.cgroups.BotGroup.thaw` and one
+    :meth:`~arena.sandbox.cgroups.BotGroup.freeze`, as the referee does around a
     request to a bot off move."""
     template = play_request()
     groups: list[BotGroup] = []
@@ -259,7 +259,7 @@ def peak_memory_mb(out: Path, jobs: int, rounds: int) -> tuple[float, float, int
     return peak_total / 1024, peak_own / 1024, len(workers)
 
 
-#: Functions of arena.seats.cgroups and arena.seats.cores that start or end a bot, not a decision.
+#: Functions of arena.sandbox.cgroups and arena.sandbox.cores that start or end a bot, not a decision.
 START_END = {
     "create", "_make_run_dir", "set_limits", "kill", "remove", "_remove_dir", "_kill_until_empty",
     "_make_dir", "_init_cpuset", "_enable_v2", "__init__", "pids", "_files", "oom_kills",
@@ -430,8 +430,8 @@ def profile(frozen: bool) -> tuple[dict[str, float], dict[str, list[tuple[float,
     import cProfile
     import pstats
 
-    from arena.seats.entrants import parse_entrants
-    from arena.seats.launcher import Launcher, LaunchOptions
+    from arena.sandbox.entrants import parse_entrants
+    from arena.sandbox.launcher import Launcher, LaunchOptions
     from arena.tournament.runner import ScheduleStream, TournamentRunner, TournamentSettings
 
     entrants = parse_entrants([f"{n}={BOT[0]}" for n in ("a", "b", "c", "d")])

@@ -17,9 +17,10 @@ import time
 
 import trio
 
-from arena.seats.entrants import sample_entrant
-from arena.seats.launcher import Launcher, LaunchOptions
+from arena.sandbox.entrants import sample_entrant
+from arena.sandbox.launcher import Launcher, LaunchOptions
 from arena.seats.process import BotProcess
+from arena.seats.seat import Request
 
 SAMPLE = sys.argv[2] if len(sys.argv) > 2 else "low"
 
@@ -30,7 +31,7 @@ async def _once(launcher: Launcher) -> tuple[float, float]:
     async with trio.open_nursery() as nursery:
         t0 = time.perf_counter()
         bot = await BotProcess.start(launcher.spec(entrant), nursery)
-        reply = await bot.request("hello", {"protocol": 1}, 10.0)
+        reply = await bot.request(Request("hello", {"protocol": 1}, 10.0))
         t1 = time.perf_counter()
         if reply.message is None:
             raise RuntimeError(f"the bot did not start: {reply.detail}")

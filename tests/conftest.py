@@ -104,7 +104,7 @@ def bot_path(file: str) -> Path:
 def _seal_problem() -> str | None:
     """Why bots cannot be sealed here (bubblewrap missing, or no user
     namespaces for a bot user), or ``None``."""
-    from arena.seats.seal import probe
+    from arena.sandbox.seal import probe
 
     uid = 3_900_300 if os.geteuid() == 0 else None  # as a bot user would run it
     return probe(user=uid, group=uid)
@@ -156,8 +156,8 @@ def processes_matching(marker: str) -> list[tuple[int, str]]:
 def run_processes(out: Path) -> list[int]:
     """Live processes started by the tournament in ``out`` (found by the run id
     every bot process and its children carry in their environment)."""
-    from arena.seats.isolation import find_processes
-    from arena.seats.launcher import RUN_VARIABLE
+    from arena.sandbox.isolation import find_processes
+    from arena.sandbox.launcher import RUN_VARIABLE
 
     run_id = json.loads((out / "run.json").read_text())["run_id"]
     return find_processes(env=f"{RUN_VARIABLE}={run_id}")
@@ -165,7 +165,7 @@ def run_processes(out: Path) -> list[int]:
 
 def bot_user_processes() -> list[int]:
     """Live processes running as a uid of the arena's bot-user pool."""
-    from arena.seats.isolation import DEFAULT_UID_BASE, UID_POOL_SIZE
+    from arena.sandbox.isolation import DEFAULT_UID_BASE, UID_POOL_SIZE
 
     found = []
     for entry in os.listdir("/proc"):

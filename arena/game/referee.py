@@ -36,12 +36,12 @@ from arena.core.rules import (
 )
 from arena.protocol import codec as protocol
 from arena.protocol.faults import Fault, FaultKind
-from arena.protocol.messages import hello_reply, pass_reply, play_reply
+from arena.protocol.messages import pass_reply, play_reply
 from arena.protocol.records import GameRecord as GameRecord  # also imported from here
 from arena.protocol.records import GameSpec as GameSpec  # also imported from here
 from arena.protocol.records import hand_json
-from arena.seats.process import BotProcess, LaunchSpec
-from arena.seats.seat import Reply, Seat
+from arena.seats.handshake import handshake as handshake  # also imported from here
+from arena.seats.seat import Reply, Request, Seat
 from arena.seats.wire import next_tick
 
 #: A spectator's event sink (:mod:`arena.live`): called with one small dict
@@ -163,47 +163,6 @@ class _Seat:
     slowest: float = 0.0
     wall_ms: list[float] = field(default_factory=list)  # each decision's wall time
     cpu_ms: list[float | None] = field(default_factory=list)  # ... and its CPU time
-    oom_before: int = 0
-
-
-async def handshake(bot: Seat, seat: int, startup_time: float) -> Fault | None:
-    """Run the ``hello`` handshake; returns the fault, or ``None`` if it passed.
-
-    Sets ``bot.self_name`` to the cleaned self-reported name.
-    """
-    reply = await bot.request("hello", {"protocol": protocol.PROTOCOL_VERSION}, startup_time)
-    if reply.message is None:
-        assert reply.fault is not None
-        return Fault(
-            seat,
-            bot.label,
-            reply.fault,
-            f"handshake: {reply.detail}",
-            None,
-            None,
-            "hello",
-            reply.request_id,
-        )
-    bot.self_name = protocol.clean_text(str(hello_reply(reply.message).get("name", "")))
-    return None
-
-
-async def start_bot(
-    launch: LaunchSpec, seat: int, startup_time: float, nursery: trio.Nursery
-) -> tuple[BotProcess | None, Fault | None]:
-    """Start a bot process and shake hands with it.
-
-    Returns:
-        ``(bot, None)`` on success; ``(None, fault)`` if it could not be
-        started (``crashed``), or ``(bot, fault)`` if it failed the handshake
-        (the caller plays its seat by the default moves and closes the bot).
-    """
-    try:
-        bot = await BotProcess.start(launch, nursery)
-    except OSError as exc:
-        detail = f"could not start {launch.argv[0]!r}: {exc.strerror or exc}"
-        return None, Fault(seat, launch.label, FaultKind.CRASHED, detail, None, None, "hello", None)
-    return bot, await handshake(bot, seat, startup_time)
 
 
 class Referee:
@@ -348,8 +307,6 @@ class Referee:
                     s.bot.stats.transcript = []
                 # stderr written since the last game (or since start-up) counts for this one
                 s.bot.renew_cpu_limit()
-                # Kills since the last game (or since start-up) count for this one.
-                s.oom_before = getattr(s.bot, "oom_reported", 0)
         if self.settings.transcripts:
             for s in self.seats:
                 if s.bot is not None:
@@ -404,11 +361,8 @@ class Referee:
         transcripts: list[list[dict[str, Any]]] = []
         for s in self.seats:
             cpu = [c for c in s.cpu_ms if c is not None]
-            oom = 0
-            group = getattr(getattr(s.bot, "spec", None), "cgroup", None)  # scripted seats: none
-            if s.bot is not None and group is not None:
-                s.bot.oom_reported = max(s.bot.oom_reported, group.oom_kills())
-                oom = s.bot.oom_reported - s.oom_before
+            # Memory kills since the last game's record (or start-up) count for this one.
+            oom = s.bot.take_oom_kills() if s.bot is not None else 0
             rec.timing.append(
                 {
                     "requests": s.requests,
@@ -546,11 +500,11 @@ class Referee:
                     "to": pass_target(s.seat, direction),
                     "hand": names_of(hand.hands[s.seat]),
                 }
-                # Each bot's clock starts when it gets a core (arena.seats.cores), not
+                # Each bot's clock starts when it gets a core (arena.sandbox.cores), not
                 # at a deadline shared by the four (R4 holds: nothing is revealed
                 # until all four passes are final).
                 reply = await s.bot.request(
-                    "pass", fields, self.settings.time_limit, pace=paced, wall_cap=wall_cap
+                    Request("pass", fields, self.settings.time_limit, pace=paced, wall_cap=wall_cap)
                 )
                 self._count(s, reply)
                 if reply.message is not None:
@@ -638,12 +592,14 @@ class Referee:
         view["game_id"] = self.spec.game_id
         view["scores"] = scores
         reply = await s.bot.request(
-            "play",
-            view,
-            self.settings.time_limit,
-            encoded=("tricks", list(self._trick_views), self._tricks_text),
-            pace=self._pace_of(origin),
-            wall_cap=self.settings.decision_wall_cap(),
+            Request(
+                "play",
+                view,
+                self.settings.time_limit,
+                encoded=("tricks", list(self._trick_views), self._tricks_text),
+                pace=self._pace_of(origin),
+                wall_cap=self.settings.decision_wall_cap(),
+            )
         )
         self._count(s, reply)
         fallback = default_play(legal)

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from arena.run.errors import ErrorKind, RunError
-from arena.seats import budget, cgroups, seal
-from arena.seats.botfolder import BOT_TOML, BotFolderError, load_bot_folder
-from arena.seats.entrants import (
+from arena.sandbox import budget, cgroups, seal
+from arena.sandbox.botfolder import BOT_TOML, BotFolderError, load_bot_folder
+from arena.sandbox.entrants import (
     SAMPLE_BOTS,
     Entrant,
     EntrantError,
@@ -39,8 +39,8 @@ from arena.seats.entrants import (
     sample_entrants,
     with_folders,
 )
-from arena.seats.isolation import IsolationError, Limits, kill_all
-from arena.seats.launcher import RUN_VARIABLE, Launcher, LaunchOptions
+from arena.sandbox.isolation import IsolationError, Limits, kill_all
+from arena.sandbox.launcher import RUN_VARIABLE, Launcher, LaunchOptions
 from arena.tournament.runner import TournamentSettings
 
 
@@ -60,20 +60,20 @@ def check_launcher(launcher: Launcher, entrants: list[Entrant]) -> None:
 
 def prioritize_referee() -> None:
     """Put this process (the referee, which keeps the clocks) first on the
-    CPU, like the bot on move (:func:`arena.seats.cgroups.prioritize_self`)."""
+    CPU, like the bot on move (:func:`arena.sandbox.cgroups.prioritize_self`)."""
     cgroups.prioritize_self(cgroups.probe())
 
 
 def leave_referees() -> None:
     """Move this process back to the group it was in before
-    :func:`prioritize_referee` (:func:`arena.seats.cgroups.leave_referees`)."""
+    :func:`prioritize_referee` (:func:`arena.sandbox.cgroups.leave_referees`)."""
     cgroups.leave_referees()
 
 
 def fit_jobs(
     settings: TournamentSettings, chains: int | None
 ) -> tuple[TournamentSettings, str | None]:
-    """Fit ``settings.jobs`` to the open-files limit (see :mod:`arena.seats.descriptors`):
+    """Fit ``settings.jobs`` to the open-files limit (see :mod:`arena.sandbox.descriptors`):
     the soft limit is raised as far as the games that can run at once need
     (at most ``chains``, the schedule's chains of games, when known); when
     the hard limit is too low, fewer games run at once. Returns the settings
@@ -82,8 +82,8 @@ def fit_jobs(
     Raises:
         RunError: (environment) not even one game fits.
     """
-    from arena.seats.descriptors import DescriptorLimitError
-    from arena.seats.descriptors import fit_jobs as fit
+    from arena.sandbox.descriptors import DescriptorLimitError
+    from arena.sandbox.descriptors import fit_jobs as fit
 
     at_once = settings.jobs if chains is None else max(1, min(settings.jobs, chains))
     try:
@@ -110,8 +110,8 @@ class MemoryFit:
 
 def fit_memory(jobs: int, memory_mb: int | None, tmp_mb: int, *, sealed: bool | None) -> MemoryFit:
     """The bound per bot for ``jobs`` games of four bots at once on this
-    machine (:func:`arena.seats.budget.fit_memory`; ``memory_mb`` the one
-    asked for, ``None``: the default), with :func:`arena.seats.budget.tmp_note`'s
+    machine (:func:`arena.sandbox.budget.fit_memory`; ``memory_mb`` the one
+    asked for, ``None``: the default), with :func:`arena.sandbox.budget.tmp_note`'s
     line unless the bots are known unsealed (``sealed`` false)."""
     fit = budget.fit_memory(jobs, memory_mb, budget.machine_memory_mb())
     notes = [fit.note]
@@ -208,7 +208,7 @@ def run_alive(out: Path) -> bool:
 
 def remove_package_copies() -> int:
     """Remove the copies of the package for bots of every arena that is gone
-    (:func:`arena.seats.seal.remove_package_copies_of_dead_arenas`); how many."""
+    (:func:`arena.sandbox.seal.remove_package_copies_of_dead_arenas`); how many."""
     return seal.remove_package_copies_of_dead_arenas()
 
 

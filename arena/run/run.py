@@ -25,8 +25,8 @@ from arena.report.outputs import write_outputs
 from arena.report.verdict import Condition, ConditionError, Verdict, check_names, judge
 from arena.run.errors import RunError
 from arena.run.folder import FolderStore, RecordStore
-from arena.seats.entrants import Entrant
-from arena.seats.launcher import Launcher
+from arena.sandbox.entrants import Entrant
+from arena.sandbox.launcher import Launcher
 from arena.tournament.executors import Executor, ExecutorUnavailable, make_executor
 from arena.tournament.ladder import ladder_budget, play_ladder_async
 from arena.tournament.runner import (

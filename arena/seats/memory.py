@@ -223,6 +223,13 @@ class BotEnd:
         finally:
             self.seat.thinking = False
 
+    async def run_out_of_memory(self, processes: int = 1) -> None:
+        """Go over the memory bound: as the kernel does to a bot process's
+        control group, ``processes`` of the bot's processes are killed
+        (:meth:`MemorySeat.oom_kill`) and the bot with them. Never returns."""
+        self.seat.oom_kill(processes)
+        await trio.sleep_forever()
+
     async def starve(self, seconds: float) -> None:
         """Be runnable for ``seconds`` of wall time without getting any CPU
         (as a bot kept from its core by the machine's other load: its CPU
@@ -292,6 +299,8 @@ class MemorySeat(WireSeat):
         asked_at: the Trio time at which each request was sent (the bot thawed).
         thinking: the bot is runnable now (in :meth:`BotEnd.think` or
             :meth:`BotEnd.starve`), as a process thread in state ``R``.
+        oom_killed: processes of the bot killed for its memory bound so far
+            (:meth:`oom_kill`), as a bot process's control group counts them.
     """
 
     def __init__(
@@ -323,6 +332,7 @@ class MemorySeat(WireSeat):
         self.exited = trio.Event()
         self.exit_code: int | None = None
         self._killed: str | None = None
+        self.oom_killed = 0
         self._cancel = trio.CancelScope()
         self._bot_scope = trio.CancelScope()
 
@@ -412,6 +422,24 @@ class MemorySeat(WireSeat):
     def renew_cpu_limit(self) -> None:
         """Counted only (:attr:`cpu_limit_renewals`): no CPU limit in memory."""
         self.cpu_limit_renewals += 1
+
+    # -- the memory bound -------------------------------------------------
+
+    def oom_kill(self, processes: int = 1, *, bot: bool = True) -> None:
+        """Count ``processes`` of the bot's processes killed for its memory
+        bound (:meth:`take_oom_kills` reports them, as a control group's
+        ``oom_kill`` count does) and, with ``bot``, kill the bot itself: it
+        then ends ``killed by SIGKILL; out of memory (N of its processes
+        killed)``, as a bot process's exit status reads. Without ``bot``
+        only a helper process died (the bot plays on)."""
+        self.oom_killed += processes
+        if bot:
+            self._kill(
+                f"killed by SIGKILL; out of memory ({self.oom_killed} of its processes killed)"
+            )
+
+    def _oom_kills(self) -> int:
+        return self.oom_killed
 
     # -- the end ----------------------------------------------------------
 

@@ -58,6 +58,49 @@ class Reply:
     cpu: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One request to a seat, passed whole through every seat and wrapper
+    (:meth:`Seat.request`): an option is added here and nowhere else.
+
+    Attributes:
+        kind: ``"hello"``, ``"pass"`` or ``"play"``.
+        fields: the message fields beside ``type``, ``id`` and ``time_ms``.
+        time_limit: seconds the bot has, from the request's sending (sent as
+            ``time_ms``, milliseconds).
+        deadline: the absolute Trio time the reply is due, when several
+            requests share one deadline; default the sending + ``time_limit``.
+        encoded: ``(key, value, json_text)``: one more field whose JSON text
+            is already known (the referee keeps a hand's completed tricks
+            encoded instead of encoding them for every request).
+        pace: ``(origin, tick)``, Trio time and seconds: the request is sent,
+            and the bot thawed, on the first tick ``origin + k * tick`` at or
+            after the bot holds its core, so when it is asked does not tell
+            it how long others took (``--pace``). ``None``: at once.
+        wall_cap: seconds: where the seat has a CPU clock, ``time_limit`` is
+            counted in the bot's CPU time, up to ``wall_cap`` of wall time
+            (:func:`arena.seats.wire.cpu_deadline`). ``None``: wall time only.
+    """
+
+    kind: str
+    fields: Message
+    time_limit: float
+    deadline: float | None = None
+    encoded: tuple[str, Any, str] | None = None
+    pace: tuple[float, float] | None = None
+    wall_cap: float | None = None
+
+    def message(self, rid: int) -> Message:
+        """The whole message a bot is sent for this request with id ``rid``
+        (``encoded``'s field included, as a value)."""
+        message = {"type": self.kind, "id": rid, **self.fields}
+        message["time_ms"] = int(self.time_limit * 1000)
+        if self.encoded is not None:
+            key, value, _text = self.encoded
+            message[key] = value
+        return message
+
+
 @dataclass
 class SeatStats:
     """Counters a seat keeps across games.
@@ -84,7 +127,12 @@ class Seat(Protocol):
     answered; :meth:`thaw` lets a frozen bot read a last message. The
     per-seat CPU clock charges each request the CPU its bot used meanwhile
     (:attr:`Reply.cpu`, summed in :attr:`cpu_seconds`); the fair-clock
-    rules (README, "fair clocks") are the seat's, not the referee's.
+    rules (README, "fair clocks") are the seat's, not the referee's. What
+    the referee records of the process behind a seat comes through this
+    interface only: CPU time (:attr:`Reply.cpu`), memory kills
+    (:meth:`take_oom_kills`), why the bot ended (a crash's
+    :attr:`Reply.detail`, such as ``exited (killed by SIGKILL; out of
+    memory ...)``); it never sees the sandbox.
 
     Attributes:
         label: the entrant's name, as faults name the seat.
@@ -94,12 +142,9 @@ class Seat(Protocol):
         stats: request counters and the transcript (:class:`SeatStats`).
         stderr: what the bot wrote on its standard error since last taken.
         games_played: deal keys of the games played (never two from one deal).
-        oom_reported: processes the kernel killed for the bot's memory bound
-            that game records already counted (0 for seats without a group).
     """
 
     self_name: str | None
-    oom_reported: int
 
     @property
     def label(self) -> str:
@@ -137,27 +182,11 @@ class Seat(Protocol):
         """Deliver queued notifications now as far as the bot takes them. Never blocks."""
         ...
 
-    async def request(
-        self,
-        kind: str,
-        fields: Message,
-        time_limit: float,
-        *,
-        deadline: float | None = None,
-        encoded: tuple[str, Any, str] | None = None,
-        pace: tuple[float, float] | None = None,
-        wall_cap: float | None = None,
-    ) -> Reply:
-        """Ask ``kind`` (``hello``, ``pass``, ``play``) with ``fields`` and
-        ``time_limit`` seconds to answer (sent as ``time_ms``); ``deadline``
-        (Trio time) overrides now + ``time_limit``; ``encoded`` is
-        ``(key, value, json_text)``, one more field already encoded;
-        ``pace`` is ``(origin, tick)`` (Trio time, seconds): send the request,
-        and thaw the bot, on the first tick ``origin + k * tick`` at or after
-        it holds a core (``--pace``); ``wall_cap`` (seconds) counts
-        ``time_limit`` in the bot's CPU time where the seat has a CPU clock,
-        up to ``wall_cap`` of wall time (:meth:`arena.seats.wire.WireSeat.request`).
-        Returns the reply or its fault; never raises for the bot's behaviour."""
+    async def request(self, request: Request) -> Reply:
+        """Ask ``request`` (a :class:`Request`: its kind, fields, time limit
+        and options) and wait for the reply
+        (:meth:`arena.seats.wire.WireSeat.request`). Returns the reply or its
+        fault; never raises for the bot's behaviour."""
         ...
 
     def abandon(self, reason: str) -> None:
@@ -183,6 +212,13 @@ class Seat(Protocol):
     def cpu_seconds(self) -> float:
         """CPU seconds charged to this seat's requests so far (the per-seat
         CPU clock: control group or fake clock; 0.0 where not measured)."""
+        ...
+
+    def take_oom_kills(self) -> int:
+        """Processes of the bot the kernel killed for its memory bound since
+        the last call (each kill is counted once, by the game record that
+        takes it: one made between games counts for the next); 0 for seats
+        without a memory bound."""
         ...
 
     async def close(self, grace: float = 0.5) -> None:

@@ -17,12 +17,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from arena.core.cards import mask_of_names, names_of
 from arena.core.rules import default_pass
 from arena.seats.capped import CappedBuffer
-from arena.seats.seat import Message, Reply, Seat, SeatStats
+from arena.seats.seat import Message, Reply, Request, Seat, SeatStats
 
 __all__ = [
     "Exchange",
@@ -32,7 +31,6 @@ __all__ = [
     "ScriptedSeat",
     "SeatProxy",
     "preference_play",
-    "request_message",
 ]
 
 
@@ -54,7 +52,6 @@ class InProcessSeat:
         self.stats = SeatStats()
         self.stderr = CappedBuffer()
         self.games_played: set[str] = set()
-        self.oom_reported = 0
         self.cpu_seconds = 0.0
         self._next_id = 0
 
@@ -67,29 +64,19 @@ class InProcessSeat:
     def on_message(self, message: Message) -> None:
         """Called with every message the referee sends this seat (requests too)."""
 
-    async def request(
-        self,
-        kind: str,
-        fields: Message,
-        time_limit: float,
-        *,
-        deadline: float | None = None,
-        encoded: tuple[str, Any, str] | None = None,
-        pace: tuple[float, float] | None = None,
-        wall_cap: float | None = None,
-    ) -> Reply:
+    async def request(self, request: Request) -> Reply:
         """:meth:`Seat.request <arena.seats.seat.Seat.request>`: ask
-        :meth:`answer` (``deadline``, ``pace`` and ``wall_cap`` do not apply
-        in process: the seat's answer is the arena's own)."""
+        :meth:`answer` (the deadline, pace and wall cap do not apply in
+        process: the seat's answer is the arena's own)."""
         self._next_id += 1
         rid = self._next_id
-        message = request_message(kind, rid, fields, time_limit, encoded)
+        message = request.message(rid)
         self.on_message(message)
         start = time.perf_counter()
         answer = await self.answer(message)
         elapsed = time.perf_counter() - start
         self.stats.requests += 1
-        return Reply({"type": kind, "id": rid, **answer}, None, "", elapsed, rid)
+        return Reply({"type": request.kind, "id": rid, **answer}, None, "", elapsed, rid)
 
     def notify(self, message: Message, data: bytes | None = None) -> None:
         """Pass the notification to :meth:`on_message` (``data`` is unused)."""
@@ -105,6 +92,10 @@ class InProcessSeat:
     def renew_cpu_limit(self) -> None:
         """No limits apply in process."""
 
+    def take_oom_kills(self) -> int:
+        """0: no memory bound in process."""
+        return 0
+
     def thaw(self) -> None:
         """Never frozen."""
 
@@ -116,22 +107,6 @@ class InProcessSeat:
         """Mark the seat closed (nothing to end)."""
         if self.dead is None:
             self.dead = "closed by the referee"
-
-
-def request_message(
-    kind: str,
-    rid: int,
-    fields: Message,
-    time_limit: float,
-    encoded: tuple[str, Any, str] | None = None,
-) -> Message:
-    """The whole request message a bot process is sent for
-    ``Seat.request(kind, fields, time_limit, encoded=...)``."""
-    message = {"type": kind, "id": rid, **fields, "time_ms": int(time_limit * 1000)}
-    if encoded is not None:
-        key, value, _text = encoded
-        message[key] = value
-    return message
 
 
 def preference_play(preferences: Sequence[str], legal: Sequence[str]) -> str:
@@ -254,15 +229,6 @@ class SeatProxy:
         self.inner.self_name = value
 
     @property
-    def oom_reported(self) -> int:
-        """The wrapped seat's memory kills already counted."""
-        return self.inner.oom_reported
-
-    @oom_reported.setter
-    def oom_reported(self, value: int) -> None:
-        self.inner.oom_reported = value
-
-    @property
     def dead(self) -> str | None:
         """Why the wrapped seat can no longer answer, or ``None``."""
         return self.inner.dead
@@ -295,27 +261,9 @@ class SeatProxy:
         """Forward."""
         self.inner.flush()
 
-    async def request(
-        self,
-        kind: str,
-        fields: Message,
-        time_limit: float,
-        *,
-        deadline: float | None = None,
-        encoded: tuple[str, Any, str] | None = None,
-        pace: tuple[float, float] | None = None,
-        wall_cap: float | None = None,
-    ) -> Reply:
+    async def request(self, request: Request) -> Reply:
         """Forward."""
-        return await self.inner.request(
-            kind,
-            fields,
-            time_limit,
-            deadline=deadline,
-            encoded=encoded,
-            pace=pace,
-            wall_cap=wall_cap,
-        )
+        return await self.inner.request(request)
 
     def abandon(self, reason: str) -> None:
         """Forward."""
@@ -324,6 +272,10 @@ class SeatProxy:
     def renew_cpu_limit(self) -> None:
         """Forward."""
         self.inner.renew_cpu_limit()
+
+    def take_oom_kills(self) -> int:
+        """Forward."""
+        return self.inner.take_oom_kills()
 
     def thaw(self) -> None:
         """Forward."""
@@ -361,31 +313,13 @@ class RecordingSeat(SeatProxy):
         self.exchanges: list[Exchange] = []
         self.override = override
 
-    async def request(
-        self,
-        kind: str,
-        fields: Message,
-        time_limit: float,
-        *,
-        deadline: float | None = None,
-        encoded: tuple[str, Any, str] | None = None,
-        pace: tuple[float, float] | None = None,
-        wall_cap: float | None = None,
-    ) -> Reply:
+    async def request(self, request: Request) -> Reply:
         """Forward to the bot and record the exchange."""
-        reply = await self.inner.request(
-            kind,
-            fields,
-            time_limit,
-            deadline=deadline,
-            encoded=encoded,
-            pace=pace,
-            wall_cap=wall_cap,
-        )
-        message = request_message(kind, reply.request_id, fields, time_limit, encoded)
+        reply = await self.inner.request(request)
+        message = request.message(reply.request_id)
         exchange = Exchange(
             self.game,
-            kind,
+            request.kind,
             message,
             reply.message,
             reply.fault.value if reply.fault else None,

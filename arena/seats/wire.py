@@ -29,7 +29,7 @@ import trio
 from arena.protocol import codec as protocol
 from arena.protocol.faults import FaultKind
 from arena.seats.capped import CappedBuffer
-from arena.seats.seat import Message, Reply, SeatStats, Transport
+from arena.seats.seat import Message, Reply, Request, SeatStats, Transport
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,8 @@ class WireSeat:
     transport could not take at once), and implement :meth:`_take_core`,
     :meth:`_release_core`, :meth:`_cpu_ns`, :meth:`_why_ended`,
     :meth:`thaw`, :meth:`freezer_state`, :meth:`abandon`,
-    :meth:`renew_cpu_limit`, :meth:`close` and :attr:`label`.
+    :meth:`renew_cpu_limit`, :meth:`close` and :attr:`label`; a seat whose
+    bot has a memory bound also :meth:`_oom_kills`.
 
     Attributes:
         outgoing_cap: bytes queued for the bot, unread, beyond which it counts
@@ -158,8 +159,7 @@ class WireSeat:
         self.self_name: str | None = None
         self.stats = SeatStats()
         self.cpu_seconds = 0.0  # CPU seconds charged to requests so far
-        self.oom_kills = 0  # processes the kernel killed for the group's memory bound
-        self.oom_reported = 0  # ... of which the game records already counted
+        self._oom_taken = 0  # memory kills already taken by game records
 
     @property
     def transport(self) -> Transport:
@@ -192,6 +192,18 @@ class WireSeat:
         """Whether the bot is running or waiting for a CPU now (not all
         asleep), or ``None`` where that cannot be told."""
         return None
+
+    def _oom_kills(self) -> int:
+        """Processes of the bot killed for its memory bound so far (0 where
+        there is none)."""
+        return 0
+
+    def take_oom_kills(self) -> int:
+        """Memory kills since the last call (:meth:`arena.seats.seat.Seat.take_oom_kills`)."""
+        now = self._oom_kills()
+        new = max(0, now - self._oom_taken)
+        self._oom_taken = max(self._oom_taken, now)
+        return new
 
     async def _why_ended(self, what: str) -> str:
         """Why the bot's ``what`` (``"output"`` or ``"input"``) ended: it
@@ -333,39 +345,17 @@ class WireSeat:
 
     # -- talking ------------------------------------------------------------
 
-    async def request(
-        self,
-        kind: str,
-        fields: dict[str, Any],
-        time_limit: float,
-        *,
-        deadline: float | None = None,
-        encoded: tuple[str, Any, str] | None = None,
-        pace: tuple[float, float] | None = None,
-        wall_cap: float | None = None,
-    ) -> Reply:
-        """Send a request and wait for its reply or a fault.
+    async def request(self, request: Request) -> Reply:
+        """Send ``request`` (a :class:`~arena.seats.seat.Request`) and wait
+        for its reply or a fault.
 
-        Args:
-            kind: ``"hello"``, ``"pass"`` or ``"play"``.
-            fields: the message fields beside ``type``, ``id`` and ``time_ms``.
-            time_limit: seconds the bot has, from now (sent as ``time_ms``,
-                milliseconds).
-            deadline: the absolute Trio time the reply is due, when several
-                requests share one deadline (the pass); default now + ``time_limit``.
-            encoded: ``(key, value, json_text)``: one more field whose JSON
-                text is already known (the referee keeps a hand's completed
-                tricks encoded instead of encoding them for every request).
-            pace: ``(origin, tick)``, Trio time and seconds: the request is
-                sent on the first tick ``origin + k * tick`` at or after the
-                bot holds its core, and the bot stays frozen until then, so
-                when it is thawed and asked does not tell it how long others
-                took (``--pace``). ``None``: at once.
-            wall_cap: seconds: with a CPU clock (:attr:`cpu_budget`), the
-                time limit is counted in the bot's CPU time: at ``time_limit``
-                of wall time a bot that has not used ``time_limit`` of CPU
-                gets what it has left, up to ``wall_cap`` of wall time
-                (:func:`cpu_deadline`). ``None`` or no CPU clock: wall time only.
+        ``request.time_limit`` seconds run from the sending (after the bot
+        holds a core and, with ``request.pace``, on the next tick), or until
+        ``request.deadline``; with ``request.wall_cap`` and a CPU clock
+        (:attr:`cpu_budget`), the time limit is counted in the bot's CPU
+        time: at ``time_limit`` of wall time a bot that has not used
+        ``time_limit`` of CPU gets what it has left, up to ``wall_cap`` of
+        wall time (:func:`cpu_deadline`). Without a CPU clock: wall time only.
 
         Returns:
             A :class:`Reply`; a reply that fails the schema, a malformed line,
@@ -374,6 +364,8 @@ class WireSeat:
             raises for the bot's behaviour. ``elapsed`` is counted from the
             request's sending.
         """
+        kind, fields, time_limit = request.kind, request.fields, request.time_limit
+        deadline, encoded, wall_cap = request.deadline, request.encoded, request.wall_cap
         self._next_id += 1
         rid = self._next_id
         start = trio.current_time()
@@ -396,8 +388,8 @@ class WireSeat:
         if self._eof and not self._lines:
             self._gone(await self._output_ended())
             return Reply(None, FaultKind.CRASHED, self.dead or "gone", 0.0, rid)
-        # The clock starts once the bot holds a core and is thawed (arena.seats.cores).
-        await self._take_core(pace)
+        # The clock starts once the bot holds a core and is thawed (arena.sandbox.cores).
+        await self._take_core(request.pace)
         cpu_before = self._cpu_ns()
         try:
             start = trio.current_time()

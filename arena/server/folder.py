@@ -35,8 +35,8 @@ from typing import Any, Final
 from arena.core.keys import BadKeyError, MasterKey
 from arena.game.referee import RefereeSettings
 from arena.protocol.codec import clean_text
-from arena.seats.entrants import SAMPLE_BOTS
-from arena.seats.isolation import Limits
+from arena.sandbox.entrants import SAMPLE_BOTS
+from arena.sandbox.isolation import Limits
 from arena.server import db, store
 from arena.server.migrate import MigrationResult, migrate
 
@@ -87,7 +87,7 @@ class LimitSettings:
     tmp_mb: int = 64
 
     def limits(self) -> Limits:
-        """As the launcher's :class:`~arena.seats.isolation.Limits`."""
+        """As the launcher's :class:`~arena.sandbox.isolation.Limits`."""
         return Limits(
             memory_mb=self.memory_mb,
             cpu_seconds=self.cpu_seconds,
@@ -504,7 +504,7 @@ def add_participant(comp: Competition, name: str, now: float | None = None) -> t
     Raises:
         FolderError: a bad name or one taken.
     """
-    from arena.seats.entrants import EntrantError, check_name
+    from arena.sandbox.entrants import EntrantError, check_name
 
     try:
         check_name(name)

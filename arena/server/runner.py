@@ -54,11 +54,11 @@ from sqlalchemy import Connection, select, update
 from arena.core.keys import MasterKey
 from arena.protocol.codec import clean_text
 from arena.protocol.records import GameRecordJSON, GameSpec
-from arena.seats import cgroups, seal
-from arena.seats.cores import CoreGate
-from arena.seats.entrants import Entrant, EntrantError, parse_entrant, remove_tmpdirs_of_run
-from arena.seats.isolation import IsolationError, kill_all
-from arena.seats.launcher import RUN_VARIABLE, Launcher, LaunchOptions
+from arena.sandbox import cgroups, seal
+from arena.sandbox.cores import CoreGate
+from arena.sandbox.entrants import Entrant, EntrantError, parse_entrant, remove_tmpdirs_of_run
+from arena.sandbox.isolation import IsolationError, kill_all
+from arena.sandbox.launcher import RUN_VARIABLE, Launcher, LaunchOptions
 from arena.server import db, gate, ladder, store
 from arena.server.folder import (
     Competition,

@@ -23,7 +23,7 @@ What is refused, each with an :class:`UploadError` of one line:
   before 3.11.8 does not refuse them: one compressed stream could be
   expanded many times), an entry over 1 MiB that expands more than
   :attr:`UploadLimits.ratio` times (a bomb), or no ``bot.toml`` at its root
-  (or a ``bot.toml`` that :func:`arena.seats.botfolder.load_bot_folder`
+  (or a ``bot.toml`` that :func:`arena.sandbox.botfolder.load_bot_folder`
   refuses).
 
 What is written: the folder ``UPLOADS/<sha256>`` and nothing else. It is
@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final
 
-from arena.seats.botfolder import BOT_TOML, BotFolderError, load_bot_folder
+from arena.sandbox.botfolder import BOT_TOML, BotFolderError, load_bot_folder
 
 #: Largest upload read, in bytes (the request's body).
 BODY_BYTES: Final = 16 * 1024 * 1024

@@ -19,7 +19,7 @@ the child, which serves it as ``fd://N``. The child:
 4. serves until its parent stops it (:meth:`WebProcess.close`).
 
 Call it before the runner moves itself into the referees' CPU group
-(:func:`arena.seats.cgroups.prioritize_self`): the child starts in the group
+(:func:`arena.sandbox.cgroups.prioritize_self`): the child starts in the group
 its parent is in then, outside the referees'.
 """
 

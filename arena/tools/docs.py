@@ -27,8 +27,8 @@ from arena.core.keys import MasterKey
 from arena.core.resources import protocol_dir
 from arena.game.referee import GameSpec, RefereeSettings
 from arena.protocol.records import GameRecordJSON
-from arena.seats.entrants import Entrant, sample_entrants
-from arena.seats.launcher import Launcher
+from arena.sandbox.entrants import Entrant, sample_entrants
+from arena.sandbox.launcher import Launcher
 from arena.tournament.runner import TournamentRunner, TournamentSettings
 
 #: The seed of the example game.

@@ -23,10 +23,11 @@ import trio
 
 from arena.core.cards import SUITS
 from arena.core.keys import MasterKey
-from arena.game.referee import GameSpec, Referee, RefereeSettings, SeatSetup, start_bot
+from arena.game.referee import GameSpec, Referee, RefereeSettings, SeatSetup
 from arena.protocol.records import GameRecordJSON
-from arena.seats.entrants import Entrant, EntrantError, parse_entrants, sample_entrants
-from arena.seats.seat import Reply, Seat
+from arena.sandbox.entrants import Entrant, EntrantError, parse_entrants, sample_entrants
+from arena.seats.process import start_bot
+from arena.seats.seat import Reply, Request, Seat
 from arena.seats.stand_ins import InProcessSeat, Message, SeatProxy
 
 HUMAN = "you"
@@ -158,28 +159,10 @@ class WatchedSeat(SeatProxy):
         self._narrator.message(self._seat, message)
         self.inner.notify(message, data)
 
-    async def request(
-        self,
-        kind: str,
-        fields: Message,
-        time_limit: float,
-        *,
-        deadline: float | None = None,
-        encoded: tuple[str, Any, str] | None = None,
-        pace: tuple[float, float] | None = None,
-        wall_cap: float | None = None,
-    ) -> Reply:
+    async def request(self, request: Request) -> Reply:
         """Pause after a trick if asked, then forward."""
         await self._narrator.pause()
-        return await self.inner.request(
-            kind,
-            fields,
-            time_limit,
-            deadline=deadline,
-            encoded=encoded,
-            pace=pace,
-            wall_cap=wall_cap,
-        )
+        return await self.inner.request(request)
 
 
 class HumanSeat(InProcessSeat):

@@ -40,8 +40,8 @@ from arena.protocol.codec import error_excerpt
 from arena.protocol.faults import Fault, FaultKind
 from arena.protocol.records import GameRecordJSON, faults_of
 from arena.report.runfile import RunFileError, load_run_file
-from arena.seats.entrants import Entrant, EntrantError, entrant_from_record
-from arena.seats.launcher import Launcher
+from arena.sandbox.entrants import Entrant, EntrantError, entrant_from_record
+from arena.sandbox.launcher import Launcher
 from arena.seats.process import BotProcess, Reply
 from arena.seats.stand_ins import Exchange, Message, RecordingSeat, ScriptedSeat
 

@@ -66,9 +66,9 @@ from distributed.client import FutureCancelledError
 
 from arena.game.referee import GameSpec
 from arena.protocol.records import GameRecordJSON
-from arena.seats.entrants import Entrant
-from arena.seats.isolation import IsolationError
-from arena.seats.launcher import Launcher, LaunchOptions, _program_file
+from arena.sandbox.entrants import Entrant
+from arena.sandbox.isolation import IsolationError
+from arena.sandbox.launcher import Launcher, LaunchOptions, _program_file
 from arena.tournament.runner import Games, TournamentRunner, TournamentSettings
 from arena.tournament.work import Cancelling, ExecutorUnavailable, RecordSink, work_units
 

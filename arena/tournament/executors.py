@@ -23,8 +23,8 @@ from typing import Any
 
 import trio
 
-from arena.seats.entrants import Entrant
-from arena.seats.launcher import Launcher
+from arena.sandbox.entrants import Entrant
+from arena.sandbox.launcher import Launcher
 from arena.tournament.pool import ProcessPool, worker_count
 from arena.tournament.runner import (
     DealLocks,

@@ -44,8 +44,8 @@ from typing import Any, Final
 import trio
 
 from arena.protocol import records
-from arena.seats.entrants import Entrant
-from arena.seats.launcher import Launcher, LaunchOptions
+from arena.sandbox.entrants import Entrant
+from arena.sandbox.launcher import Launcher, LaunchOptions
 from arena.tournament.runner import (
     DIRTY_STRIPES,
     Games,

@@ -30,7 +30,7 @@ one. So **no process of an entrant that has seen a deal is alive while
 another of its processes holds cards of that deal** (with ``--jobs 1``
 processes are kept along a whole chain; with more jobs, mostly in fields of
 several tables). Between an entrant's games of one deal the page cache of
-what sealed bots can read is made to forget (:mod:`arena.seats.forget`): a
+what sealed bots can read is made to forget (:mod:`arena.sandbox.forget`): a
 process plays a deal only if it started after a forget that followed the
 deal's last holders. Processes are also replaced after a crash or a failed
 handshake, and for every game with ``--fresh-processes``. Which rotation of
@@ -64,15 +64,15 @@ from arena.game.referee import (
     Referee,
     RefereeSettings,
     SeatSetup,
-    handshake,
 )
 from arena.protocol.faults import Fault, FaultKind
 from arena.protocol.records import FORMAT_VERSION as FORMAT_VERSION  # (moved; re-exported)
 from arena.protocol.records import GameRecordJSON, read_record
-from arena.seats.entrants import Entrant
-from arena.seats.forget import drop_kernel_caches
-from arena.seats.forget import forget as forget_pages
-from arena.seats.launcher import Launcher
+from arena.sandbox.entrants import Entrant
+from arena.sandbox.forget import drop_kernel_caches
+from arena.sandbox.forget import forget as forget_pages
+from arena.sandbox.launcher import Launcher
+from arena.seats.handshake import handshake
 from arena.seats.process import BotProcess, close_all
 from arena.seats.seat import Seat
 
@@ -613,7 +613,7 @@ def deal_stripe(deal_key: str, stripes: int) -> int:
 
 class DealLockSet(Protocol):
     """Custody of deals: which chain's processes may hold a deal's cards, and
-    the forgets (:mod:`arena.seats.forget`) that separate them.
+    the forgets (:mod:`arena.sandbox.forget`) that separate them.
 
     A chain *takes* a deal before its game and keeps it while any process
     that played the game may be alive (across later games of the chain);
@@ -933,7 +933,7 @@ class SeatFactory(Protocol):
 
 class ProcessSeats:
     """Bot processes as seats (:class:`SeatFactory`): each started from its
-    entrant's launch spec (:meth:`arena.seats.launcher.Launcher.spec`) and
+    entrant's launch spec (:meth:`arena.sandbox.launcher.Launcher.spec`) and
     shaken hands with within ``referee.startup_time`` seconds (a program
     that cannot be started is a ``crashed`` fault of the handshake); closed with
     ``referee.grace`` seconds to exit after ``bye`` (:func:`close_all`: the
@@ -1143,10 +1143,10 @@ class TournamentRunner:
 
     def forget(self) -> None:
         """Make the page cache of what sealed bots can read forget what bots
-        wrote in it (:func:`arena.seats.forget.forget` over
-        :meth:`arena.seats.launcher.Launcher.readable_roots`; nothing when
+        wrote in it (:func:`arena.sandbox.forget.forget` over
+        :meth:`arena.sandbox.launcher.Launcher.readable_roots`; nothing when
         bots are not sealed), and with ``drop_kernel_caches`` the machine's
-        dentries and inodes (:func:`arena.seats.forget.drop_kernel_caches`).
+        dentries and inodes (:func:`arena.sandbox.forget.drop_kernel_caches`).
         Blocking: run in a thread.
 
         Raises:

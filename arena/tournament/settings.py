@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from arena.core.keys import MasterKey
 from arena.game.referee import RefereeSettings
-from arena.seats.entrants import Entrant, EntrantError, describe, entrant_from_record
+from arena.sandbox.entrants import Entrant, EntrantError, describe, entrant_from_record
 from arena.tournament.runner import (
     FORMAT_VERSION,
     RESUMABLE_DIFFERENCES,
@@ -117,7 +117,7 @@ def tournament_from_json(record: Mapping[str, Any], key: MasterKey | None) -> To
 @dataclass(frozen=True)
 class LaunchSettings:
     """How a run's bots were launched, as ``run.json`` records it (its
-    ``settings.isolation``; :meth:`arena.seats.launcher.LaunchOptions.describe`
+    ``settings.isolation``; :meth:`arena.sandbox.launcher.LaunchOptions.describe`
     writes the same shape). ``None``: not recorded (an older file), or no bound.
 
     Attributes:
@@ -208,7 +208,7 @@ class VerdictSettings:
 @dataclass(frozen=True)
 class RunSettings:
     """``run.json``'s (and ``results.json``'s) ``settings``: the tournament,
-    its entrants (as :func:`arena.seats.entrants.describe` records them) and
+    its entrants (as :func:`arena.sandbox.entrants.describe` records them) and
     how their bots were launched.
 
     Attributes:

@@ -10,7 +10,7 @@ from pathlib import Path
 from conftest import ROOT
 
 from arena.protocol.codec import check_referee_message
-from arena.seats.entrants import parse_entrant
+from arena.sandbox.entrants import parse_entrant
 from arena.tools.check import CheckSettings, load_scenarios, run_checks
 from arena.tools.docs import regenerate
 

@@ -217,7 +217,7 @@ def test_sample_entrants_work_when_the_arena_lives_under_a_folder_with_a_space(
     shutil.copytree(ROOT / "sample_bots", spaced, dirs_exist_ok=True)
     for p in [spaced.parent, spaced, *spaced.iterdir()]:
         p.chmod(0o755)
-    monkeypatch.setattr("arena.seats.entrants.sample_bots_dir", lambda: spaced)
+    monkeypatch.setattr("arena.sandbox.entrants.sample_bots_dir", lambda: spaced)
     monkeypatch.setattr("arena.core.resources.sample_bots_dir", lambda: spaced)  # one shared folder
     path = open_tmp / "t.toml"
     path.write_text(f'{SHORT}\n{OTHERS}\n[[entrants]]\nsample = "heuristic"\n')

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import bot, run_arena
 
-from arena.seats import budget
+from arena.sandbox import budget
 
 
 def _machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, mib: int) -> None:

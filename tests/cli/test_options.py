@@ -13,9 +13,9 @@ from arena.cli.errors import EXIT_USAGE, CliError
 from arena.cli.main import build_parser
 from arena.cli.options import RUN_OPTIONS, exclusive_partners, field_default, option_for
 from arena.game.referee import RefereeSettings
-from arena.seats import budget
-from arena.seats.isolation import Limits
-from arena.seats.launcher import LaunchOptions
+from arena.sandbox import budget
+from arena.sandbox.isolation import Limits
+from arena.sandbox.launcher import LaunchOptions
 from arena.tournament.runner import TournamentSettings
 
 
@@ -37,7 +37,7 @@ def test_the_defaults_of_run_are_those_of_the_settings_classes() -> None:
         referee.strikes,
         referee.transcript_cap,
     )
-    # The memory bound is fitted to --jobs at start (arena.seats.budget), from the same default.
+    # The memory bound is fitted to --jobs at start (arena.sandbox.budget), from the same default.
     assert args.memory_limit is None and limits.memory_mb == budget.DEFAULT_MEMORY_MB
     assert args.stderr_limit == limits.stderr_kib == 1024
     assert (args.cpu_limit, args.max_processes, args.max_open_files) == (

@@ -34,7 +34,7 @@ from arena.protocol import codec
 from arena.protocol.faults import FaultKind
 from arena.seats.memory import BotEnd, MemoryBot, MemorySeat, first_legal, function_bot
 from arena.seats.seat import Message, Seat
-from arena.seats.stand_ins import RecordingSeat
+from arena.seats.stand_ins import RecordingSeat, ScriptedSeat
 
 SEAT = 2  # the misbehaving seat
 KEY = MasterKey.from_seed("faults-in-memory")
@@ -786,3 +786,65 @@ def test_a_recording_seat_around_a_memory_seat_records_and_forwards() -> None:
     assert record.bot_names[SEAT] == "south" == recorder.self_name
     assert recorder.label == "south" and recorder.dead == "closed by the referee"
     assert record.scores == base().scores
+
+
+# -- the memory bound: kills come through the Seat interface ----------------------
+
+
+def test_a_bot_killed_for_its_memory_crashes_and_its_game_counts_the_kill() -> None:
+    async def act(end: BotEnd, message: Message) -> None:
+        await end.run_out_of_memory(processes=2)
+
+    played = play({SEAT: faulty(at_play(4), act)})
+    assert_crash(played, 4, "exited (killed by SIGKILL; out of memory (2 of its processes killed))")
+    assert [t["oom_kills"] for t in played.record.timing] == [0, 0, 2, 0]
+    assert played.seats[SEAT].take_oom_kills() == 0  # counted once, by the record
+
+
+def test_a_memory_kill_counts_in_the_game_it_happened_in_or_the_next() -> None:
+    """Seats kept across games (as the runner reuses a bot's process): a
+    helper process killed during game 1 counts in game 1's record only, one
+    killed between games 2 and 3 in game 3's; the bot plays on throughout."""
+
+    async def main() -> list[GameRecord]:
+        seats = [MemorySeat(name, function_bot(first_legal, name)) for name in spec().seats]
+        records = []
+        async with trio.open_nursery() as nursery:
+            setups = []
+            for i, seat in enumerate(seats):
+                await seat.start(nursery)
+                assert await handshake(seat, i, 10.0) is None
+                setups.append(SeatSetup(seat.label, seat))
+
+            def kill_at_trick_5(hand: int, trick: int | None) -> bool:
+                if trick == 5 and seats[SEAT].oom_killed == 0:
+                    seats[SEAT].oom_kill(3, bot=False)
+                return False
+
+            records.append(
+                await Referee(spec(), setups, RefereeSettings(), stop=kill_at_trick_5).play()
+            )
+            records.append(await Referee(spec(), setups, RefereeSettings()).play())
+            seats[SEAT].oom_kill(1, bot=False)
+            records.append(await Referee(spec(), setups, RefereeSettings()).play())
+            for seat in seats:
+                await seat.close()
+        return records
+
+    records = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert [[t["oom_kills"] for t in r.timing] for r in records] == [
+        [0, 0, 3, 0],
+        [0, 0, 0, 0],
+        [0, 0, 1, 0],
+    ]
+    assert all(r.faults == [] and r.scores == base().scores for r in records)
+
+
+def test_in_process_and_proxied_seats_answer_the_memory_kills() -> None:
+    scripted = ScriptedSeat("north")
+    assert scripted.take_oom_kills() == 0
+    inner = MemorySeat("south", function_bot(first_legal, "south"))
+    inner.oom_kill(2, bot=False)
+    recorder = RecordingSeat(inner)
+    assert recorder.take_oom_kills() == 2
+    assert (recorder.take_oom_kills(), inner.take_oom_kills()) == (0, 0)

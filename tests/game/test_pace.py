@@ -90,7 +90,7 @@ def sender(delays: list[float]) -> MemoryBot:
 
 class CoreSeat(MemorySeat):
     """A memory seat that must hold one of a few shared cores while asked,
-    as a bot process holds a core token (:mod:`arena.seats.cores`)."""
+    as a bot process holds a core token (:mod:`arena.sandbox.cores`)."""
 
     def __init__(
         self, label: str, bot: MemoryBot, cores: trio.Semaphore, late: float = 0.0, **kw: Any

@@ -16,8 +16,8 @@ from arena.cli.config import load_config
 from arena.cli.errors import CliError
 from arena.cli.kits import KITS
 from arena.core.resources import kits_dir
-from arena.seats.botfolder import BotFolderError, load_bot_folder
-from arena.seats.entrants import EntrantError, parse_entrant
+from arena.sandbox.botfolder import BotFolderError, load_bot_folder
+from arena.sandbox.entrants import EntrantError, parse_entrant
 
 
 def _folder(tmp_path: Path, toml: str, name: str = "mybot") -> Path:

@@ -36,10 +36,10 @@ import pytest
 from conftest import load_outputs, needs_seal, run_arena, standings_by_name
 
 import arena.cli.kits as kits_module
-import arena.seats.botfolder as botfolder_module
+import arena.sandbox.botfolder as botfolder_module
 from arena.cli.kits import KITS
 from arena.core.resources import botkit_file, kits_dir
-from arena.seats.entrants import folder_entrant
+from arena.sandbox.entrants import folder_entrant
 
 LANGUAGES = sorted(KITS)
 COMPILED = ["cpp", "go", "java", "rust"]

@@ -18,11 +18,13 @@ from conftest import BOTS, ROOT, bot, load_outputs, processes_matching, run_aren
 
 from arena.game.referee import handshake
 from arena.protocol.faults import Fault
-from arena.seats import cgroups
-from arena.seats.cores import CoreGate
-from arena.seats.entrants import parse_entrants
-from arena.seats.launcher import Launcher, LaunchOptions
-from arena.seats.process import BotProcess, LaunchSpec
+from arena.sandbox import cgroups
+from arena.sandbox.cores import CoreGate
+from arena.sandbox.entrants import parse_entrants
+from arena.sandbox.launcher import Launcher, LaunchOptions
+from arena.sandbox.spawn import LaunchSpec
+from arena.seats.process import BotProcess
+from arena.seats.seat import Request
 
 PLAN = cgroups.probe()
 needs_groups = pytest.mark.skipif(not PLAN.usable, reason="no writable control groups here")
@@ -197,7 +199,7 @@ def test_a_group_writes_its_weight_only_on_change_and_closes_its_files_when_remo
         if PLAN.cpu:
             assert isinstance(group.cpu_ns(), int)
         if PLAN.cpuset:
-            from arena.seats.cores import machine_cpus
+            from arena.sandbox.cores import machine_cpus
 
             group.pin(machine_cpus()[0])
             assert cgroups._read(group.dirs[PLAN.cpuset] / "cpuset.cpus").strip() == str(
@@ -273,7 +275,7 @@ def test_a_bot_off_move_is_frozen_and_its_cpu_does_not_advance(tmp_path: Path) -
                 if PLAN.cpu:
                     assert before is not None and group.cpu_ns() == before
                 # On move again: thawed, and its CPU advances.
-                reply = await bot.request("pass", {"hand": ["2C", "3C", "4C"]}, 5.0)
+                reply = await bot.request(Request("pass", {"hand": ["2C", "3C", "4C"]}, 5.0))
                 assert reply.message is not None
                 if PLAN.cpu:
                     assert reply.cpu is not None and reply.cpu >= 0
@@ -286,7 +288,7 @@ def test_a_bot_off_move_is_frozen_and_its_cpu_does_not_advance(tmp_path: Path) -
 
 @pytest.mark.skipif(not (PLAN.share and PLAN.cpuset), reason="no cpu or cpuset controller")
 def test_a_bot_on_move_has_one_core_of_its_own_at_the_highest_weight(tmp_path: Path) -> None:
-    from arena.seats.cores import machine_cpus
+    from arena.sandbox.cores import machine_cpus
 
     gate = CoreGate(1, token_dir=tmp_path / "cores")
     spec = spec_for("first_legal", gate=gate)
@@ -336,7 +338,9 @@ def test_the_clock_starts_when_the_bot_gets_a_core(tmp_path: Path) -> None:
                 answered = trio.Event()
 
                 async def ask() -> None:
-                    replies.append(await bot.request("pass", {"hand": ["2C", "3C", "4C"]}, 0.05))
+                    replies.append(
+                        await bot.request(Request("pass", {"hand": ["2C", "3C", "4C"]}, 0.05))
+                    )
                     answered.set()
 
                 nursery.start_soon(ask)
@@ -387,7 +391,7 @@ def test_where_the_memory_group_binds_the_address_space_is_not_limited(
     """RLIMIT_AS is dropped where the group bounds the bot's memory (a JVM or a
     Go program reserves far more address space than it uses): a bot reserving
     1 GiB under a 128 MiB bound starts with the group and fails without it."""
-    from arena.seats.isolation import Limits
+    from arena.sandbox.isolation import Limits
 
     if not grouped:
         monkeypatch.setattr(cgroups, "_PLAN", cgroups.Plan(notes=("test",)))
@@ -426,7 +430,7 @@ def test_where_the_memory_group_binds_the_address_space_is_not_limited(
 def test_processes_of_a_bot_running_as_root_are_bound_by_its_group() -> None:
     """With --same-user nothing else bounds a root bot's processes
     (RLIMIT_NPROC binds no root process): the group's pids bound does."""
-    from arena.seats.isolation import Limits
+    from arena.sandbox.isolation import Limits
 
     spec = spec_for("hostile_fork_bomb", limits=Limits(processes=24), separate_users=False)
     assert spec.user is None and spec.cgroup is not None
@@ -523,7 +527,7 @@ def test_a_process_in_the_referees_group_keeps_the_arenas_base() -> None:
 
 _REFEREE_CHILD = """
 import json
-from arena.seats import cgroups
+from arena.sandbox import cgroups
 
 def own():
     return open("/proc/self/cgroup").read()
@@ -683,7 +687,7 @@ def test_workers_exit_when_the_arena_dies_and_the_watchdog_ends_their_bots(tmp_p
     dirs = _run_dirs(out)
     assert dirs and any(d.is_dir() for d in dirs)  # (a run folder goes when it empties)
     [watchdog] = [
-        p for p, cmd in processes_matching("arena.seats.cgroups") if _parent(p) == proc.pid
+        p for p, cmd in processes_matching("arena.sandbox.cgroups") if _parent(p) == proc.pid
     ]
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -698,7 +702,9 @@ def test_workers_exit_when_the_arena_dies_and_the_watchdog_ends_their_bots(tmp_p
 def _kill_watchdog(arena: int) -> None:
     """Kill the run's watchdog, as a crash of the whole machine would: what
     the arena left must then be found by --resume or cleanup on their own."""
-    [watchdog] = [p for p, cmd in processes_matching("arena.seats.cgroups") if _parent(p) == arena]
+    [watchdog] = [
+        p for p, cmd in processes_matching("arena.sandbox.cgroups") if _parent(p) == arena
+    ]
     os.kill(watchdog, signal.SIGKILL)
 
 
@@ -715,7 +721,7 @@ def _parent(pid: int) -> int | None:
     reason="needs root and a v1 freezer hierarchy",
 )
 def test_reusing_a_uid_thaws_then_kills_what_a_killed_arena_left_frozen() -> None:
-    from arena.seats.isolation import DEFAULT_UID_BASE, UID_POOL_SIZE, IsolationError, lease_uid
+    from arena.sandbox.isolation import DEFAULT_UID_BASE, UID_POOL_SIZE, IsolationError, lease_uid
 
     base = Path("/sys/fs/cgroup/freezer") / cgroups.BASE_NAME
     base.mkdir(mode=0o700, exist_ok=True)
@@ -835,7 +841,7 @@ def test_an_arena_of_a_normal_user_gets_core_tokens_after_root_made_its_own() ->
     normal user's tokens are in a folder of its own."""
     import shutil
 
-    from arena.seats.cores import TOKEN_DIR
+    from arena.sandbox.cores import TOKEN_DIR
 
     CoreGate(1)._files()  # root's tokens exist (as after any arena run by root)
     assert CoreGate(1).token_dir == TOKEN_DIR
@@ -870,8 +876,8 @@ def test_a_core_token_folder_another_user_made_is_refused_before_any_bot_starts(
     """Another user who made the token folder first could hold every token
     (flock) and starve this user's arenas: such a folder is refused, up front,
     with one line naming it."""
-    from arena.seats.isolation import IsolationError
-    from arena.seats.launcher import Launcher, LaunchOptions
+    from arena.sandbox.isolation import IsolationError
+    from arena.sandbox.launcher import Launcher, LaunchOptions
 
     theirs = tmp_path / "theirs"
     theirs.mkdir(mode=0o700)

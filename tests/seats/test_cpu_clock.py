@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from arena.seats import cgroups
+from arena.sandbox import cgroups
 
 PLAN = cgroups.probe()
 needs_groups = pytest.mark.skipif(not PLAN.usable, reason="no writable control groups here")

@@ -15,8 +15,8 @@ import pytest
 from conftest import ROOT, bot, load_outputs
 
 from arena.cli.main import EXIT_ENVIRONMENT
-from arena.seats import descriptors
-from arena.seats.descriptors import FDS_BASE, FDS_PER_GAME, DescriptorLimitError, fit_jobs, needed
+from arena.sandbox import descriptors
+from arena.sandbox.descriptors import FDS_BASE, FDS_PER_GAME, DescriptorLimitError, fit_jobs, needed
 
 FIVE = [bot("random_legal", "a"), bot("first_legal", "b"), bot("random_legal", "c"),
         bot("first_legal", "d"), bot("random_legal", "e")]  # fmt: skip

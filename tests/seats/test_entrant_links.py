@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import BOTS, load_outputs, run_arena
 
-from arena.seats.entrants import parse_entrant, parse_entrants
+from arena.sandbox.entrants import parse_entrant, parse_entrants
 
 
 def _linked(open_tmp: Path) -> tuple[Path, Path]:

@@ -188,7 +188,7 @@ def test_bot_in_a_folder_private_to_root_plays(tmp_path: Path, mode: list[str]) 
 def test_a_uid_with_unreaped_processes_is_not_leased(tmp_path: Path) -> None:
     """A fork bomb's killed children can linger as zombies, still counted
     against their uid's process limit: the next bot must get another uid."""
-    from arena.seats.isolation import IsolationError, lease_uid
+    from arena.sandbox.isolation import IsolationError, lease_uid
 
     base = 3_900_000  # away from the pool the other tests use
     pid = os.fork()
@@ -224,7 +224,7 @@ def test_stale_entrant_copies_are_removed_even_while_other_folders_vanish(
     skipped, never an error (it stopped a Dask worker in CI)."""
     import tempfile
 
-    from arena.seats import isolation
+    from arena.sandbox import isolation
 
     monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
     gid = os.getgid() if os.getuid() != 0 else 3_499_999
@@ -280,7 +280,7 @@ def _left(top: Path) -> set[str]:
 
 def _count_walks(monkeypatch: pytest.MonkeyPatch, top: Path) -> list[Path]:
     """Record each listing of ``top`` itself (one per walk of it)."""
-    from arena.seats import isolation
+    from arena.sandbox import isolation
 
     walks: list[Path] = []
     real_scandir = os.scandir
@@ -299,7 +299,7 @@ def test_uids_purged_together_in_one_walk(monkeypatch: pytest.MonkeyPatch, tmp_p
     """Two uids' files (at the top, in their own folder, in a shared folder)
     go in one walk of the folder; a third uid's and root's stay, and a folder
     no bot could enter is not searched."""
-    from arena.seats.isolation import purge_uids
+    from arena.sandbox.isolation import purge_uids
 
     a, b, c = 3_910_001, 3_910_002, 3_910_003  # away from the pools
     top = tmp_path / "world"
@@ -317,7 +317,7 @@ def test_leases_released_together_are_clean_only_after_one_purge(
     """A game's bots' uids are released in one walk and marked clean after
     it; a lease not released keeps its files; a failed purge leaves the uids
     "in use" (the next holder purges them before use)."""
-    from arena.seats import isolation
+    from arena.sandbox import isolation
 
     base = 3_920_000  # away from the pool the other tests use
     leases = [isolation.lease_uid(base=base, size=3) for _ in range(3)]
@@ -357,7 +357,7 @@ def test_a_games_unsealed_bots_are_purged_in_one_walk(
 ) -> None:
     """Unsealed, a bot's uid is purged when it closes; a game's four bots are
     closed together, their four uids purged in one walk (not four)."""
-    from arena.seats import isolation
+    from arena.sandbox import isolation
 
     walks: list[frozenset[int]] = []
     real = isolation.purge_uids

@@ -1,4 +1,4 @@
-"""The launcher (arena/seats/launcher.py): which interpreter a ``.py`` bot
+"""The launcher (arena/sandbox/launcher.py): which interpreter a ``.py`` bot
 starts with when it runs as a bot user of its own."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import BOTS
 
-from arena.seats import isolation
-from arena.seats.entrants import path_entrant
-from arena.seats.launcher import Launcher, LaunchOptions
+from arena.sandbox import isolation
+from arena.sandbox.entrants import path_entrant
+from arena.sandbox.launcher import Launcher, LaunchOptions
 
 STAND_IN = "/opt/stand-in/bin/python3"  # what python_for gives the bot user
 PACKAGE_PARENT = "/opt/stand-in/lib"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import bot_path, load_outputs, run_arena
 
-from arena.seats import cgroups, seal
+from arena.sandbox import cgroups, seal
 
 PLAN = cgroups.probe()
 

@@ -31,8 +31,8 @@ from conftest import (
     run_processes,
 )
 
-from arena.seats import seal
-from arena.seats.isolation import WORLD_WRITABLE, lease_uid, purge_uid, python_for, sysv_objects
+from arena.sandbox import seal
+from arena.sandbox.isolation import WORLD_WRITABLE, lease_uid, purge_uid, python_for, sysv_objects
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="separate bot users need root")
 
@@ -182,7 +182,7 @@ def collude(out: Path, *mode: str) -> tuple[dict[str, Any], list[str]]:
             merged[key] = merged.get(key) or value
     assert run_processes(out) == []
     run_id = json.loads((out / "run.json").read_text())["run_id"]
-    from arena.seats.entrants import copies_tag
+    from arena.sandbox.entrants import copies_tag
 
     for name in (run_id, copies_tag(run_id)):  # bots' folders, and the entrants' copies
         assert list(Path(tempfile.gettempdir()).glob(f"hearts-bot-{name}-*")) == []
@@ -441,7 +441,7 @@ def test_without_libseccomp_bots_are_sealed_without_the_filter(
 def test_a_killed_arenas_entrant_copy_is_removed_before_its_group_is_leased_again() -> None:
     """An arena killed with SIGKILL leaves its entrants' copies; the next
     holder of such a group must not read them."""
-    from arena.seats.isolation import LOCK_DIR, lease_gid
+    from arena.sandbox.isolation import LOCK_DIR, lease_gid
 
     gid = 3_590_000
     lease = lease_gid(base=gid, size=1)
@@ -525,7 +525,7 @@ def test_a_bot_finds_nothing_a_previous_holder_of_its_uid_left(
     and user-session keyrings (these outlive the uid's processes: they are
     emptied in the child before exec). Without control groups the uid is
     dropped by Popen rather than by the arena's child setup."""
-    from arena.seats import cgroups
+    from arena.sandbox import cgroups
 
     if mode.endswith("no control groups"):
         monkeypatch.setattr(cgroups, "_PLAN", cgroups.Plan(notes=("test",)))
@@ -586,7 +586,7 @@ def test_where_bots_cannot_be_sealed_one_line_says_what_is_not_isolated(
     """The default (no --sandbox, no --no-sandbox) without bubblewrap: the
     tournament plays unsealed, and one line on stderr says why and what is
     not isolated (--sandbox makes it an error: test_isolation.py)."""
-    from arena.seats import seal
+    from arena.sandbox import seal
 
     monkeypatch.setattr(seal, "bwrap_path", lambda: None)
     out = tmp_path / "out"

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from conftest import ROOT, bot_path, load_outputs, needs_seal, run_arena
 
-from arena.seats import seal
+from arena.sandbox import seal
 
 _SPEC = importlib.util.spec_from_file_location(
     "seal_channels", ROOT / "benchmarks" / "seal_channels.py"

@@ -12,8 +12,9 @@ from pathlib import Path
 import trio
 from conftest import bot, load_outputs, run_arena
 
-from arena.seats.isolation import Limits
-from arena.seats.process import BotProcess, LaunchSpec
+from arena.sandbox.isolation import Limits
+from arena.sandbox.spawn import LaunchSpec
+from arena.seats.process import BotProcess
 
 #: Writes argv[1] bytes to stderr in 64 KiB chunks, then argv[2] bytes more
 #: after a line on stdout, then exits.

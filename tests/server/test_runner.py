@@ -21,9 +21,9 @@ import trio
 from conftest import BOTS, needs_seal
 
 from arena.core.resources import sample_bots_dir
-from arena.seats import cgroups
-from arena.seats.isolation import find_processes
-from arena.seats.launcher import RUN_VARIABLE
+from arena.sandbox import cgroups
+from arena.sandbox.isolation import find_processes
+from arena.sandbox.launcher import RUN_VARIABLE
 from arena.server import folder, store
 from arena.server.runner import STATE_FILE, RunnerConfig, start_runner
 

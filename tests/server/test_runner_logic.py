@@ -229,7 +229,7 @@ def test_the_runner_refuses_another_key_with_one_line(
 def test_the_runner_refuses_to_start_where_bots_cannot_be_sealed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from arena.seats import seal
+    from arena.sandbox import seal
 
     root = tmp_path / "c"
     folder.init_folder(root)

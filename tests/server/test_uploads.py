@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from arena.seats.botfolder import load_bot_folder
+from arena.sandbox.botfolder import load_bot_folder
 from arena.server.uploads import (
     UploadError,
     UploadLimits,

@@ -14,7 +14,7 @@ import pytest
 from conftest import BOTS, ROOT, bot, run_arena
 
 from arena.cli.main import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from arena.seats.entrants import parse_entrant
+from arena.sandbox.entrants import parse_entrant
 from arena.tools.check import (
     CheckReport,
     CheckSettings,

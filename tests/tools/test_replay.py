@@ -13,7 +13,7 @@ from conftest import ROOT, bot, run_arena
 
 from arena.cli.main import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from arena.game.referee import RefereeSettings
-from arena.seats.launcher import Launcher
+from arena.sandbox.launcher import Launcher
 from arena.tools.replay import (
     Decision,
     ReplayError,

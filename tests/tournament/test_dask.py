@@ -146,8 +146,8 @@ def test_local_cluster_talks_tls_and_workers_get_no_key() -> None:
     unsealed bots could connect: it talks TLS; its tasks carry settings
     without the master key (each game brings its own table key and seeds)."""
     from arena.core.keys import MasterKey
-    from arena.seats.entrants import parse_entrants
-    from arena.seats.launcher import LaunchOptions
+    from arena.sandbox.entrants import parse_entrants
+    from arena.sandbox.launcher import LaunchOptions
     from arena.tournament.dask_executor import DaskExecutor
     from arena.tournament.runner import TournamentSettings
 

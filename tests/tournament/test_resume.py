@@ -62,9 +62,9 @@ def wait_for_games(out: Path, n: int, proc: subprocess.Popen[str], timeout: floa
 
 
 def kill_watchdog(arena: int) -> None:
-    """Kill the run's watchdog (arena.seats.cgroups), which would otherwise end the
+    """Kill the run's watchdog (arena.sandbox.cgroups), which would otherwise end the
     bots of a killed arena before --resume could show that it does."""
-    for pid, _ in processes_matching("arena.seats.cgroups"):
+    for pid, _ in processes_matching("arena.sandbox.cgroups"):
         try:
             with open(f"/proc/{pid}/stat", "rb") as f:
                 parent = int(f.read().rsplit(b")", 1)[1].split()[1])
@@ -76,7 +76,7 @@ def kill_watchdog(arena: int) -> None:
 
 def run_tmpdirs(out: Path) -> list[Path]:
     run_id = json.loads((out / "run.json").read_text())["run_id"]
-    from arena.seats.entrants import copies_tag
+    from arena.sandbox.entrants import copies_tag
 
     folder = Path(tempfile.gettempdir())
     return [
@@ -265,7 +265,7 @@ def test_resume_with_only_out_reads_settings_and_entrants_from_run_json(
 
 
 def test_a_recorded_entrant_is_read_from_its_argv_and_older_records_still_work() -> None:
-    from arena.seats.entrants import EntrantError, entrant_from_record
+    from arena.sandbox.entrants import EntrantError, entrant_from_record
 
     record = {"name": "x", "command": "ignored", "argv": ["run", "b 'c"], "cwd": "/srv/b c",
               "given": "x=...", "program": "/srv/b c/run"}  # fmt: skip

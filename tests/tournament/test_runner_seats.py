@@ -23,8 +23,8 @@ import trio.testing
 from arena.game.referee import GameSpec, handshake
 from arena.protocol.faults import Fault
 from arena.protocol.records import GameRecordJSON
-from arena.seats.entrants import Entrant
-from arena.seats.launcher import Launcher
+from arena.sandbox.entrants import Entrant
+from arena.sandbox.launcher import Launcher
 from arena.seats.memory import BotEnd, MemoryBot, MemorySeat, first_legal
 from arena.seats.seat import Message, Seat
 from arena.tournament.executors import ExecutorCancelled, LocalExecutor

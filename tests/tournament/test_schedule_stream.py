@@ -238,7 +238,7 @@ def test_runner_takes_the_chains_of_a_stream_in_order_and_lazily(
     import trio
 
     import arena.tournament.runner as tournament
-    from arena.seats.launcher import Launcher, LaunchOptions
+    from arena.sandbox.launcher import Launcher, LaunchOptions
 
     settings = TournamentSettings(seed=4, rounds=2, hands=1, target_score=None, jobs=2)
     stream = ScheduleStream(NAMES, settings)

@@ -10,7 +10,7 @@ import pytest
 
 from arena.core.keys import MasterKey
 from arena.game.referee import RefereeSettings
-from arena.seats.entrants import sample_entrants
+from arena.sandbox.entrants import sample_entrants
 from arena.tools.verify import settings_of
 from arena.tournament.runner import TournamentSettings
 from arena.tournament.settings import (

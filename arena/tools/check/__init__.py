@@ -1,7 +1,7 @@
 """``hearts-arena check BOT``: a conformance checker for one bot.
 
 The bot is started alone, exactly as a tournament starts it (the same
-:class:`~arena.seats.launcher.Launcher`, user, limits and sandbox), and driven
+:class:`~arena.sandbox.launcher.Launcher`, user, limits and sandbox), and driven
 through scripted scenarios (``arena/tools/scenarios/*.toml``, described in the
 README there). In each scenario it plays fixed-length games at one seat of
 the real :class:`~arena.game.referee.Referee` against three

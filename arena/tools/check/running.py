@@ -19,8 +19,8 @@ from arena.game.referee import (
     SeatSetup,
     handshake,
 )
-from arena.seats.entrants import Entrant
-from arena.seats.launcher import Launcher
+from arena.sandbox.entrants import Entrant
+from arena.sandbox.launcher import Launcher
 from arena.seats.process import BotProcess
 from arena.seats.stand_ins import Exchange, Message, RecordingSeat, ScriptedSeat, preference_play
 from arena.tools.check.judging import CheckResult, ScenarioRun, judge
@@ -304,7 +304,7 @@ def run_checks(
     result of a scenario as soon as that scenario ends (``check`` prints it).
 
     Args:
-        entrant: the bot (see :func:`arena.seats.entrants.parse_entrant`).
+        entrant: the bot (see :func:`arena.sandbox.entrants.parse_entrant`).
         scenarios: from :func:`load_scenarios`.
         settings: time limits (seconds) and strikes.
         launcher: starts the processes (user, limits, sandbox); default

@@ -1,7 +1,7 @@
-"""Turning an entrant into a :class:`~arena.seats.process.LaunchSpec`: working folder,
+"""Turning an entrant into a :class:`~arena.sandbox.spawn.LaunchSpec`: working folder,
 private temporary folder, environment, user, resource limits and seal.
 
-Sealed (the default wherever bubblewrap can run, :mod:`arena.seats.seal`), each
+Sealed (the default wherever bubblewrap can run, :mod:`arena.sandbox.seal`), each
 entrant's folder is copied once, the copy bound read-only into each of its
 processes; as root the copy belongs to a group of the entrant's own, so that
 only its processes can read it (also without the seal)."""
@@ -20,9 +20,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
-from arena.seats import cgroups, isolation, seal
-from arena.seats.cores import CoreGate
-from arena.seats.entrants import (
+from arena.sandbox import cgroups, isolation, seal
+from arena.sandbox.cores import CoreGate
+from arena.sandbox.entrants import (
     IN_USE,
     TMPDIR_PREFIX,
     Entrant,
@@ -30,8 +30,8 @@ from arena.seats.entrants import (
     copies_tag,
     private_tmpdir,
 )
-from arena.seats.isolation import IsolationError, Limits, UidLease
-from arena.seats.process import LaunchSpec
+from arena.sandbox.isolation import IsolationError, Limits, UidLease
+from arena.sandbox.spawn import LaunchSpec
 
 #: Environment variable naming the tournament run (to find its leftovers on --resume).
 RUN_VARIABLE = "HEARTS_ARENA_RUN"
@@ -49,7 +49,7 @@ class LaunchOptions:
 
     Attributes:
         limits: resource limits of each process.
-        sandbox: seal each process (:mod:`arena.seats.seal`): ``True`` required
+        sandbox: seal each process (:mod:`arena.sandbox.seal`): ``True`` required
             (refused where it cannot work), ``False`` never (``--no-sandbox``),
             ``None`` wherever it works (the default; :meth:`Launcher.check`
             resolves it to ``True`` or ``False``).
@@ -62,9 +62,9 @@ class LaunchOptions:
         uid_base: first uid of the pool for :attr:`separate_users`.
         run_id: names the tournament run in every bot's environment.
         cores: bots thinking at once, across the worker processes (0: the
-            machine's cores; see :mod:`arena.seats.cores`).
+            machine's cores; see :mod:`arena.sandbox.cores`).
         ponder: bots may think on others' time (not frozen off move).
-        cgroup_run: opaque name of the run's control groups (:mod:`arena.seats.cgroups`).
+        cgroup_run: opaque name of the run's control groups (:mod:`arena.sandbox.cgroups`).
         gate: the core token shared by the run's processes (made from
             ``cores`` and ``ponder`` when not given).
         arena_python: the interpreter the entrants' ``.py`` commands start
@@ -199,7 +199,7 @@ class Launcher:
                 missing ``--sandbox-ro`` path, a missing program or folder,
                 two sealed entrants sharing a folder, a folder too large, a
                 core token folder that is not this user's own
-                (:meth:`arena.seats.cores.CoreGate.check`).
+                (:meth:`arena.sandbox.cores.CoreGate.check`).
         """
         opts = self.options
         if opts.separate_users is True and os.geteuid() != 0:
@@ -243,8 +243,8 @@ class Launcher:
 
     def readable_roots(self) -> list[Path]:
         """The folders and files a sealed bot can read whose page cache
-        outlives it (:mod:`arena.seats.forget`): the seal's fixed list of
-        runtimes and ``/etc`` files (:func:`arena.seats.seal.readable_paths`),
+        outlives it (:mod:`arena.sandbox.forget`): the seal's fixed list of
+        runtimes and ``/etc`` files (:func:`arena.sandbox.seal.readable_paths`),
         the bot kit's copy, the interpreter's and ``--sandbox-ro`` paths, and
         every entrant's private copy of its folder. Empty when bots are not
         sealed (they can then read, and leave, far more: see
@@ -351,8 +351,9 @@ class Launcher:
         return copy
 
     def spec(self, entrant: Entrant) -> LaunchSpec:
-        """A launch spec for a new process of ``entrant``. Its temporary
-        folder and uid lease are released by :meth:`BotProcess.close`."""
+        """A launch spec for a new process of ``entrant``. Its control group,
+        temporary folder and uid lease are released by
+        :meth:`LaunchSpec.release` (a seat's close does it)."""
         opts = self.options
         sealed = self.sealed
         copy = self._copy_of(entrant)

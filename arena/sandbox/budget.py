@@ -34,7 +34,7 @@ from typing import Final
 
 #: Where the machine's memory is read (a test points it elsewhere).
 MEMINFO: Path = Path("/proc/meminfo")
-#: The default bound per bot, in MiB (as :class:`arena.seats.isolation.Limits`).
+#: The default bound per bot, in MiB (as :class:`arena.sandbox.isolation.Limits`).
 DEFAULT_MEMORY_MB: Final = 4096
 #: The lowest bound the default is lowered to, in MiB.
 MIN_MEMORY_MB: Final = 256

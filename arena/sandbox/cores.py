@@ -2,7 +2,7 @@
 
 A bot's clock (``time_ms``, wall time from the request: PROTOCOL.md) starts
 only once it holds a token, and it is frozen again (its control group,
-:mod:`arena.seats.cgroups`) when it answers, so what it is charged is its own
+:mod:`arena.sandbox.cgroups`) when it answers, so what it is charged is its own
 thinking, whatever ``--jobs`` is and whatever the other bots do.
 
 Token ``i`` is an exclusive ``flock`` on the lock file

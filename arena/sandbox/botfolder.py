@@ -10,7 +10,7 @@ A ``bot.toml`` (its format: ``protocol/BOT_TOML.md``, its schema:
 
 Both commands are split as a POSIX shell splits words (``shlex.split``),
 never run through a shell, and run in the folder. :func:`load_bot_folder`
-reads and checks the file; :mod:`arena.seats.entrants` turns it into an
+reads and checks the file; :mod:`arena.sandbox.entrants` turns it into an
 entrant that runs in the folder (sealed, it sees that folder only), and
 ``hearts-arena build DIR`` runs ``build``. ``run`` and ``check`` never build:
 a build runs the author's code unsealed, with the rights of whoever starts

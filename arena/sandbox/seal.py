@@ -8,7 +8,7 @@ What a sealed bot sees (:func:`sealed_argv`):
   the named ``/etc`` files a runtime needs (:data:`ETC_FILES`), the arena's
   interpreter prefix and the ``arena`` package, and the organiser's
   ``--sandbox-ro`` paths, all read-only;
-* its own entrant folder (a private copy, see :mod:`arena.seats.launcher`), read-only;
+* its own entrant folder (a private copy, see :mod:`arena.sandbox.launcher`), read-only;
 * a private ``/tmp`` and ``/dev/shm`` (tmpfs, size-limited), its ``HOME``;
 * its own network namespace (loopback only), pid, IPC and UTS namespaces;
 * a seccomp filter refusing ``flock`` and ``fcntl`` record, OFD locks and
@@ -18,7 +18,7 @@ What a sealed bot sees (:func:`sealed_argv`):
   and ``fanotify`` with ``EPERM`` (:data:`REFUSED_CALLS`).
 
 The bubblewrap process is started from a thread that lives as long as the
-arena (:mod:`arena.seats.process`), so ``--die-with-parent`` fires only when the
+arena (:mod:`arena.sandbox.spawn`), so ``--die-with-parent`` fires only when the
 arena dies.
 """
 

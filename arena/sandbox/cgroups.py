@@ -12,7 +12,7 @@ once per process by trying (never assuming that root means writable):
 * **memory** and **processes** for the bot as a whole: cgroup2 where its
   ``cgroup.controllers`` lists ``memory`` / ``pids`` and they can be enabled
   for our groups, otherwise the v1 ``memory`` / ``pids`` hierarchies.
-* **one core for the bot on move** (:mod:`arena.seats.cores`): the CPU controller
+* **one core for the bot on move** (:mod:`arena.sandbox.cores`): the CPU controller
   (a CFS quota of one core, the highest weight on move, the lowest for a
   pondering bot off move) and the cpuset controller (pinned to the core of its
   token), from cgroup2 where enabled, else v1 ``cpu`` and ``cpuset``. The
@@ -31,7 +31,7 @@ can neither leave its group nor touch another's. A run's folders
 
 A bot process joins its group in the child, after ``fork`` and before
 ``exec`` *and* before the uid is dropped (:meth:`BotGroup.join_self`, called by
-:mod:`arena.seats.process`), so nothing it runs is ever outside the group.
+:mod:`arena.sandbox.spawn`), so nothing it runs is ever outside the group.
 
 Units: CPU time in **nanoseconds** (:meth:`BotGroup.cpu_ns`); memory in bytes.
 """
@@ -1225,7 +1225,13 @@ def start_watchdog(dirs: Sequence[Path]) -> subprocess.Popen[bytes]:
     """
     import sys
 
-    argv = [sys.executable, "-m", "arena.seats.cgroups", str(os.getpid()), *(str(d) for d in dirs)]
+    argv = [
+        sys.executable,
+        "-m",
+        "arena.sandbox.cgroups",
+        str(os.getpid()),
+        *(str(d) for d in dirs),
+    ]
     return subprocess.Popen(
         argv,
         start_new_session=True,
@@ -1250,7 +1256,7 @@ def _watch(arena: int, dirs: list[str]) -> None:
     remove_run_dirs(dirs)
 
 
-if __name__ == "__main__":  # python -m arena.seats.cgroups ARENA_PID RUN_DIR...
+if __name__ == "__main__":  # python -m arena.sandbox.cgroups ARENA_PID RUN_DIR...
     import sys
 
     _watch(int(sys.argv[1]), sys.argv[2:])

@@ -1,7 +1,7 @@
 """Keeping bot processes in their place: resource limits, an unprivileged user
 per process, and finding and removing everything a bot left behind.
 
-Layers (the seal, :mod:`arena.seats.seal`, comes on top, by default):
+Layers (the seal, :mod:`arena.sandbox.seal`, comes on top, by default):
 
 * **Resource limits** (``setrlimit`` in the child before ``exec``): address
   space, open files, file size, no core files; CPU seconds *per game* (the
@@ -270,7 +270,7 @@ def lease_uid(base: int = DEFAULT_UID_BASE, size: int = UID_POOL_SIZE) -> UidLea
             continue
         left = find_processes(uid=uid)
         if left:
-            from arena.seats import cgroups
+            from arena.sandbox import cgroups
 
             cgroups.thaw_groups_of(left)  # a frozen process may not die (v1 freezer)
             kill_processes(left)
@@ -639,7 +639,7 @@ def python_for(uid: int) -> tuple[str, str | None]:
         if proc.returncode == 0 and proc.stdout.strip() == version:
             if exe == sys.executable:
                 return exe, None
-            from arena.seats.seal import bot_package_parent
+            from arena.sandbox.seal import bot_package_parent
 
             return exe, str(bot_package_parent())
     raise IsolationError(

@@ -12,7 +12,7 @@ that is dealt the same deal from another seat (issue 22, attack 4).
 
 :func:`forget` erases such a message: every page of every regular file under
 the roots it is given (what a sealed bot can read: today the seal's binds,
-:meth:`arena.seats.launcher.Launcher.readable_roots`) is put in a state that
+:meth:`arena.sandbox.launcher.Launcher.readable_roots`) is put in a state that
 does not depend on what any bot did. The modes (:data:`MODES`):
 
 * ``"evict"``: ``posix_fadvise(POSIX_FADV_DONTNEED)`` on every

@@ -13,7 +13,7 @@ An entrant is given on the command line as one of:
 * ``sample:NAME`` or ``NAME=sample:SAMPLE``: a sample bot shipped with the
   package (:data:`SAMPLE_BOTS`);
 * a bot folder, ``DIR`` or ``NAME=DIR``: a folder holding a ``bot.toml``
-  (:mod:`arena.seats.botfolder`), whose ``command`` runs in that folder.
+  (:mod:`arena.sandbox.botfolder`), whose ``command`` runs in that folder.
 
 Each form is parsed once into an :class:`Entrant` (``--config`` builds them
 from TOML with :func:`path_entrant`, :func:`command_entrant` and
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from arena.core.resources import sample_bots_dir
-from arena.seats.botfolder import BotFolderError, is_bot_folder, load_bot_folder
+from arena.sandbox.botfolder import BotFolderError, is_bot_folder, load_bot_folder
 
 #: Longest entrant name, in characters.
 MAX_NAME_CHARS: Final = 64
@@ -208,7 +208,7 @@ def folder_entrant(folder: Path, *, name: str | None = None, given: str | None =
     file's ``name``, else the folder's name as given.
 
     Raises:
-        EntrantError: an unusable ``bot.toml`` (:func:`~arena.seats.botfolder.load_bot_folder`),
+        EntrantError: an unusable ``bot.toml`` (:func:`~arena.sandbox.botfolder.load_bot_folder`),
             a folder with a ``build`` whose command names files not built yet
             (``hearts-arena build DIR`` first), a program outside the folder,
             a bad name; one line.
