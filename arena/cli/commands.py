@@ -834,13 +834,15 @@ def _play(
         except OSError as exc:
             disk_errors.append(exc)
             raise _OutputFailed from None
+        if live is not None:
+            live.add_record(record)
         # On disk now; the report never reads transcripts (the largest part
         # of a record with --transcripts): the copy kept for it goes without.
         record.pop("transcripts", None)
         progress.update()
 
     interrupted = False
-    live = open_live(args, settings_json, total, out / GAMES_FILE, launcher.sealed)
+    live = open_live(args, settings_json, total, records, launcher.sealed)
     try:
         channel = live.channel if live is not None else None
         executor = competition.open_executor(args, plan.entrants, settings, launcher, channel)
