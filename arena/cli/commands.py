@@ -43,7 +43,7 @@ from arena.cli.settings import (
 from arena.cli.tools import conclude_run, prepare_run
 from arena.core.keys import MasterKey
 from arena.protocol.records import FaultJSON, GameRecordJSON
-from arena.report.outputs import GAMES_FILE, RUN_FILE
+from arena.report.outputs import RUN_FILE
 from arena.report.verdict import ConditionError, parse_condition
 from arena.run import host
 from arena.run.folder import (
@@ -472,12 +472,12 @@ def _play(args: argparse.Namespace, run: Run, run_file: RunFile, guard: host.Gua
         CliError: exit 4 or 3, see :meth:`arena.run.run.Run.play`.
     """
     progress = _Progress(run.total, run.already, args.quiet)
-    live = open_live(
-        args, run_file.settings.to_json(), run.total, args.out / GAMES_FILE, run.launcher.sealed
-    )
+    recorded = run.store.records() if run.store is not None else []
+    live = open_live(args, run_file.settings.to_json(), run.total, recorded, run.launcher.sealed)
     run.live = live.channel if live is not None else None
+    on_record = live.add_record if live is not None else None
     try:
-        trio.run(run.play, None, lambda done, total: progress.update())
+        trio.run(run.play, on_record, lambda done, total: progress.update())
     except* KeyboardInterrupt:  # Ctrl-C, possibly inside Trio's exception groups
         run.interrupted = True
     finally:

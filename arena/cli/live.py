@@ -4,7 +4,8 @@
 * ``run ... --live [HOST:]PORT [--live-delay S]``: :func:`open_live` starts
   the page's server (:class:`arena.live.server.LiveServer`) before the first
   game and prints its addresses (the viewer's, and the organiser's with the
-  tables in play); the run closes it at the end.
+  tables in play); the run hands it each finished game as it is journaled
+  (the page's hub subscribes to them) and closes it at the end.
 * ``watch DIR --live [HOST:]PORT``: :func:`watch_command` serves the page of
   a finished run, or of a run in progress (finished games only), following
   its ``games.jsonl`` (and starting over when another run replaces it,
@@ -19,12 +20,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from arena.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT, EXIT_USAGE, CliError
 from arena.cli.options import LIVE, LIVE_ADDRESS, LIVE_DELAY, arg
 from arena.cli.settings import read_run_file
+from arena.protocol.records import GameRecordJSON
 
 
 def add_watch_command(sub: Any) -> None:
@@ -66,10 +69,12 @@ def open_live(
     args: argparse.Namespace,
     settings: dict[str, Any],
     games_total: int,
-    journal: Path,
+    recorded: Sequence[GameRecordJSON],
     sandboxed: bool,
 ) -> Any:
     """Start the page of ``run --live``; ``None`` without ``--live``.
+    ``recorded``: the games already played (``--resume``); the run hands it
+    each new one (:meth:`arena.live.server.LiveServer.add_record`).
 
     Returns:
         a started :class:`arena.live.server.LiveServer` (its ``channel``
@@ -93,7 +98,7 @@ def open_live(
     server = LiveServer(
         settings,
         games_total,
-        journal,
+        recorded,
         address,
         token,
         args.live_delay,

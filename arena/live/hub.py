@@ -1,9 +1,11 @@
 """The live view's state, in the server: tables, finished games, standings.
 
 The hub takes table states from the game processes (:mod:`arena.game.feed`)
-and finished games from the run's ``games.jsonl`` as it grows (the journal
-the ``run`` command appends to, flushed as each game ends), stamps each with
-its arrival time and applies it ``delay`` seconds later (``--live-delay``).
+and finished games either as the run hands them over (:meth:`Hub.add_record`,
+:meth:`Hub.subscribe`: ``run --live`` feeds each record as it is journaled,
+a hub without a journal) or from a ``games.jsonl`` as it grows
+(:meth:`Hub.read_journal`: ``watch DIR``), stamps each with its arrival time
+and applies it ``delay`` seconds later (``--live-delay``).
 The page gets these parts, each with a version that grows when it changes:
 
 * ``info``: ``{"mode": "live" | "finished", "note", "delay", "games_total",
@@ -54,6 +56,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, cast
+
+import trio
 
 from arena.protocol.records import GameRecordJSON
 from arena.report.html import number_text as _num
@@ -140,7 +144,8 @@ class Hub:
         settings: the run's settings record (``run.json``'s ``settings``).
         games_total: games scheduled (a ladder's budget).
         journal: the run's ``games.jsonl`` (followed as it grows; it may not
-            exist yet).
+            exist yet), or ``None``: the records are handed to the hub
+            (:meth:`add_record`, :meth:`subscribe`).
         mode: ``"live"`` (tables in play are shown to the organiser) or
             ``"finished"`` (finished games, replays and standings only:
             ``watch``, Dask).
@@ -156,7 +161,7 @@ class Hub:
         self,
         settings: dict[str, Any],
         games_total: int,
-        journal: Path,
+        journal: Path | None,
         mode: str,
         note: str,
         delay: float = 0.0,
@@ -254,6 +259,16 @@ class Hub:
         """A finished game's record; applied ``delay`` seconds from now."""
         self._pending.append((time.monotonic() if now is None else now, "record", record))
 
+    async def subscribe(self, records: trio.MemoryReceiveChannel[GameRecordJSON | None]) -> None:
+        """Take the run's records from ``records`` as they come
+        (:meth:`add_record` each), until the channel is closed or sends
+        ``None`` (the run is over)."""
+        async with records:
+            async for record in records:
+                if record is None:
+                    return
+                self.add_record(record)
+
     def _replaced(self, f: Any, size: int) -> bool:
         """Whether the open journal ``f`` (``size`` bytes) is another run's
         than the one read so far: another file, shorter than what was read,
@@ -304,6 +319,8 @@ class Hub:
         removes it first) makes the hub :meth:`restart` as well. While the new
         run's ``run.json`` cannot be read yet, its records are left in the
         journal (they could not be rated without its entrants)."""
+        if self.journal is None:  # records are handed over instead
+            return 0
         if self._reload_pending:
             self._retry_reload()
             if self._reload_pending:

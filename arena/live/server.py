@@ -40,23 +40,26 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import json
+import math
 import multiprocessing
 import os
 import queue as queue_module
 import secrets
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
 from typing import Any, Final
 
 import trio
 
 from arena.core.resources import templates_dir
 from arena.live.hub import PARTS, VIEWER_PARTS, Hub
+from arena.protocol.records import GameRecordJSON
 from arena.report.files import SCRIPT_FILE
 
+#: Seconds the server waits, once the run ends, for its last records.
+RECORDS_WAIT: Final = 30.0
 #: Seconds between two looks at the queue and the journal, and between two pushes.
 TICK: Final = 0.25
 #: Seconds between two writes to one event stream, at least: what changed
@@ -378,6 +381,34 @@ async def _drain(channel: Any, hub: Hub) -> None:
             hub.add_table(state)
 
 
+def _take_records(records: Any, wait: float) -> list[Any]:
+    """The records waiting in the queue (the first within ``wait`` seconds);
+    ``[None]`` once it is closed. Blocking: run in a thread."""
+    found: list[Any] = []
+    try:
+        found.append(records.get(timeout=wait))
+        while found[-1] is not None:
+            found.append(records.get_nowait())
+    except queue_module.Empty:
+        pass
+    except (OSError, ValueError, EOFError):
+        found.append(None)
+    return found
+
+
+async def _pump_records(records: Any, send: trio.MemorySendChannel[Any]) -> None:
+    """Move the run's records from the ``multiprocessing`` queue into the
+    hub's subscription, until ``None`` (the run is over)."""
+    async with send:
+        while True:
+            for record in await trio.to_thread.run_sync(_take_records, records, TICK):
+                if record is not None and not isinstance(record, dict):
+                    continue
+                send.send_nowait(record)
+                if record is None:
+                    return
+
+
 async def _keep_up(hub: Hub, pusher: Pusher, channel: Any | None) -> None:
     """Every :data:`TICK`: take new table states and journal lines, apply
     what waited out the delay, recompute the standings when due (in a
@@ -434,12 +465,17 @@ async def serve(
     stop: Callable[[], Awaitable[None]] | None = None,
     organiser: str | None = None,
     on_organiser: Callable[[str], None] | None = None,
+    records: Any | None = None,
 ) -> None:
     """Serve the page of ``hub`` on ``address`` until cancelled or ``stop``
     returns; ``on_ready`` gets the viewer's URL (with the viewer's token)
     once listening, ``on_organiser`` the organiser's (with ``organiser``,
-    its token), before it. When ``stop`` returns the hub :meth:`~Hub.finish`es
-    (the last standings are every game's), then the streams end.
+    its token), before it. ``records``: a ``multiprocessing`` queue of the
+    run's finished games, ``None`` after the last (``run --live``): the hub
+    subscribes to them (:meth:`Hub.subscribe`) instead of reading a journal.
+    When ``stop`` returns (and the records have ended) the hub
+    :meth:`~Hub.finish`es (the last standings are every game's), then the
+    streams end.
 
     Raises:
         OSError: the address cannot be listened on.
@@ -461,6 +497,20 @@ async def serve(
                 kept.set()
 
         nursery.start_soon(keep_up)
+        subscribed = trio.Event()
+        if records is not None:
+            send, receive = trio.open_memory_channel[Any](math.inf)
+
+            async def subscribe() -> None:
+                try:
+                    await hub.subscribe(receive)
+                finally:
+                    subscribed.set()
+
+            nursery.start_soon(subscribe)
+            nursery.start_soon(_pump_records, records, send)
+        else:
+            subscribed.set()
         shutdown = trio.Event()
 
         async def trigger() -> None:
@@ -483,6 +533,8 @@ async def serve(
             on_ready(page_url(binds[0], token))
         if stop is not None:
             await stop()
+            with trio.move_on_after(RECORDS_WAIT):  # the run's last records
+                await subscribed.wait()
             keeping.cancel()  # a journal read or a rating in a thread ends first
             await kept.wait()
             await trio.to_thread.run_sync(hub.finish)
@@ -500,7 +552,8 @@ async def serve(
 def _server_process(
     settings: dict[str, Any],
     games_total: int,
-    journal: str,
+    earlier: list[GameRecordJSON],
+    records: Any,
     mode: str,
     note: str,
     delay: float,
@@ -517,7 +570,10 @@ def _server_process(
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # so is a closed terminal's SIGHUP
     with contextlib.suppress(OSError):
         os.nice(10)  # the games come first: the page takes the CPU they leave
-    hub = Hub(settings, games_total, Path(journal), mode, note, delay)
+    hub = Hub(settings, games_total, None, mode, note, delay)
+    for record in earlier:
+        hub.add_record(record)
+    hub.tick()  # the page opens on them
 
     async def stop() -> None:
         # A multiprocessing Event cannot wake a Trio task: poll it.
@@ -533,7 +589,9 @@ def _server_process(
         ready.send(("ready", url, urls[0] if urls else ""))
 
     try:
-        trio.run(serve, hub, address, token, channel, ready_now, stop, organiser, urls.append)
+        trio.run(
+            serve, hub, address, token, channel, ready_now, stop, organiser, urls.append, records
+        )
     except OSError as exc:
         ready.send(("error", exc.strerror or str(exc)))
     except BaseException as exc:
@@ -546,8 +604,11 @@ class LiveServer:
     """The page of ``run --live``, in a process of its own.
 
     Table states come over :attr:`channel` (a bounded ``multiprocessing``
-    queue given to the executor, :mod:`arena.game.feed`); finished games from
-    the run's journal. :meth:`start` returns the viewer's URL (and sets
+    queue given to the executor, :mod:`arena.game.feed`); finished games are
+    handed over by the run (:meth:`add_record`, each as it is journaled;
+    ``recorded``, those of an earlier part of a resumed run, at the start),
+    to the hub's subscription (:meth:`arena.live.hub.Hub.subscribe`).
+    :meth:`start` returns the viewer's URL (and sets
     :attr:`organiser_url`, the address with ``organiser``'s token that shows
     the tables in play, ``""`` without one); :meth:`close` lets the last
     states wait out the delay, then stops the process.
@@ -560,7 +621,7 @@ class LiveServer:
         self,
         settings: dict[str, Any],
         games_total: int,
-        journal: Path,
+        recorded: Iterable[GameRecordJSON],
         address: Address,
         token: str | None,
         delay: float = 0.0,
@@ -572,6 +633,11 @@ class LiveServer:
 
         self._ctx = multiprocessing.get_context("spawn")
         self.channel: Any = self._ctx.Queue(QUEUE_SIZE) if mode == "live" else None
+        # Unbounded: a finished game is never dropped (table states may be).
+        self.records: Any = self._ctx.Queue()
+        self._ended = False
+        # Those played before (--resume) go with the process, shown from the start.
+        earlier = [{k: v for k, v in r.items() if k != "transcripts"} for r in recorded]
         self._stop = self._ctx.Event()
         self._ready, child = self._ctx.Pipe(duplex=False)
         self.delay = delay
@@ -582,7 +648,8 @@ class LiveServer:
             args=(
                 settings,
                 games_total,
-                str(journal),
+                earlier,
+                self.records,
                 mode,
                 note,
                 delay,
@@ -613,8 +680,21 @@ class LiveServer:
         self.organiser_url = str(more[0]) if more else ""
         return self.started_url
 
+    def add_record(self, record: GameRecordJSON) -> None:
+        """Hand a finished game to the page (without its ``transcripts``,
+        which the page never reads); never blocks."""
+        if self._ended:
+            return
+        kept = {k: v for k, v in record.items() if k != "transcripts"}
+        with contextlib.suppress(OSError, ValueError):
+            self.records.put(kept)
+
     def close(self) -> None:
         """Stop the server (after the delay, so the page shows the end)."""
+        if not self._ended:
+            self._ended = True
+            with contextlib.suppress(OSError, ValueError):
+                self.records.put(None)  # the last record went before
         self._stop.set()
         # The delay, then the last rating of every game (about a millisecond a game).
         self._proc.join(self.delay + 30)
@@ -624,6 +704,8 @@ class LiveServer:
         if self.channel is not None:
             self.channel.cancel_join_thread()
             self.channel.close()
+        self.records.cancel_join_thread()
+        self.records.close()
 
 
 def print_url(url: str, token: str | None, organiser_url: str = "") -> None:

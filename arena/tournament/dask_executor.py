@@ -16,7 +16,8 @@ completes.
 The coordinator's side is async (:meth:`DaskExecutor.play` is awaited in
 its Trio loop): the client's blocking calls run in threads
 (:func:`trio.to_thread.run_sync`), and each future's completion comes back
-to the loop by a done-callback (``TrioToken.run_sync_soon``); the records
+to the loop from a thread that waits on them (``as_completed``, then
+``TrioToken.run_sync_soon``); the records
 are handed to the sink in the loop's thread. The client (and a local
 cluster) is made when the executor is, outside the loop or in a thread
 (``await trio.to_thread.run_sync(make_executor, ...)``). Cancelling a call
@@ -54,6 +55,7 @@ import logging
 import math
 import secrets
 import sys
+import threading
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -61,7 +63,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import trio
-from distributed import Client, Event, Future, LocalCluster, Security
+from distributed import Client, Event, Future, LocalCluster, Security, as_completed
 from distributed.client import FutureCancelledError
 
 from arena.game.referee import GameSpec
@@ -261,16 +263,19 @@ class DaskExecutor:
                 with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError):
                     send.send_nowait(fut)
 
-            def done(fut: Future[Any]) -> None:  # in a thread of the client
+            def gather() -> None:  # in a thread of its own, until every future is done
                 with contextlib.suppress(trio.RunFinishedError):
-                    trio_token.run_sync_soon(arrived, fut)
+                    try:
+                        for fut in as_completed([f for f, _ in futures]):
+                            trio_token.run_sync_soon(arrived, fut)
+                    except Exception:  # the client is gone: the call ends (EndOfChannel)
+                        trio_token.run_sync_soon(send.close)
 
             left: dict[Any, tuple[Future[Any], list[GameSpec]]] = {
                 fut.key: (fut, unit) for fut, unit in futures
             }
             with send, arrivals:
-                for fut, _ in futures:
-                    fut.add_done_callback(done)
+                threading.Thread(target=gather, name="hearts-dask-gather", daemon=True).start()
                 try:
                     await self._collect(arrivals, left, on_record)
                 except BaseException:
@@ -308,7 +313,13 @@ class DaskExecutor:
         unit's records to ``on_record`` (its result gathered in a thread).
         ``lenient``: a unit that failed or was cancelled is skipped."""
         while left:
-            fut = await arrivals.receive()
+            try:
+                fut = await arrivals.receive()
+            except trio.EndOfChannel:
+                raise ExecutorUnavailable(
+                    "lost the Dask client while games were in play; finished games "
+                    "are kept: continue with --resume"
+                ) from None
             found = left.pop(fut.key, None)
             if found is None:
                 continue

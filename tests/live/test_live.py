@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 from live_checks import cards_in, check_hands, check_tables
 
 from arena.cli.main import main
@@ -500,9 +501,8 @@ def test_dask_runs_serve_finished_games_only_and_the_token_is_checked(tmp_path: 
 
     settings = _settings()
     info = {**settings.to_json(), "entrants": [{"name": n} for n in NAMES]}
-    _journal(tmp_path / "games.jsonl", synthesize(NAMES, settings)[:4])
     args = argparse.Namespace(live="0", live_delay=0.0, executor="dask")
-    server = open_live(args, info, 20, tmp_path / "games.jsonl", sandboxed=False)
+    server = open_live(args, info, 20, synthesize(NAMES, settings)[:4], sandboxed=False)
     try:
         assert server.channel is None  # Dask games send no events
         base, token = server.started_url.split("/?token=")
@@ -546,3 +546,36 @@ def test_a_complete_run_reveals_every_deal(tmp_path: Path) -> None:
     hub.tick(now=1.0)
     assert hub.game_replay(4) is not None and hub.game_hands(5) is not None
     assert json.loads(hub.texts["replays"])["revealed"] == 6
+
+
+def test_a_hub_without_a_journal_takes_the_records_it_is_handed(tmp_path: Path) -> None:
+    # ``run --live``: the hub subscribes to the run's records (a memory
+    # channel) and reads no file, even one lying in the folder.
+    settings = _settings()
+    records = synthesize(NAMES, settings)
+    _journal(tmp_path / "games.jsonl", records[4:8])  # another run's lines: never read
+    info = {**settings.to_json(), "entrants": [{"name": n} for n in NAMES]}
+    hub = Hub(info, 20, None, "live", "")
+    seen: list[int] = []
+
+    async def main() -> None:
+        send, receive = trio.open_memory_channel[Any](10)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(hub.subscribe, receive)
+            async with send:
+                for r in records[:3]:
+                    await send.send(r)
+                await trio.testing.wait_all_tasks_blocked()
+                assert hub.read_journal() == 0
+                hub.tick(now=float("inf"))
+                seen.append(json.loads(hub.texts["finished"])["played"])
+                await send.send(records[3])
+                await send.send(None)  # the run is over: the subscription ends
+
+    trio.run(main)
+    assert seen == [3]
+    hub.finish()
+    finished = json.loads(hub.texts["finished"])
+    assert [g["game_index"] for g in finished["games"]] == [3, 2, 1, 0]
+    assert hub.revealed("r1-t0") and hub.game_hands(2) is not None
+    assert json.loads(hub.texts["standings"])["counted"] == 4
