@@ -258,6 +258,27 @@ class Runner:
         kill_all(env=f"{RUN_VARIABLE}={self.run_id}")
         remove_tmpdirs_of_run(self.run_id)
 
+    def weaker(self) -> list[str]:
+        """What is weaker than the production mode (root) on this start, one
+        sentence each (the start-up line's ``weaker``; README, "Running
+        untrusted bots", and docs/competition-server.md say the same); empty
+        as root with control groups."""
+        out = []
+        if os.geteuid() != 0:
+            out += [
+                "not root: every bot runs as the server's own user, not a uid of its own, so "
+                "the process limit is not applied and a bot's strays are found only by a "
+                "token in their environment",
+                "not root: the web process runs as the same user as the runner and could "
+                "read the key file (--user is not used)",
+            ]
+        if self.options.run_groups is None:
+            out.append(
+                "no control groups: a bot's memory and processes are bounded per process "
+                "only, and it cannot be frozen or killed as a whole"
+            )
+        return out
+
     def check_sealing(self) -> None:
         """Resolve the seal now.
 
@@ -274,7 +295,14 @@ class Runner:
     async def run(self) -> None:
         """Run until cancelled (or idle, with ``exit_when_idle``)."""
         counts = await trio.to_thread.run_sync(self.recover)
-        self.log("start", sealed=self.launcher.sealed, slots=self.config.slots, **counts)
+        self.log(
+            "start",
+            sealed=self.launcher.sealed,
+            slots=self.config.slots,
+            uid=os.geteuid(),
+            weaker=self.weaker(),
+            **counts,
+        )
         self._record_state()
         try:
             async with trio.open_nursery() as nursery:

@@ -429,3 +429,23 @@ def test_the_runner_sends_table_states_over_the_live_queue(
         ("L0", 1), ("L0", 1), ("L0", 1), ("L0", 1), ("L1", 1), ("L1", 1), ("L1", 1), ("L1", 1),
     ]  # fmt: skip
     assert {"stderr", "transcripts"}.isdisjoint(states[0])
+
+
+def test_the_start_up_line_says_what_is_weaker_without_root(
+    tmp_path: Path, scripted: list[tuple[str, Script | Exception]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27: started as a user other than root, the runner's start-up
+    line (the log's "start" event) says what is weaker (docs/security.md,
+    "A competition server started without root")."""
+    root = tmp_path / "c"
+    _competition(root, 1)
+    start = next(e for e in _run(root, 0) if e["event"] == "start")
+    assert start["uid"] == os.geteuid()
+    if os.geteuid() == 0:
+        assert all(not w.startswith("not root") for w in start["weaker"])
+    monkeypatch.setattr(runner.os, "geteuid", lambda: 4242)
+    start = next(e for e in _run(root, 0) if e["event"] == "start")
+    assert start["uid"] == 4242
+    assert [w.split(":")[0] for w in start["weaker"][:2]] == ["not root", "not root"]
+    assert "process limit is not applied" in start["weaker"][0]
+    assert "could read the key file" in start["weaker"][1]
