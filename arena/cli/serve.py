@@ -15,6 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from arena.cli.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_USAGE, CliError
+from arena.cli.options import Number
+
+#: ``serve --cores``: tables at once, each a core token (``run --cores``'
+#: bound; at least one, since the ladder needs a slot).
+SERVE_CORES_TYPE = Number(1, 1024, why="one token file per core")
 
 
 def add_serve_command(sub: Any) -> None:
@@ -60,7 +65,7 @@ def add_serve_command(sub: Any) -> None:
     )
     serve.add_argument(
         "--cores",
-        type=int,
+        type=SERVE_CORES_TYPE,
         metavar="N",
         default=None,
         help="cores for bots (default: all but one, kept for the runner and the web process)",

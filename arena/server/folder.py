@@ -103,11 +103,16 @@ class LadderSettings:
     """The ladder's rules: ``lag`` (B: table t is chosen from the ratings
     folded over tables below t - B; never tied to cores), the ``house_bots``
     (sample bots, at least three), ``fault_budget`` (games in a row a
-    submission may crash or be struck out in before it leaves ranked play)."""
+    submission may crash or be struck out in before it leaves ranked play),
+    ``table_seconds`` (a ladder table's time budget in seconds, its four
+    games together; past it the server stops the table and plays it again
+    once, from scratch under the same deal; stopped twice, it is void;
+    0: no budget)."""
 
     lag: int = 16
     house_bots: tuple[str, ...] = DEFAULT_HOUSE_BOTS
     fault_budget: int = 8
+    table_seconds: float = 3600.0
 
 
 @dataclass(frozen=True)
@@ -142,6 +147,10 @@ class CompetitionSettings:
             raise FolderError(f"[ladder] lag must be 0 or more, got {self.ladder.lag}")
         if self.ladder.fault_budget < 1:
             raise FolderError("[ladder] fault_budget must be at least 1")
+        if not 0 <= self.ladder.table_seconds < math.inf:
+            raise FolderError(
+                f"[ladder] table_seconds must be 0 (none) or more, got {self.ladder.table_seconds}"
+            )
         bots = self.ladder.house_bots
         if len(bots) < MIN_HOUSE_BOTS:
             raise FolderError(

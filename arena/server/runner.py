@@ -52,6 +52,7 @@ import trio
 from sqlalchemy import Connection, select, update
 
 from arena.core.keys import MasterKey
+from arena.game.feed import QUEUE_SIZE, LiveFeed
 from arena.protocol.codec import clean_text
 from arena.protocol.records import GameRecordJSON, GameSpec
 from arena.sandbox import cgroups, seal
@@ -94,13 +95,16 @@ async def play_games(
     games: Sequence[GameSpec],
     deal_locks: DealLocks,
     on_record: Callable[[GameRecordJSON], None],
+    live: LiveFeed | None = None,
 ) -> None:
     """Play ``games`` (one table's four) in this Trio loop and hand each record
     to ``on_record``: the runner's one seam to the tournament layer (today
     :class:`arena.tournament.runner.TournamentRunner`; the async executors'
-    ``play(games, on_record)`` fits here unchanged). Cancellable: bot processes
-    are closed before it returns."""
-    runner = TournamentRunner(list(entrants), settings, launcher, on_record, deal_locks)
+    ``play(games, on_record)`` fits here unchanged). ``live``: the feed that
+    sends each game's public table state to the web process (the live view's
+    bounded queue, :mod:`arena.game.feed`). Cancellable: bot processes are
+    closed before it returns."""
+    runner = TournamentRunner(list(entrants), settings, launcher, on_record, deal_locks, live=live)
     await runner.run(list(games))
 
 
@@ -120,6 +124,10 @@ class RunnerConfig:
             playing and no ladder table is left to choose.
         check_python: the interpreter of the check process.
         log: where the JSON log lines go.
+        cores: core tokens for bots (0: none).
+        live: the bounded queue (``multiprocessing`` ``Queue(QUEUE_SIZE)``,
+            :mod:`arena.game.feed`) the web process reads the public states
+            of the tables in play from, or ``None``.
     """
 
     slots: int = 1
@@ -129,6 +137,7 @@ class RunnerConfig:
     check_python: str = field(default_factory=lambda: sys.executable)
     log: TextIO = field(default_factory=lambda: sys.stderr)
     cores: int = 0
+    live: Any = None
 
 
 @dataclass(frozen=True)
@@ -180,6 +189,7 @@ class Runner:
             key=key, target_score=None, hands=1, referee=self.settings.referee()
         )
         self._watchdog: Any = None
+        self.live = LiveFeed(config.live) if config.live is not None else None
 
     # -- the log ----------------------------------------------------------------
 
@@ -248,6 +258,27 @@ class Runner:
         kill_all(env=f"{RUN_VARIABLE}={self.run_id}")
         remove_tmpdirs_of_run(self.run_id)
 
+    def weaker(self) -> list[str]:
+        """What is weaker than the production mode (root) on this start, one
+        sentence each (the start-up line's ``weaker``; README, "Running
+        untrusted bots", and docs/competition-server.md say the same); empty
+        as root with control groups."""
+        out = []
+        if os.geteuid() != 0:
+            out += [
+                "not root: every bot runs as the server's own user, not a uid of its own, so "
+                "the process limit is not applied and a bot's strays are found only by a "
+                "token in their environment",
+                "not root: the web process runs as the same user as the runner and could "
+                "read the key file (--user is not used)",
+            ]
+        if self.options.run_groups is None:
+            out.append(
+                "no control groups: a bot's memory and processes are bounded per process "
+                "only, and it cannot be frozen or killed as a whole"
+            )
+        return out
+
     def check_sealing(self) -> None:
         """Resolve the seal now.
 
@@ -264,7 +295,14 @@ class Runner:
     async def run(self) -> None:
         """Run until cancelled (or idle, with ``exit_when_idle``)."""
         counts = await trio.to_thread.run_sync(self.recover)
-        self.log("start", sealed=self.launcher.sealed, slots=self.config.slots, **counts)
+        self.log(
+            "start",
+            sealed=self.launcher.sealed,
+            slots=self.config.slots,
+            uid=os.geteuid(),
+            weaker=self.weaker(),
+            **counts,
+        )
         self._record_state()
         try:
             async with trio.open_nursery() as nursery:
@@ -501,6 +539,15 @@ class Runner:
 
     # -- playing a table ---------------------------------------------------------
 
+    def _budget(self, table: store.TableRow) -> float:
+        """The table's time budget in seconds (``math.inf``: none): the gate's
+        ``validation_seconds`` or the ladder's ``table_seconds``."""
+        if table.numbering == "validation":
+            seconds = self.settings.gate.validation_seconds
+        else:
+            seconds = self.settings.ladder.table_seconds
+        return seconds or math.inf
+
     def _launch(self, nursery: trio.Nursery, table: store.TableRow) -> None:
         self._playing.add(table.id)
         nursery.start_soon(self._play_table, table)
@@ -556,26 +603,46 @@ class Runner:
                 records.append(record)
                 self._game_send.send_nowait((table.id, record))
 
-            budget = math.inf
-            if table.numbering == "validation" and self.settings.gate.validation_seconds:
-                budget = self.settings.gate.validation_seconds
-            try:
-                with trio.move_on_after(budget) as scope:
-                    await play_games(
-                        entrants,
-                        settings,
-                        self.launcher,
-                        self._specs(table),
-                        self.deal_locks,
-                        on_record,
-                    )
-            except Exception as exc:  # the server's failure, never the bots'
-                void = f"the server could not play it: {type(exc).__name__}: {exc}"
-                return
-            if scope.cancelled_caught:
+            budget = self._budget(table)
+            specs = self._specs(table)
+            for run in range(gate.STEP_RUNS):
                 records.clear()
-                void = f"the server stopped it: past its time budget of {budget:g} s"
-                return
+                try:
+                    with trio.move_on_after(budget) as scope:
+                        await play_games(
+                            entrants,
+                            settings,
+                            self.launcher,
+                            specs,
+                            self.deal_locks,
+                            on_record,
+                            live=self.live,
+                        )
+                except Exception as exc:  # the server's failure, never the bots'
+                    void = f"the server could not play it: {type(exc).__name__}: {exc}"
+                    return
+                if not scope.cancelled_caught:
+                    break
+                records.clear()
+                stopped = f"past its time budget of {budget:g} s"
+                self.log(
+                    "table_stopped",
+                    numbering=table.numbering,
+                    number=table.number,
+                    run=run + 1,
+                    reason=stopped,
+                )
+                if table.numbering == "validation":
+                    # Played again once as a new validation table (the gate's rule).
+                    void = f"the server stopped it: {stopped}"
+                    return
+                if run + 1 == gate.STEP_RUNS:
+                    void = f"the server stopped it twice: {stopped}"
+                    return
+                # Once more, from scratch under the same deal (its games deleted).
+                now = time.time()
+                await self.database.write_async(store.set_table_status, table.id, "chosen", now)
+                await self.database.write_async(store.set_table_status, table.id, "playing", now)
             if len(records) != ladder.ROTATIONS:
                 void = f"the server played {len(records)} of its 4 games"
         finally:
@@ -749,7 +816,10 @@ def serve_forever(root: Path, listen: str, user: str | None, cores: int | None) 
     if os.geteuid() == 0 and user is None:
         raise FolderError("run as root, serve needs --user: the web process's unprivileged user")
     slots = max(1, (cores if cores is not None else max(1, (os.cpu_count() or 2) - 1)))
-    runner = start_runner(root, RunnerConfig(slots=slots, cores=slots))
+    import multiprocessing
+
+    live = multiprocessing.get_context("spawn").Queue(QUEUE_SIZE)
+    runner = start_runner(root, RunnerConfig(slots=slots, cores=slots, live=live))
     # The web process (arena/server/webproc.py, the web helper's) is spawned
     # here: spawn_web(runner.comp.paths, listen, user) once it exists.
     import importlib
@@ -758,7 +828,11 @@ def serve_forever(root: Path, listen: str, user: str | None, cores: int | None) 
         webproc: Any = importlib.import_module("arena.server.webproc")
     except ImportError:
         webproc = None
-    web = webproc.spawn_web(runner.comp.paths, listen, user) if webproc is not None else None
+    web = (
+        webproc.spawn_web(runner.comp.paths, listen, user, live=live)
+        if webproc is not None
+        else None
+    )
     try:
         trio.run(runner.run)
     except KeyboardInterrupt:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import math
+import queue as queue_module
 import sys
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
@@ -173,7 +174,7 @@ class Feed:
     database at most every ``poll_seconds`` whoever asks, and pushed
     through the live view's :class:`~arena.live.server.Pusher` pacing."""
 
-    PARTS: Final = ("standings", "finished")
+    PARTS: Final = ("standings", "finished", "playing")
 
     def __init__(self, database: Database, poll_seconds: float) -> None:
         self.database = database
@@ -184,6 +185,24 @@ class Feed:
         self._mark: tuple[Any, ...] | None = None
         self._last = -math.inf
         self._lock = trio.Lock()
+        #: The public state of each game in play, by game id (from the runner).
+        self.playing: dict[str, dict[str, Any]] = {}
+        self._playing_changed = False
+
+    def table_state(self, state: Any) -> None:
+        """Take one table state from the runner's live feed
+        (:class:`arena.game.feed.TableState`'s ``to_json``): kept while its
+        game is in play, dropped once it is over (the finished tables show
+        it then); the change is pushed at the live view's pace."""
+        public = public_table_state(state)
+        if public is None:
+            return
+        if public["phase"] == "over":
+            self.playing.pop(public["game_id"], None)
+        else:
+            self.playing[public["game_id"]] = public
+        self._playing_changed = True
+        self.pusher.changed_now()
 
     def _publish(self, name: str, value: Any) -> None:
         self.versions[name] += 1
@@ -193,6 +212,10 @@ class Feed:
         """Read the database when the last look is ``poll_seconds`` old;
         publish and push what changed."""
         async with self._lock:
+            if self._playing_changed or "playing" not in self.frames:
+                self._playing_changed = False
+                states = sorted(self.playing.values(), key=lambda t: t["game_index"])
+                self._publish("playing", states)
             now = trio.current_time()
             if now - self._last < self.poll_seconds:
                 self.pusher.tick()
@@ -217,6 +240,54 @@ class Feed:
         )
         sent.update(self.versions)
         return out
+
+
+#: The keys of a table state a public page shows (:class:`arena.game.feed.TableState`).
+TABLE_STATE_KEYS: Final = (
+    "game_id", "game_index", "deal_key", "seats", "hand", "direction", "phase", "trick",
+    "trick_winner", "tricks", "points", "scores", "held", "turn", "kind", "deadline",
+    "faults", "fault_counts", "updated",
+)  # fmt: skip
+
+
+def public_table_state(state: Any) -> dict[str, Any] | None:
+    """A table state from the runner as the pages show it: only
+    :data:`TABLE_STATE_KEYS` (the feed holds no card of a hand, no stderr, no
+    transcript), its texts (entrant names, fault reasons) cleaned; ``None``
+    for anything that is not a state."""
+    if not isinstance(state, dict) or not isinstance(state.get("game_id"), str):
+        return None
+    out = {k: state.get(k) for k in TABLE_STATE_KEYS}
+    out["game_id"] = clean_text(str(out["game_id"]), 100)
+    if not isinstance(out["game_index"], int):
+        out["game_index"] = 0
+    out["seats"] = [clean_text(str(n), 100) for n in (out["seats"] or [])][:4]
+    out["faults"] = [
+        [f[0], clean_text(str(f[1]), 200), f[2]]
+        for f in (out["faults"] or [])
+        if isinstance(f, list) and len(f) == 3
+    ]
+    return out
+
+
+async def receive_table_states(feed: Feed, live: Any) -> None:
+    """Read table states from the runner's bounded queue into ``feed`` until
+    cancelled or the queue closes (the runner is gone). The queue is read in
+    a thread, a half-second wait at a time, so cancelling takes effect soon."""
+
+    def take() -> Any:
+        try:
+            return live.get(timeout=0.5)
+        except queue_module.Empty:
+            return None
+
+    while True:
+        try:
+            state = await trio.to_thread.run_sync(take, abandon_on_cancel=True)
+        except (OSError, ValueError, EOFError):
+            return
+        if state is not None:
+            feed.table_state(state)
 
 
 def _live_parts(conn: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -124,7 +124,14 @@ def listen_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _child(settings: WebSettings, sock: socket.socket, parent: int, ready: Any, stop: Any) -> None:
+def _child(
+    settings: WebSettings,
+    sock: socket.socket,
+    parent: int,
+    ready: Any,
+    stop: Any,
+    live: Any = None,
+) -> None:
     die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runner's; it stops us
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -136,7 +143,7 @@ def _child(settings: WebSettings, sock: socket.socket, parent: int, ready: Any, 
             drop_to(settings.user)
             die_with_parent(parent)  # a change of credentials clears the request (prctl(2))
         database.close()  # connections made from now on are the user's
-        _serve(app, database, sock, ready, stop)
+        _serve(app, database, sock, ready, stop, live)
     except WebProcessError as exc:
         ready.send(("error", str(exc)))
     except BaseException as exc:
@@ -174,11 +181,13 @@ def _prepare(settings: WebSettings) -> tuple[Any, Any]:
     return app, database
 
 
-def _serve(app: Any, database: Any, sock: socket.socket, ready: Any, stop: Any) -> None:
+def _serve(
+    app: Any, database: Any, sock: socket.socket, ready: Any, stop: Any, live: Any = None
+) -> None:
     import trio
     from hypercorn.trio import serve
 
-    from arena.server.web import hypercorn_config
+    from arena.server.web import hypercorn_config, receive_table_states
 
     async def main() -> None:
         shutdown = trio.Event()
@@ -191,6 +200,8 @@ def _serve(app: Any, database: Any, sock: socket.socket, ready: Any, stop: Any) 
                     shutdown_trigger=shutdown.wait,
                 )
             )
+            if live is not None:  # the tables in play, from the runner's games
+                nursery.start_soon(receive_table_states, app.feed, live)
             ready.send(("ready", os.getpid()))
             # A multiprocessing Event cannot wake a Trio task: poll it.
             while not stop.is_set():  # noqa: ASYNC110
@@ -214,7 +225,7 @@ class WebProcess:
         pid: its process id, once started.
     """
 
-    def __init__(self, settings: WebSettings) -> None:
+    def __init__(self, settings: WebSettings, live: Any = None) -> None:
         if os.geteuid() == 0 and settings.user is None:
             raise WebProcessError("serve as root needs --user USER: the web process runs as USER")
         self.settings = settings
@@ -228,7 +239,7 @@ class WebProcess:
         self._ready, child = ctx.Pipe(duplex=False)
         self._proc = ctx.Process(
             target=_child,
-            args=(settings, self._sock, os.getpid(), child, self._stop),
+            args=(settings, self._sock, os.getpid(), child, self._stop, live),
             daemon=True,
         )
 
@@ -276,10 +287,13 @@ def spawn_web(
     settings: WebSettings | CompetitionPaths,
     listen: str | None = None,
     user: str | None = None,
+    live: Any = None,
 ) -> WebProcess:
     """Start the web process; it serves when this returns. ``settings`` is a
     :class:`WebSettings`, or a competition folder's paths served on ``listen``
     (``[HOST:]PORT``, default ``127.0.0.1:8000``) as ``user`` (the runner's call).
+    ``live``: the bounded queue the runner's games send their public table
+    states on (:mod:`arena.game.feed`); the web process shows them live.
 
     Raises:
         WebProcessError: as root without ``user``, an address that cannot be
@@ -293,6 +307,6 @@ def spawn_web(
         settings = WebSettings(
             settings.database, settings.uploads, address.host, address.port, user
         )
-    web = WebProcess(settings)
+    web = WebProcess(settings, live)
     web.start()
     return web

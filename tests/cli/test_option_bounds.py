@@ -27,6 +27,7 @@ REQUIRED: dict[str, list[str]] = {
     "watch": ["x", "--live", "0"],
     "audit": ["x"],
     "submit": ["http://127.0.0.1:9", "x.py"],
+    "serve": ["x"],
 }
 
 

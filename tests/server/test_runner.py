@@ -156,21 +156,24 @@ def test_a_submission_is_checked_validated_and_plays_ranked_tables_with_house_bo
 
 
 def _four(root: Path) -> None:
+    """Four submissions of the quickest bots (a bot's start is most of a
+    one-hand game's time): three sample bots and tests/bots/first_legal.py."""
     for name, file in [
-        ("ann", "heuristic_bot.py"),
-        ("bob", "low_bot.py"),
-        ("cy", "random_bot.py"),
-        ("di", "duck_bot.py"),
+        ("ann", BOTS / "first_legal.py"),
+        ("bob", SAMPLES / "low_bot.py"),
+        ("cy", SAMPLES / "random_bot.py"),
+        ("di", SAMPLES / "duck_bot.py"),
     ]:
-        _submit(root, name, SAMPLES / file)
+        _submit(root, name, file)
 
 
 @pytest.fixture(scope="module")
 def validated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A competition of four sample-bot submissions, all validated before
-    ladder table 0 (lag 2, one hand a game)."""
+    ladder table 0 (lag 1, the smallest at which two tables play at once;
+    one hand a game)."""
     root = tmp_path_factory.mktemp("validated") / "c"
-    _competition(root, lag=2)
+    _competition(root, lag=1)
     _four(root)
     # The gate is the first test's; here the four pass it directly.
     comp = folder.open_folder(root)
@@ -184,6 +187,22 @@ def validated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+#: Ladder tables of the determinism and restart tests (4 sealed one-hand
+#: games each): with lag 1, tables 0 and 1 can play at once and table 2 is
+#: chosen from table 0's fold.
+TABLES = 3
+
+
+def _fold_through(root: Path, number: int) -> int | None:
+    comp = folder.open_folder(root)
+    try:
+        with comp.database.read() as conn:
+            t = store.table_by_number(conn, "ladder", number)
+            return t.fold_through if t is not None else None
+    finally:
+        comp.close()
+
+
 def _copy(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
     return dst
@@ -191,34 +210,35 @@ def _copy(src: Path, dst: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def calm(validated: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The state after four ladder tables played with one slot, never stopped."""
+    """The state after three ladder tables played with one slot, never stopped."""
     one = _copy(validated, tmp_path_factory.mktemp("calm") / "c")
-    _run(one, slots=1, cores=1, ladder_tables=4)
+    _run(one, slots=1, cores=1, ladder_tables=TABLES)
     return _state(one)
 
 
-@pytest.mark.slow  # 5 ladder tables of 4 sealed games: 50-150 s on a loaded 2-core machine
 def test_the_same_submissions_give_the_same_tables_with_one_or_two_slots(
     validated: Path, calm: dict[str, Any], tmp_path: Path
 ) -> None:
     two = _copy(validated, tmp_path / "two")
-    log = _run(two, slots=2, cores=2, ladder_tables=4)
+    log = _run(two, slots=2, cores=2, ladder_tables=TABLES)
     a, b = calm, _state(two)
     assert a["tables"]["ladder"] == b["tables"]["ladder"]
-    assert len(a["tables"]["ladder"]) == 4
+    assert len(a["tables"]["ladder"]) == TABLES
     assert {t[1] for t in a["tables"]["ladder"]} == {"done"}
     # No house bot in a field of four submissions.
     assert all(not any(n.startswith("house:") for n in t[2]) for t in a["tables"]["ladder"])
-    assert a["fold"] == b["fold"] and a["through"] == 4
+    assert a["fold"] == b["fold"] and a["through"] == TABLES
+    # Table 2 was chosen from a fold of table 0 (lag 1): not the empty one.
+    assert _fold_through(two, 2) == 1
     assert [(r.participant, r.mu, r.sigma, r.games) for r in a["rows"]] == [
         (r.participant, r.mu, r.sigma, r.games) for r in b["rows"]
     ]
-    assert sum(r.games for r in a["rows"]) == 4 * 16
-    for t in range(4):
+    assert sum(r.games for r in a["rows"]) == TABLES * 16
+    for t in range(TABLES):
         assert [r["scores"] for r in a["records"][t]] == [r["scores"] for r in b["records"][t]]
-    # Two tables did play at once with two slots (the lag of 2 allows it).
+    # Two tables did play at once with two slots (the lag of 1 allows it).
     events = [e["event"] for e in log]
-    assert events.count("table") == 4
+    assert events.count("table") == TABLES
     assert [i for i, e in enumerate(events) if e == "table"][1] < events.index("done")
 
 
@@ -231,13 +251,12 @@ trio.run(r.run)
 """
 
 
-@pytest.mark.slow  # about 5 ladder tables and a restart: 45-95 s on a loaded 2-core machine
 def test_a_runner_killed_mid_table_leaves_nothing_and_ends_as_one_never_killed(
     validated: Path, calm: dict[str, Any], tmp_path: Path
 ) -> None:
     killed = _copy(validated, tmp_path / "killed")
     proc = subprocess.Popen(
-        [sys.executable, "-c", RUNNER_SCRIPT, str(killed), "4"],
+        [sys.executable, "-c", RUNNER_SCRIPT, str(killed), str(TABLES)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -266,7 +285,7 @@ def test_a_runner_killed_mid_table_leaves_nothing_and_ends_as_one_never_killed(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    log = _run(killed, slots=1, ladder_tables=4)
+    log = _run(killed, slots=1, ladder_tables=TABLES)
     start = log[0]
     assert start["event"] == "start" and start["tables"] == 1  # table 1 put back and replayed
     assert find_processes(env=f"{RUN_VARIABLE}={old_run}") == []
@@ -274,7 +293,7 @@ def test_a_runner_killed_mid_table_leaves_nothing_and_ends_as_one_never_killed(
     assert b["tables"]["ladder"] == a["tables"]["ladder"]
     assert all(t[1] == "done" and t[4] is None for t in b["tables"]["ladder"])
     assert b["fold"] == a["fold"]
-    for t in range(4):
+    for t in range(TABLES):
         assert [r["scores"] for r in b["records"][t]] == [r["scores"] for r in a["records"][t]]
         assert all(r["faults"] == [] for r in b["records"][t])  # no fault charged
     comp = folder.open_folder(killed)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 import trio
 import trio.lowlevel
+import trio.testing
 
 from arena.protocol.faults import Fault
 from arena.protocol.records import GameSpec
@@ -56,7 +58,13 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Script | Except
     plan: list[tuple[str, Script | Exception]] = []
 
     async def play(
-        entrants: Any, settings: Any, launcher: Any, games: Any, locks: Any, on_record: Any
+        entrants: Any,
+        settings: Any,
+        launcher: Any,
+        games: Any,
+        locks: Any,
+        on_record: Any,
+        live: Any = None,
     ) -> None:
         deal = games[0].deal_key
         for i, (prefix, script) in enumerate(plan):
@@ -253,11 +261,11 @@ def test_a_validation_past_its_time_budget_is_the_servers_and_runs_again(
     real = runner.play_games
     calls = []
 
-    async def slow_once(*args: Any) -> None:
+    async def slow_once(*args: Any, **kw: Any) -> None:
         calls.append(1)
         if len(calls) == 1:
             await trio.sleep_forever()
-        await real(*args)
+        await real(*args, **kw)
 
     monkeypatch.setattr(runner, "play_games", slow_once)
     _run(root, 0)
@@ -267,3 +275,177 @@ def test_a_validation_past_its_time_budget_is_the_servers_and_runs_again(
         ("done", None),
     ]
     assert _read(root, store.submission, 1).status == "ranked"
+
+
+def _budgeted_competition(root: Path, table_seconds: float) -> None:
+    _competition(root, 2)
+    toml = root / "competition.toml"
+    text = toml.read_text()
+    assert "table_seconds = 3600.0" in text  # the default, written at --init
+    toml.write_text(text.replace("table_seconds = 3600.0", f"table_seconds = {table_seconds}"))
+
+
+def _run_on_mock_clock(root: Path, ladder_tables: int) -> tuple[list[dict[str, Any]], float]:
+    """The runner on Trio's MockClock (autojump): a hung table costs no wall
+    time. Returns the log and the mock seconds the run took. No outer
+    deadline: the clock jumps to the nearest one whenever every task waits
+    (a database thread counts), so only the budget is certain to come first."""
+    log = io.StringIO()
+    r = start_runner(
+        root, RunnerConfig(sandbox=None, ladder_tables=ladder_tables, exit_when_idle=True, log=log)
+    )
+    clock = trio.testing.MockClock(autojump_threshold=0)
+
+    try:
+        trio.run(r.run, clock=clock)
+    finally:
+        r.comp.close()
+    return [json.loads(x) for x in log.getvalue().splitlines()], clock.current_time()
+
+
+#: Mock seconds a hung table sleeps before it plays on (without a budget, the
+#: test sees it played once, late).
+HANG = 10**7
+
+
+def _hang_at(monkeypatch: pytest.MonkeyPatch, deal: str, times: int) -> list[str]:
+    """Make the first ``times`` plays of the table dealt ``deal`` hang; the
+    deal keys of every play, in order."""
+    real = runner.play_games
+    plays: list[str] = []
+
+    async def play(*args: Any, **kw: Any) -> None:
+        key = args[3][0].deal_key
+        plays.append(key)
+        if key == deal and plays.count(key) <= times:
+            args[5]({**_game(args[3][0]), "scores": [99, 0, 0, 0]})  # one game, then a hang
+            await trio.sleep(HANG)
+        await real(*args, **kw)
+
+    monkeypatch.setattr(runner, "play_games", play)
+    return plays
+
+
+def test_a_ladder_table_past_its_time_budget_is_stopped_and_played_again_once(
+    tmp_path: Path, scripted: list[tuple[str, Script | Exception]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Gate rule "every step has a time budget": a ladder table hung past
+    ``[ladder] table_seconds`` is stopped as the server's and played again
+    from scratch under its deal; nothing is charged and the fold goes on."""
+    root = tmp_path / "c"
+    _budgeted_competition(root, 60.0)
+    plays = _hang_at(monkeypatch, "L1", 1)
+    log, took = _run_on_mock_clock(root, 3)
+    assert [p for p in plays if p.startswith("L")] == ["L0", "L1", "L1", "L2"]
+    assert 60 <= took < HANG
+    tables = _read(root, store.tables_in, "ladder")
+    assert [(t.number, t.status, t.void_reason, t.attempt) for t in tables] == [
+        (0, "done", None, 1),
+        (1, "done", None, 2),
+        (2, "done", None, 1),
+    ]
+    games = _read(root, store.table_records, tables[1].id)
+    assert [(g["rotation"], g["scores"]) for g in games] == [(r, [0, 0, 0, 0]) for r in range(4)]
+    stopped = [e for e in log if e["event"] == "table_stopped"]
+    assert [(e["number"], e["run"], e["reason"]) for e in stopped] == [
+        (1, 1, "past its time budget of 60 s")
+    ]
+    assert _read(root, store.rated_through) == 3
+    for sid in (1, 2):
+        sub = _read(root, store.submission, sid)
+        assert (sub.ranked_games, sub.faults_in_row, sub.status) == (12, 0, "ranked")
+
+
+def test_a_ladder_table_stopped_twice_is_void_and_skipped_by_the_fold(
+    tmp_path: Path, scripted: list[tuple[str, Script | Exception]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "c"
+    _budgeted_competition(root, 30.0)
+    plays = _hang_at(monkeypatch, "L1", 2)
+    _run_on_mock_clock(root, 3)
+    assert [p for p in plays if p.startswith("L")] == ["L0", "L1", "L1", "L2"]
+    tables = _read(root, store.tables_in, "ladder")
+    assert [(t.number, t.status, t.void_reason) for t in tables] == [
+        (0, "done", None),
+        (1, "void", "the server stopped it twice: past its time budget of 30 s"),
+        (2, "done", None),
+    ]
+    assert _read(root, store.rated_through) == 3
+    assert _read(root, store.fold_at, 2) == _read(root, store.fold_at, 1)  # table 1 skipped
+    for sid in (1, 2):
+        sub = _read(root, store.submission, sid)
+        assert (sub.ranked_games, sub.faults_in_row) == (8, 0)
+    assert "  ladder table 1 (L1): the server stopped it twice: past its time budget of 30 s" in (
+        folder.listing(folder.open_folder(root))
+    )
+
+
+def test_a_ladder_table_budget_is_a_setting_checked_at_init(tmp_path: Path) -> None:
+    with pytest.raises(folder.FolderError, match=r"^\[ladder\] table_seconds must be 0"):
+        folder.CompetitionSettings.from_mapping({"ladder": {"table_seconds": -1.0}}, "t")
+    for bad in (math.inf, math.nan):
+        with pytest.raises(folder.FolderError, match=r"table_seconds: a finite number$"):
+            folder.CompetitionSettings.from_mapping({"ladder": {"table_seconds": bad}}, "t")
+    s = folder.CompetitionSettings.from_mapping({"ladder": {"table_seconds": 0}}, "t")
+    assert s.ladder.table_seconds == 0.0
+
+
+def test_the_runner_sends_table_states_over_the_live_queue(
+    tmp_path: Path, scripted: list[tuple[str, Script | Exception]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27: the games of every table feed the live view's bounded queue
+    (arena.game.feed.LiveFeed, the web process's side of it is test_web's)."""
+    import queue as queue_module
+
+    from arena.game.feed import LiveFeed
+
+    root = tmp_path / "c"
+    _competition(root, 2)
+    real = runner.play_games
+    feeds: list[Any] = []
+
+    async def play(*args: Any, live: Any = None) -> None:
+        feeds.append(live)
+        assert isinstance(live, LiveFeed)
+        for spec in args[3]:
+            live.sink(spec)({"event": "deal", "hand_number": 1, "direction": "left"})
+        live.flush()
+        await real(*args)
+
+    monkeypatch.setattr(runner, "play_games", play)
+    sent: queue_module.Queue[dict[str, Any]] = queue_module.Queue(100)
+    r = start_runner(
+        root,
+        RunnerConfig(sandbox=None, ladder_tables=2, exit_when_idle=True, log=io.StringIO(),
+                     live=sent),
+    )  # fmt: skip
+    try:
+        trio.run(r.run)
+    finally:
+        r.comp.close()
+    states = [sent.get_nowait() for _ in range(sent.qsize())]
+    assert len({id(f) for f in feeds}) == 1 and len(feeds) == 4  # 2 validation, 2 ladder tables
+    assert [(s["deal_key"], s["hand"]) for s in states if s["deal_key"].startswith("L")] == [
+        ("L0", 1), ("L0", 1), ("L0", 1), ("L0", 1), ("L1", 1), ("L1", 1), ("L1", 1), ("L1", 1),
+    ]  # fmt: skip
+    assert {"stderr", "transcripts"}.isdisjoint(states[0])
+
+
+def test_the_start_up_line_says_what_is_weaker_without_root(
+    tmp_path: Path, scripted: list[tuple[str, Script | Exception]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27: started as a user other than root, the runner's start-up
+    line (the log's "start" event) says what is weaker (docs/security.md,
+    "A competition server started without root")."""
+    root = tmp_path / "c"
+    _competition(root, 1)
+    start = next(e for e in _run(root, 0) if e["event"] == "start")
+    assert start["uid"] == os.geteuid()
+    if os.geteuid() == 0:
+        assert all(not w.startswith("not root") for w in start["weaker"])
+    monkeypatch.setattr(runner.os, "geteuid", lambda: 4242)
+    start = next(e for e in _run(root, 0) if e["event"] == "start")
+    assert start["uid"] == 4242
+    assert [w.split(":")[0] for w in start["weaker"][:2]] == ["not root", "not root"]
+    assert "process limit is not applied" in start["weaker"][0]
+    assert "could read the key file" in start["weaker"][1]

@@ -572,3 +572,156 @@ def test_live_pushes_at_most_twice_a_second(server: Server) -> None:
     assert all(g >= PUSH_INTERVAL - 1e-9 for g in gaps)
     # changes were read (and encoded once) more often than they were pushed
     assert feed.versions["standings"] >= 10 > len(pushes)
+
+
+def _table_states(deal: str = "L3") -> list[dict[str, Any]]:
+    """The states the runner's feed sends for one game: a deal, a card, a
+    fault, then its end (arena.game.feed, as the referee's events fold)."""
+    import queue as queue_module
+
+    from arena.game.feed import LiveFeed
+    from arena.protocol.records import GameSpec
+
+    sent: queue_module.Queue[dict[str, Any]] = queue_module.Queue(10)
+    feed = LiveFeed(sent)
+    seats = ("s1", "house:low", "s2", "<b>s3</b>")
+    spec = GameSpec(12, "t3-r0", 0, 3, 0, seats, deal, (1, 2, 3, 4), None, 1, b"")
+    sink = feed.sink(spec)
+    out = []
+    for event in (
+        {"event": "deal", "hand_number": 1, "direction": "left"},
+        {"event": "passed"},
+        {"event": "card", "seat": 0, "card": "2C"},
+        {"event": "fault", "seat": 3, "reason": "timeout"},
+        {"event": "game_end", "scores": [26, 0, 0, 0]},
+    ):
+        sink(event)
+        feed.flush()
+        out.append(sent.get_nowait())
+    return out
+
+
+def _shows_fault(events: list[list[dict[str, Any]]]) -> bool:
+    return bool(events and events[-1] and events[-1][0]["faults"])
+
+
+def test_tables_in_play_reach_every_stream_from_the_live_queue(server: Server) -> None:
+    """Issue 27: table states reach the web process over the live view's
+    bounded queue (arena.game.feed) and every /events stream as one
+    "playing" event, encoded once for all; a state's extra keys (a seat's
+    stderr) never reach a page; a game over leaves the list."""
+    import queue as queue_module
+
+    from arena.server.web import receive_table_states
+
+    states = _table_states()
+    states[2]["stderr"] = SECRET_STDERR  # not a key of a table state: dropped
+    live: queue_module.Queue[Any] = queue_module.Queue(1000)
+    server.config.poll_seconds = 0.05
+    app = make_app(server.config)
+    feed = app.feed  # type: ignore[attr-defined]
+    writes: dict[int, list[bytes]] = {0: [], 1: []}
+
+    def scope() -> dict[str, Any]:
+        return {
+            "type": "http", "method": "GET", "path": "/events", "raw_path": b"/events",
+            "query_string": b"", "headers": [(b"host", b"127.0.0.1")], "scheme": "http",
+            "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 5000), "root_path": "",
+            "http_version": "1.1", "asgi": {"version": "3.0"},
+        }  # fmt: skip
+
+    def playing(i: int) -> list[list[dict[str, Any]]]:
+        found = []
+        for body in writes[i]:
+            for frame in body.decode().split("\n\n"):
+                if frame.startswith("event: playing\n"):
+                    found.append(json.loads(frame.split("\n")[1].removeprefix("data: ")))
+        return found
+
+    async def main() -> None:
+        async def receive() -> dict[str, Any]:
+            await trio.sleep_forever()
+            raise AssertionError
+
+        def sender(i: int) -> Callable[[dict[str, Any]], Awaitable[None]]:
+            async def send(message: dict[str, Any]) -> None:
+                if message["type"] == "http.response.body" and message.get("body"):
+                    writes[i].append(message["body"])
+
+            return send
+
+        async def until(check: Callable[[], bool]) -> None:
+            while not check():  # noqa: ASYNC110  (writes land in plain lists)
+                await trio.sleep(0.01)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(receive_table_states, feed, live)
+            for i in (0, 1):
+                nursery.start_soon(app, scope(), receive, sender(i))
+            with trio.fail_after(30):
+                await until(lambda: all(playing(i) == [[]] for i in (0, 1)))
+                for state in states[:4]:
+                    live.put(state)
+                await until(lambda: all(_shows_fault(playing(i)) for i in (0, 1)))
+                shown = playing(0)[-1]
+                live.put(states[4])
+                await until(lambda: all(playing(i)[-1] == [] for i in (0, 1)))
+            nursery.cancel_scope.cancel()
+        assert len(shown) == 1
+        game = shown[0]
+        assert (game["game_id"], game["deal_key"], game["hand"], game["phase"]) == (
+            "t3-r0", "L3", 1, "play",
+        )  # fmt: skip
+        assert game["seats"] == ["s1", "house:low", "s2", "<b>s3</b>"]  # escaped by textContent
+        assert (game["trick"], game["held"], game["turn"]) == ([[0, "2C"]], [12, 13, 13, 13], 1)
+        assert game["faults"] == [[3, "timeout", 1]] and game["fault_counts"] == [0, 0, 0, 1]
+        assert set(game) == set(states[3]) - {"stderr"}
+
+    trio.run(main)
+    assert playing(0) == playing(1)  # the same events on both streams
+    # One encoding per change for all streams: no more versions than changes.
+    assert feed.versions["playing"] <= 1 + len(states)
+    assert all(SECRET_STDERR.encode() not in w for i in (0, 1) for w in writes[i])
+    assert feed.playing == {}
+
+
+def test_tables_in_play_are_pushed_at_most_twice_a_second(server: Server) -> None:
+    """Table states every 0.05 s of Trio's mock clock reach the streams in
+    pushes at least the live view's PUSH_INTERVAL apart, each an encoding
+    shared by every stream; the last state is the one shown."""
+    from trio.testing import MockClock
+
+    from arena.live.server import PUSH_INTERVAL
+    from arena.server.web import Feed
+
+    feed = Feed(server.database, poll_seconds=0.1)
+    base = _table_states()[2]
+    pushes: list[float] = []
+    frames: list[bytes] = []
+
+    async def main() -> None:
+        async def listen() -> None:
+            while True:
+                await feed.pusher.changed()
+                await feed.refresh()
+                pushes.append(trio.current_time())
+                frames.append(feed.frames["playing"])
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(listen)
+            await trio.lowlevel.checkpoint()
+            for i in range(40):
+                feed.table_state({**base, "scores": [i, 0, 0, 0]})
+                await feed.refresh()
+                await trio.sleep(0.05)
+            for _ in range(10):
+                await feed.refresh()
+                await trio.sleep(0.1)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=MockClock(rate=0, autojump_threshold=0))
+    gaps = [b - a for a, b in itertools.pairwise(pushes)]
+    assert 4 <= len(pushes) <= 6  # 2 s of changes, one push per 0.5 s
+    assert all(g >= PUSH_INTERVAL - 1e-9 for g in gaps)
+    last = json.loads(frames[-1].decode().split("\n")[1].removeprefix("data: "))
+    assert [g["scores"] for g in last] == [[39, 0, 0, 0]]

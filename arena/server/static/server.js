@@ -1,7 +1,7 @@
 /* hearts-arena competition server: keeps the standings page live.
  *
- * Reads the server-sent events of /events ("standings", "finished", JSON) and
- * redraws the table. Every text is set with textContent, never as HTML.
+ * Reads the server-sent events of /events ("standings", "finished",
+ * "playing": the public states of the games in play, JSON) and redraws them. Every text is set with textContent, never as HTML.
  */
 (function () {
   "use strict";
@@ -49,8 +49,31 @@
     });
   }
 
+  var SUITS = { C: "\u2663", D: "\u2666", H: "\u2665", S: "\u2660" };
+
+  function drawPlaying(games) {
+    var list = document.getElementById("playing");
+    if (!list) return;
+    while (list.firstChild) list.removeChild(list.firstChild);
+    games.forEach(function (g) {
+      var li = document.createElement("li");
+      var trick = g.trick.map(function (p) {
+        var card = String(p[1]);
+        return g.seats[p[0]] + " " + card.slice(0, -1) + (SUITS[card.slice(-1)] || card.slice(-1));
+      }).join(", ");
+      var text = g.deal_key + " (" + g.game_id + "): " + g.seats.map(function (name, s) {
+        return name + " " + g.scores[s] + (g.turn === s ? " (to play)" : "");
+      }).join(", ") + " \u00b7 hand " + g.hand + ", " + g.phase + (trick ? " \u00b7 trick: " + trick : "");
+      li.textContent = text;
+      list.appendChild(li);
+    });
+    var none = document.getElementById("none-playing");
+    if (none) none.hidden = games.length > 0;
+  }
+
   if (typeof EventSource === "undefined") return;
   var source = new EventSource("/events");
   source.addEventListener("standings", function (e) { drawStandings(JSON.parse(e.data)); });
   source.addEventListener("finished", function (e) { drawFinished(JSON.parse(e.data)); });
+  source.addEventListener("playing", function (e) { drawPlaying(JSON.parse(e.data)); });
 })();
