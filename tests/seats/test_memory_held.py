@@ -50,5 +50,6 @@ def test_a_bot_filling_its_tmp_past_its_memory_is_told_what_held_it(
         tmpfs.append(shm)
     # What held it was its /tmp: over 40 MiB of tmpfs (of 64) where the group
     # was read before the sandbox ended (the read races the sandbox's end,
-    # which frees its tmpfs; it was read in time in 7 of 8 games and more).
-    assert sum(1 for shm in tmpfs if shm >= 40) >= 4, tmpfs
+    # which frees its tmpfs: read in time in 7 of 8 games on a quiet machine,
+    # 3 of 8 with the cores loaded), so at least one game shows it.
+    assert any(shm >= 40 for shm in tmpfs), tmpfs
