@@ -200,6 +200,11 @@ class UidLease:
         #: and message queues of the uid are then removed on release.
         self.purge = purge
 
+    @property
+    def held(self) -> bool:
+        """Whether the lease is still held (not yet released)."""
+        return self._fd is not None
+
     def release(self) -> None:
         """Remove what the uid left when :attr:`purge` is set, mark the uid
         clean and unlock it (idempotent). Call after its processes are dead."""

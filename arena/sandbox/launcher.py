@@ -15,10 +15,11 @@ import shutil
 import stat
 import sys
 import tempfile
+import threading
 import weakref
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from arena.sandbox import cgroups, isolation, seal
 from arena.sandbox.cores import CoreGate
@@ -127,32 +128,96 @@ class LaunchOptions:
         return f"{line}; {gate.cores} bots think at once (--cores), {pondering}"
 
 
-@dataclass
+@dataclass(eq=False)
 class _Copy:
-    """An entrant's private copy of its folder."""
+    """An entrant's private copy of its folder; ``live``: processes started
+    from it whose specs are not released yet; ``retired``: released by
+    :meth:`Launcher.release` while some were, removed with the last."""
 
     source: Path
     folder: Path
     group: UidLease | None
+    live: int = 0
+    retired: bool = False
+
+
+#: What :meth:`Launcher.release` did.
+Released = Literal["released", "deferred", "none"]
 
 
 @dataclass
 class _Resources:
     """What a launcher holds until it is closed: the folder of the entrants'
-    copies and their groups."""
+    copies and their groups (the copies in hand by entrant name, and the
+    released ones whose processes are still closing). Its lock guards both:
+    specs are released from worker threads (:func:`arena.sandbox.spawn.release_specs`)."""
 
     root: Path | None = None
     copies: dict[str, _Copy] = field(default_factory=dict)
+    retiring: list[_Copy] = field(default_factory=list)
+    made: int = 0  # copies made so far: the next copy's folder name
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def release(self, name: str) -> Released:
+        with self.lock:
+            copy = self.copies.pop(name, None)
+            if copy is None:
+                return "none"
+            if copy.live > 0:
+                copy.retired = True
+                self.retiring.append(copy)
+                return "deferred"
+        _discard(copy)
+        return "released"
+
+    def spec_done(self, copy: _Copy) -> None:
+        """One process started from ``copy`` has had its spec released."""
+        with self.lock:
+            copy.live -= 1
+            drop = copy.retired and copy.live <= 0 and copy in self.retiring
+            if drop:
+                self.retiring.remove(copy)
+        if drop:
+            _discard(copy)
 
     def close(self) -> None:
-        if self.root is not None:
-            shutil.rmtree(self.root, ignore_errors=True)
-            IN_USE.discard(self.root)
-            self.root = None
-        for copy in self.copies.values():
+        with self.lock:
+            held = [*self.copies.values(), *self.retiring]
+            self.copies.clear()
+            self.retiring.clear()
+            root, self.root = self.root, None
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
+            IN_USE.discard(root)
+        for copy in held:
             if copy.group is not None:
                 copy.group.release()
-        self.copies.clear()
+
+
+def _discard(copy: _Copy) -> None:
+    """Remove one copy's folder, then give back its group (its files gone,
+    a later entrant given the gid cannot read them)."""
+    shutil.rmtree(copy.folder, ignore_errors=True)
+    if copy.group is not None:
+        copy.group.release()
+
+
+class _SpecHold:
+    """A spec's hold on its entrant's copy, let go once (the spec's
+    ``on_release``; a spec released twice lets go once)."""
+
+    __slots__ = ("_copy", "_resources")
+
+    def __init__(self, resources: _Resources, copy: _Copy) -> None:
+        self._resources: _Resources | None = resources
+        self._copy = copy
+        with resources.lock:
+            copy.live += 1
+
+    def __call__(self) -> None:
+        resources, self._resources = self._resources, None
+        if resources is not None:
+            resources.spec_done(self._copy)
 
 
 class Launcher:
@@ -161,7 +226,9 @@ class Launcher:
     temporary folder, and the seal (with a private copy of its folder).
 
     The copies are removed by :meth:`close` (or when the launcher is
-    garbage-collected, or at exit).
+    garbage-collected, or at exit), one entrant's by :meth:`release` (a
+    long-lived launcher, such as the competition server's runner, whose
+    entrants come and go).
 
     Raises:
         IsolationError: separate users asked for without root, or the seal
@@ -180,6 +247,39 @@ class Launcher:
     def close(self) -> None:
         """Remove the entrants' copies and give back their groups (idempotent)."""
         self._finalizer()
+
+    def release(self, name: str) -> Released:
+        """Remove the entrant ``name``'s private copy of its folder and give
+        back its group (the gid that alone may read the copy), when it no
+        longer plays; idempotent.
+
+        An entrant may still have processes closing (specs made by
+        :meth:`spec` whose :meth:`~arena.sandbox.spawn.LaunchSpec.release`
+        has not run yet): its copy is then removed, and its group given
+        back, when the last of them is released, never under a running bot.
+        Either way the name is free at once: a later :meth:`check` or
+        :meth:`spec` of the same entrant makes a fresh copy, in a folder of
+        its own (the submission may come back, as a suspended participant's
+        does).
+
+        Returns:
+            ``"released"`` (copy removed now), ``"deferred"`` (removed with
+            its last process), or ``"none"`` (no copy held: never checked,
+            already released, or bots run in place, unsealed and without
+            separate users).
+
+        Blocking (the copy's files are removed): call it from a thread in
+        a Trio program. Never raises for an unknown name.
+        """
+        return self._resources.release(name)
+
+    def copies(self) -> dict[str, Path]:
+        """The private copies in hand: entrant name to the copy's folder (the
+        arena's path, not the one a sealed bot sees). Copies released while
+        processes were still closing (:meth:`release`) are not listed."""
+        res = self._resources
+        with res.lock:
+            return {name: copy.folder for name, copy in res.copies.items()}
 
     @property
     def sealed(self) -> bool:
@@ -258,7 +358,9 @@ class Launcher:
             return []
         found: list[Path] = [*seal.readable_paths(), seal.kit_source()]
         found += self._read_only()
-        found += [copy.folder for copy in self._resources.copies.values()]
+        res = self._resources
+        with res.lock:
+            found += [copy.folder for copy in (*res.copies.values(), *res.retiring)]
         out: list[Path] = []
         for path in found:
             if not path.exists():
@@ -318,21 +420,25 @@ class Launcher:
         if not self.sealed and not self.options.uses_separate_users:
             return None
         res = self._resources
-        found = res.copies.get(entrant.name)
-        if found is not None:
-            return found
-        if res.root is None:
-            res.root = Path(
-                tempfile.mkdtemp(
-                    prefix=f"{TMPDIR_PREFIX}{copies_tag(self.options.run_id)}-entrants-"
+        with res.lock:
+            found = res.copies.get(entrant.name)
+            if found is not None:
+                return found
+            if res.root is None:
+                res.root = Path(
+                    tempfile.mkdtemp(
+                        prefix=f"{TMPDIR_PREFIX}{copies_tag(self.options.run_id)}-entrants-"
+                    )
                 )
-            )
-            IN_USE.add(res.root)
-            # Bot users may pass through (not list) it, into their own group's copy only.
-            res.root.chmod(0o711 if self.options.uses_separate_users else 0o700)
+                IN_USE.add(res.root)
+                # Bot users may pass through (not list) it, into their own group's copy only.
+                res.root.chmod(0o711 if self.options.uses_separate_users else 0o700)
+            root = res.root
+            # A name of its own, never reused: a released copy may still be closing.
+            dest = root / str(res.made)
+            res.made += 1
         _check_size(entrant)
         group = isolation.lease_gid() if self.options.uses_separate_users else None
-        dest = res.root / str(len(res.copies))
         try:
             shutil.copytree(
                 entrant.cwd, dest, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
@@ -347,16 +453,22 @@ class Launcher:
                 group.release()
             raise
         copy = _Copy(entrant.cwd, dest, group)
-        res.copies[entrant.name] = copy
-        return copy
+        with res.lock:
+            raced = res.copies.setdefault(entrant.name, copy)
+        if raced is not copy:  # another thread made it meanwhile: keep one
+            _discard(copy)
+        return raced
 
     def spec(self, entrant: Entrant) -> LaunchSpec:
         """A launch spec for a new process of ``entrant``. Its control group,
         temporary folder and uid lease are released by
-        :meth:`LaunchSpec.release` (a seat's close does it)."""
+        :meth:`LaunchSpec.release` (a seat's close does it), which also lets
+        go of the entrant's copy (see :meth:`release`)."""
         opts = self.options
         sealed = self.sealed
         copy = self._copy_of(entrant)
+        # Held until the spec is released: release() never removes it under a bot.
+        hold = _SpecHold(self._resources, copy) if copy is not None else None
         argv: tuple[str, ...] = entrant.argv
         cwd = entrant.cwd
         inside = cwd  # the folder the bot starts in, as the bot sees it
@@ -441,8 +553,11 @@ class Launcher:
                 sealed=sealed,
                 cgroup=cgroup,
                 gate=opts.gate,
+                on_release=hold,
             )
         except BaseException:
+            if hold is not None:
+                hold()
             if cgroup is not None:
                 cgroup.kill(timeout=0)
                 cgroup.remove()

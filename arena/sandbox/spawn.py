@@ -31,7 +31,7 @@ import signal
 import subprocess
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -86,6 +86,9 @@ class LaunchSpec:
         cgroup: the bot's control group (joined before ``exec`` and before
             the uid is dropped; killed and removed on close), or ``None``.
         gate: the core token its requests wait for (:mod:`arena.sandbox.cores`), or ``None``.
+        on_release: called once what the spec reserved is given back (the
+            launcher's hold on the entrant's private copy of its folder:
+            :meth:`arena.sandbox.launcher.Launcher.release`), or ``None``.
     """
 
     argv: tuple[str, ...]
@@ -103,6 +106,7 @@ class LaunchSpec:
     sealed: bool = False
     cgroup: BotGroup | None = None
     gate: CoreGate | None = None
+    on_release: Callable[[], None] | None = field(default=None, compare=False, repr=False)
 
     def release(self) -> None:
         """Give back what the spec reserved: its control group (everything
@@ -115,15 +119,21 @@ def release_specs(specs: Sequence[LaunchSpec]) -> None:
     each): control groups first (everything in them killed), then the uid
     leases together (:func:`~arena.sandbox.isolation.release_leases`: one
     search of the world-writable folders for all their uids instead of one
-    per uid), then the folders. Blocking (run it in a thread)."""
-    for spec in specs:
-        if spec.cgroup is not None:
-            spec.cgroup.kill()
-            spec.cgroup.remove()
-    release_leases(spec.lease for spec in specs if spec.lease is not None)
-    for spec in specs:
-        if spec.tmpdir is not None:
-            shutil.rmtree(spec.tmpdir, ignore_errors=True)
+    per uid), then the folders, then each spec's :attr:`~LaunchSpec.on_release`
+    (even when a step before raised). Blocking (run it in a thread)."""
+    try:
+        for spec in specs:
+            if spec.cgroup is not None:
+                spec.cgroup.kill()
+                spec.cgroup.remove()
+        release_leases(spec.lease for spec in specs if spec.lease is not None)
+        for spec in specs:
+            if spec.tmpdir is not None:
+                shutil.rmtree(spec.tmpdir, ignore_errors=True)
+    finally:
+        for spec in specs:
+            if spec.on_release is not None:
+                spec.on_release()
 
 
 class ConfinedProcess:

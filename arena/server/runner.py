@@ -10,6 +10,9 @@ Structure (:class:`Runner`):
 * a **gate** task that checks queued submissions one at a time (``check``
   sealed, in a process of its own: :mod:`arena.server.gate`), each within its
   time budget, run once more if the failure was the server's;
+* the scheduler's first step each round gives back the launcher's private
+  copy (and group) of every submission that no longer plays, once no chosen
+  or playing table seats it (:meth:`Runner._release_retired`);
 * one task per table, playing its four games through :func:`play_games`
   (the one seam to the tournament layer's runner); each record goes to a
   memory channel;
@@ -412,10 +415,58 @@ class Runner:
 
     async def _schedule(self, nursery: trio.Nursery) -> None:
         while True:
+            await self._release_retired()
             started = await self._start_tables(nursery)
             if not started and self.config.exit_when_idle and await self._idle():
                 return
             await self._sleep()
+
+    # -- letting go of retired submissions ---------------------------------------
+
+    @staticmethod
+    def _retired(conn: Connection, held: Sequence[str]) -> list[str]:
+        """Of the submission labels ``held`` (the launcher's copies), those that
+        no longer play: the submission is neither waiting for its validation
+        nor ranked with an active participant (superseded, failed, retired
+        after its faults or with its revoked participant, or its participant
+        suspended), and no chosen or playing table seats it (a table chosen
+        with it plays as chosen)."""
+        seated: set[str] = set()
+        for numbering in ("validation", "ladder"):
+            for t in store.tables_in(conn, numbering, ["chosen", "playing"]):
+                seated.update(t.seating)
+        out = []
+        for name in held:
+            sid = store.submission_of(name)
+            if sid is None or name in seated:
+                continue
+            sub = store.submission(conn, sid)
+            if sub is not None and sub.status == "validation":
+                continue
+            if sub is not None and sub.status == "ranked":
+                p = store.participant_by_id(conn, sub.participant_id)
+                if p is not None and p.status == "active":
+                    continue
+            out.append(name)
+        return out
+
+    async def _release_retired(self) -> None:
+        """Give back the launcher's copy of every submission that no longer
+        plays (:meth:`_retired`; :meth:`arena.sandbox.launcher.Launcher.release`):
+        the scheduler's first step, so a copy goes before the next table is
+        chosen. A submission that plays again (a suspended participant made
+        active) gets a fresh copy from the check before its next table.
+        Logs ``released`` with the submission and what the launcher did."""
+        held = [n for n in self.launcher.copies() if store.submission_of(n) is not None]
+        if not held:
+            return
+        names = await self.database.read_async(self._retired, held)
+        if not names:
+            return
+        async with self._launcher_lock:
+            for name in names:
+                how = await trio.to_thread.run_sync(self.launcher.release, name)
+                self.log("released", submission=store.submission_of(name), copy=how)
 
     async def _idle(self) -> bool:
         if self._playing:

@@ -128,3 +128,112 @@ def test_the_arena_python_reaches_a_bot_without_dot_dot(
                 shutil.rmtree(spec.tmpdir, ignore_errors=True)
     finally:
         launcher.close()
+
+
+def _copying_options(sandbox: bool | None) -> LaunchOptions:
+    """Options under which the launcher makes private copies: sealed, or as root
+    (separate users); the test is skipped where neither holds."""
+    options = LaunchOptions(sandbox=sandbox)
+    if not options.uses_separate_users and not Launcher(options).sealed:
+        pytest.skip("no private copies here: bots neither sealed nor run as separate users")
+    return options
+
+
+def _bot_folder(tmp_path: Path, name: str) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    shutil.copy(BOTS / "first_legal.py", folder / "bot.py")
+    (folder / "notes.txt").write_text("the entrant's own file\n")
+    return folder
+
+
+@pytest.mark.parametrize("sandbox", [False, None], ids=["unsealed", "sealed-where-possible"])
+def test_release_removes_one_entrants_copy_and_group_and_a_later_check_copies_afresh(
+    tmp_path: Path, sandbox: bool | None
+) -> None:
+    """Issue 27: a long-lived launcher (the server's runner) lets go of one
+    entrant when it retires: its copy's folder is removed and its group given
+    back, the other entrant's copy stays, a second release does nothing, and a
+    later check of the same entrant makes a fresh copy of its folder."""
+    launcher = Launcher(_copying_options(sandbox))
+    try:
+        gone = path_entrant(_bot_folder(tmp_path, "a") / "bot.py", name="gone", given="bot.py")
+        stays = path_entrant(_bot_folder(tmp_path, "b") / "bot.py", name="stays", given="bot.py")
+        launcher.check([gone, stays])
+        held = launcher.copies()
+        assert sorted(held) == ["gone", "stays"]
+        old = held["gone"]
+        assert (old / "notes.txt").read_text() == "the entrant's own file\n"
+        group = launcher._resources.copies["gone"].group
+        assert (group is not None) == launcher.options.uses_separate_users
+        assert launcher.release("gone") == "released"
+        assert not old.exists()
+        assert group is None or not group.held
+        assert list(launcher.copies()) == ["stays"] and held["stays"].is_dir()
+        assert old not in launcher.readable_roots()
+        assert launcher.release("gone") == "none"  # idempotent
+        assert launcher.release("never-checked") == "none"
+        launcher.check([gone])
+        fresh = launcher.copies()["gone"]
+        assert fresh != old and (fresh / "bot.py").is_file()
+        assert sorted(p.name for p in fresh.iterdir()) == ["bot.py", "notes.txt"]
+    finally:
+        launcher.close()
+    assert not held["stays"].exists() and not fresh.exists()
+
+
+def test_release_while_a_process_is_closing_waits_for_its_spec(tmp_path: Path) -> None:
+    """An entrant released while a process of it has not been released yet
+    keeps its copy (the bot still reads it) until that process's spec is
+    released; meanwhile a check of the same entrant gets a new copy, and a
+    spec released twice lets go once."""
+    launcher = Launcher(_copying_options(None))
+    try:
+        entrant = path_entrant(_bot_folder(tmp_path, "a") / "bot.py", name="mine", given="bot.py")
+        first = launcher.spec(entrant)
+        second = launcher.spec(entrant)
+        old = launcher.copies()["mine"]
+        group = launcher._resources.copies["mine"].group
+        assert launcher.release("mine") == "deferred"
+        assert old.is_dir() and launcher.copies() == {}
+        assert old in launcher.readable_roots() or not launcher.sealed
+        launcher.check([entrant])
+        fresh = launcher.copies()["mine"]
+        assert fresh != old and fresh.is_dir()
+        first.release()
+        first.release()  # a second release of one spec does not count twice
+        assert old.is_dir() and (group is None or group.held)
+        second.release()
+        assert not old.exists() and (group is None or not group.held)
+        assert fresh.is_dir()
+    finally:
+        launcher.close()
+    assert not fresh.exists()
+
+
+def test_after_a_real_game_every_seat_has_let_go_of_its_copy(tmp_path: Path) -> None:
+    """Four real bots play one game (their seats closed by the runner, their
+    specs released in a worker thread): each entrant's copy is then free to
+    release at once, not deferred, and its folder is removed."""
+    import trio
+
+    from arena.tournament.runner import TournamentRunner, TournamentSettings, schedule
+
+    launcher = Launcher(_copying_options(None))
+    names = ["a", "b", "c", "d"]
+    entrants = [
+        path_entrant(_bot_folder(tmp_path, n) / "bot.py", name=n, given="bot.py") for n in names
+    ]
+    settings = TournamentSettings(seed=27, rounds=1, hands=1, target_score=None)
+    records: list[object] = []
+    try:
+        launcher.check(entrants)
+        held = launcher.copies()
+        runner = TournamentRunner(entrants, settings, launcher, records.append)
+        trio.run(runner.run, schedule(names, settings)[:1])
+        assert len(records) == 1
+        assert [launcher.release(n) for n in names] == ["released"] * 4
+        assert launcher.copies() == {} and not any(p.exists() for p in held.values())
+        assert launcher._resources.retiring == []
+    finally:
+        launcher.close()

@@ -449,3 +449,120 @@ def test_the_start_up_line_says_what_is_weaker_without_root(
     assert [w.split(":")[0] for w in start["weaker"][:2]] == ["not root", "not root"]
     assert "process limit is not applied" in start["weaker"][0]
     assert "could read the key file" in start["weaker"][1]
+
+
+def test_the_launcher_lets_go_of_each_submission_that_retires(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27: the runner's one launcher copies a submission's folder when it
+    first plays and releases the copy when the submission retires, once no
+    chosen or playing table seats it: s3 after failing its validation, s1
+    when s4 (the same participant's) is ranked, s5 when its participant is
+    revoked during ladder table 0 (which still plays it, as chosen), s2 after
+    crashing in that table's 4 games (fault budget 4). The launcher's real
+    ``check`` makes the copies; the games are scripted."""
+    root = tmp_path / "c"
+    settings = folder.CompetitionSettings.from_mapping(
+        {"game": {"hands": 1}, "ladder": {"lag": 1, "fault_budget": 4}}, "t"
+    )
+    folder.init_folder(root, settings)
+    comp = folder.open_folder(root)
+    with comp.database.write() as conn:
+        people = [store.add_participant(conn, f"p{i}", 0.0) for i in range(4)]
+        for i, p in enumerate([people[0], people[1], people[2], people[0], people[3]]):
+            s, _ = store.add_submission(conn, p.id, f"{i + 1:x}" * 64, "py", 1, 1.0)
+            d = folder.submission_dir(comp.paths, s.sha256)
+            d.mkdir()
+            (d / "bot.py").write_text(f"print('submission {s.id}')\n")
+            store.record_step(conn, s.id, "check", True, 2.0)
+    comp.close()
+
+    held: list[tuple[str, list[str]]] = []  # deal key, submissions' copies at its start
+    folders: dict[str, Path] = {}
+
+    async def play(
+        entrants: Any,
+        settings: Any,
+        launcher: Any,
+        games: Any,
+        locks: Any,
+        on_record: Any,
+        live: Any = None,
+    ) -> None:
+        deal = games[0].deal_key
+        copies = launcher.copies()
+        for name, path in folders.items():  # a copy released earlier is gone
+            if copies.get(name) != path:
+                assert not path.exists(), (deal, name)
+        folders.update(copies)
+        mine = sorted(n for n in copies if n.startswith("s"))
+        held.append((deal, mine))
+        assert {e.name for e in entrants} <= set(copies)
+        if deal == "L0":
+            other = folder.open_folder(root)
+            try:
+                with other.database.write() as conn:
+                    store.set_participant_status(conn, "p3", "revoked", 3.0)
+            finally:
+                other.close()
+        crashed = {"V3": ["s3"], "L0": ["s2"]}.get(deal, [])
+        for spec in games:
+            on_record(_game(spec, crashed=crashed))
+            await trio.lowlevel.checkpoint()
+
+    monkeypatch.setattr(runner, "play_games", play)
+    log = io.StringIO()
+    r = start_runner(
+        root, RunnerConfig(sandbox=None, ladder_tables=2, exit_when_idle=True, log=log)
+    )
+    try:
+        if not r.options.uses_separate_users and not r.launcher.sealed:
+            pytest.skip("no private copies here: bots neither sealed nor run as separate users")
+        trio.run(r.run)
+    finally:
+        r.comp.close()
+    assert held == [
+        ("V1", ["s1"]),
+        ("V2", ["s1", "s2"]),
+        ("V3", ["s1", "s2", "s3"]),
+        ("V4", ["s1", "s2", "s4"]),  # s3 failed its validation
+        ("V5", ["s2", "s4", "s5"]),  # s1 superseded by s4
+        ("L0", ["s2", "s4", "s5"]),
+        ("L1", ["s4"]),  # s5 revoked, s2 retired after its faults
+    ]
+    events = [json.loads(x) for x in log.getvalue().splitlines()]
+    released = [(e["submission"], e["copy"]) for e in events if e["event"] == "released"]
+    assert sorted(released) == [(1, "released"), (2, "released"), (3, "released"), (5, "released")]
+    statuses = [_read(root, store.submission, sid).status for sid in range(1, 6)]
+    assert statuses == ["superseded", "retired", "failed", "ranked", "retired"]
+    assert not any(p.exists() for p in folders.values())  # the runner's close removed s4's
+
+
+def test_a_retired_submission_keeps_its_copy_while_a_chosen_table_seats_it(
+    tmp_path: Path,
+) -> None:
+    """A ladder table chosen (not yet playing) with a submission that has since
+    been superseded plays as chosen: its copy is kept until that table is
+    done; a suspended participant's ranked submission lets go of its copy,
+    one waiting for its validation keeps it."""
+    root = tmp_path / "c"
+    _competition(root, 3)
+    comp = folder.open_folder(root)
+    try:
+        with comp.database.write() as conn:
+            for sid in (1, 2):
+                store.record_step(conn, sid, "validation", True, 3.0)
+            table = store.add_table(
+                conn, "ladder", 0, "L0", ["house:low", "house:random", "s1", "s2"], [], 4.0
+            )
+            store.retire_submission(conn, 1, "replaced")
+            store.set_participant_status(conn, "p1", "suspended", 5.0)
+        held = ["s1", "s2", "s3", "house:low"]
+        with comp.database.read() as conn:
+            assert runner.Runner._retired(conn, held) == []  # both seated at table 0
+        with comp.database.write() as conn:
+            store.set_table_status(conn, table.id, "done", 6.0)
+        with comp.database.read() as conn:
+            assert runner.Runner._retired(conn, held) == ["s1", "s2"]  # s3 awaits validation
+    finally:
+        comp.close()
