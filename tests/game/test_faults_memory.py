@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from game_specs import one_game
 
 from arena.core.keys import MasterKey
 from arena.game.referee import (
@@ -41,20 +42,7 @@ KEY = MasterKey.from_seed("faults-in-memory")
 
 
 def spec(hands: int = 1) -> GameSpec:
-    names = ("north", "east", "south", "west")
-    return GameSpec(
-        game_index=0,
-        game_id="memory-1",
-        round=1,
-        table=0,
-        rotation=0,
-        seats=names,
-        deal_key="memory:1",
-        bot_seeds=KEY.bot_seeds("memory-1"),
-        target_score=None,
-        hands=hands,
-        table_key=KEY.table_key("memory:1"),
-    )
+    return one_game(KEY, "memory", hands)
 
 
 @dataclass

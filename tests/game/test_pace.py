@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from game_specs import one_game
 
 from arena.core.keys import MasterKey
 from arena.game.referee import (
@@ -36,20 +37,7 @@ SENDER, RECEIVER = 0, 2  # partners sit opposite
 
 
 def spec(hands: int = 1) -> GameSpec:
-    names = ("north", "east", "south", "west")
-    return GameSpec(
-        game_index=0,
-        game_id="pace-1",
-        round=1,
-        table=0,
-        rotation=0,
-        seats=names,
-        deal_key="pace:1",
-        bot_seeds=KEY.bot_seeds("pace-1"),
-        target_score=None,
-        hands=hands,
-        table_key=KEY.table_key("pace:1"),
-    )
+    return one_game(KEY, "pace", hands)
 
 
 def instant(log: list[tuple[float, str]] | None = None) -> MemoryBot:

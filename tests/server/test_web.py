@@ -97,6 +97,16 @@ def a_zip() -> bytes:
     return buffer.getvalue()
 
 
+def assert_paced(pushes: list[float]) -> None:
+    """Two seconds of changes reached a stream at most twice a second: four to
+    six pushes (mock-clock times, seconds), never closer than PUSH_INTERVAL."""
+    from arena.live.server import PUSH_INTERVAL
+
+    gaps = [b - a for a, b in itertools.pairwise(pushes)]
+    assert 4 <= len(pushes) <= 6  # 2 s of changes, one push per 0.5 s
+    assert all(g >= PUSH_INTERVAL - 1e-9 for g in gaps)
+
+
 def test_submit_py_and_zip_then_status(server: Server) -> None:
     token = server.add("ann")
 
@@ -537,7 +547,6 @@ def test_live_pushes_at_most_twice_a_second(server: Server) -> None:
     the last change included."""
     from trio.testing import MockClock
 
-    from arena.live.server import PUSH_INTERVAL
     from arena.server.web import Feed
 
     server.add("ann")
@@ -567,9 +576,7 @@ def test_live_pushes_at_most_twice_a_second(server: Server) -> None:
             nursery.cancel_scope.cancel()
 
     trio.run(main, clock=MockClock(rate=0, autojump_threshold=0))
-    gaps = [b - a for a, b in itertools.pairwise(pushes)]
-    assert 4 <= len(pushes) <= 6  # 2 s of changes, one push per 0.5 s
-    assert all(g >= PUSH_INTERVAL - 1e-9 for g in gaps)
+    assert_paced(pushes)
     # changes were read (and encoded once) more often than they were pushed
     assert feed.versions["standings"] >= 10 > len(pushes)
 
@@ -691,7 +698,6 @@ def test_tables_in_play_are_pushed_at_most_twice_a_second(server: Server) -> Non
     shared by every stream; the last state is the one shown."""
     from trio.testing import MockClock
 
-    from arena.live.server import PUSH_INTERVAL
     from arena.server.web import Feed
 
     feed = Feed(server.database, poll_seconds=0.1)
@@ -720,8 +726,6 @@ def test_tables_in_play_are_pushed_at_most_twice_a_second(server: Server) -> Non
             nursery.cancel_scope.cancel()
 
     trio.run(main, clock=MockClock(rate=0, autojump_threshold=0))
-    gaps = [b - a for a, b in itertools.pairwise(pushes)]
-    assert 4 <= len(pushes) <= 6  # 2 s of changes, one push per 0.5 s
-    assert all(g >= PUSH_INTERVAL - 1e-9 for g in gaps)
+    assert_paced(pushes)
     last = json.loads(frames[-1].decode().split("\n")[1].removeprefix("data: "))
     assert [g["scores"] for g in last] == [[39, 0, 0, 0]]
