@@ -203,6 +203,21 @@ ratings = Table(
 )
 
 
+# -- issue 28 (web: sessions, invites, display names) tables go below this line --
+
+
+# -- issue 28 (web: organiser actions, visibility) tables go below this line --
+
+
+# -- issue 29 (Dask workers, lost work) tables go below this line --
+
+
+# -- issue 30 (deadline, final, gauntlet, challenges) tables go below this line --
+
+
+# -- issue 30 (close, export, downloads) tables go below this line --
+
+
 def _on_connect(dbapi_connection: sqlite3.Connection, record: Any) -> None:
     # The dialect's recipe: stop the driver from emitting BEGIN itself.
     dbapi_connection.isolation_level = None
