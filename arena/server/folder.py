@@ -39,6 +39,7 @@ from arena.sandbox.entrants import SAMPLE_BOTS
 from arena.sandbox.isolation import Limits
 from arena.server import db, store
 from arena.server.migrate import MigrationResult, migrate
+from arena.server.sessions import MIB, SiteSettings, display_name_from
 
 SETTINGS_NAME: Final = "competition.toml"
 KEY_NAME: Final = "key"
@@ -125,14 +126,37 @@ class GateSettings:
 
 
 @dataclass(frozen=True)
+class WebSection:
+    """The web process's sign-in side (issue 28): ``quota_mib`` (a
+    participant's stored submissions at most, MiB), ``sign_in_per_minute``
+    (link exchanges and token sign-ins per client address), ``session_days``
+    (a session's life) and ``invite_days`` (an invite's)."""
+
+    quota_mib: int = 200
+    sign_in_per_minute: int = 10
+    session_days: float = 7.0
+    invite_days: float = 7.0
+
+    def site(self) -> SiteSettings:
+        """As the web process's :class:`~arena.server.sessions.SiteSettings`."""
+        return SiteSettings(
+            sign_in_per_minute=self.sign_in_per_minute,
+            session_seconds=self.session_days * 86400,
+            invite_seconds=self.invite_days * 86400,
+            quota_bytes=self.quota_mib * MIB,
+        )
+
+
+@dataclass(frozen=True)
 class CompetitionSettings:
     """Everything ``competition.toml`` holds (its sections: ``[game]``,
-    ``[limits]``, ``[ladder]``, ``[gate]``)."""
+    ``[limits]``, ``[ladder]``, ``[gate]``, ``[web]``)."""
 
     game: GameSettings = field(default_factory=GameSettings)
     limits: LimitSettings = field(default_factory=LimitSettings)
     ladder: LadderSettings = field(default_factory=LadderSettings)
     gate: GateSettings = field(default_factory=GateSettings)
+    web: WebSection = field(default_factory=WebSection)
 
     def __post_init__(self) -> None:
         g = self.game
@@ -169,6 +193,9 @@ class CompetitionSettings:
             for key, value in asdict(section).items():
                 if value < 0:
                     raise FolderError(f"{key} must be 0 or more, got {value}")
+        for key, value in asdict(self.web).items():
+            if not 0 < value < math.inf:
+                raise FolderError(f"[web] {key} must be above 0, got {value}")
 
     @property
     def house_labels(self) -> tuple[str, ...]:
@@ -185,7 +212,7 @@ class CompetitionSettings:
     def to_toml(self) -> str:
         """The settings as ``competition.toml`` text (every key written)."""
         lines = ["# hearts-arena competition settings (README, 'Running a competition server')."]
-        for name in ("game", "limits", "ladder", "gate"):
+        for name in ("game", "limits", "ladder", "gate", "web"):
             lines.append(f"\n[{name}]")
             for key, value in asdict(getattr(self, name)).items():
                 if value is not None:
@@ -205,6 +232,7 @@ class CompetitionSettings:
             "limits": LimitSettings,
             "ladder": LadderSettings,
             "gate": GateSettings,
+            "web": WebSection,
         }
         parts: dict[str, Any] = {}
         for section, value in data.items():
@@ -523,7 +551,7 @@ def add_participant(comp: Competition, name: str, now: float | None = None) -> t
     stamp = time.time() if now is None else now
     try:
         with comp.database.write() as conn:
-            p = store.add_participant(conn, name, stamp)
+            p = store.add_participant(conn, name, stamp, display_name_from(name))
             store.add_token(conn, p.id, store.token_hash(token), stamp)
     except store.StoreError as exc:
         raise FolderError(str(exc)) from None
