@@ -278,3 +278,23 @@ def test_organiser_link_from_the_command_line(
                 database.run_write(sessions.exchange_link, secret, 2.0)
     finally:
         database.close()
+
+
+def test_the_docs_tls_and_proxy_commands_parse_as_written() -> None:
+    """docs/server-web.md, "TLS or a proxy": both commands are serve's own."""
+    import shlex
+
+    from arena.cli.main import build_parser
+
+    text = (Path(__file__).parents[2] / "docs" / "server-web.md").read_text()
+    block = text.split("## TLS or a proxy\n")[1].split("```sh\n")[1].split("```")[0]
+    commands = [shlex.split(c) for c in block.replace("\\\n", " ").splitlines() if c.strip()]
+    assert len(commands) == 2
+    tls, proxy = (build_parser().parse_args(c[2:]) for c in commands)  # after "sudo hearts-arena"
+    assert (tls.certfile, tls.keyfile) == (
+        Path("/etc/ssl/arena/fullchain.pem"),
+        Path("/etc/ssl/arena/privkey.pem"),
+    )
+    assert tls.listen == "0.0.0.0:443" and tls.public_name == "arena.example.org"
+    assert proxy.behind_proxy == "127.0.0.1" and proxy.listen == "127.0.0.1:8000"
+    Hosting(behind_proxy=proxy.behind_proxy).check("0.0.0.0")  # a proxy lifts the refusal
