@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 import trio
+import trio.testing
 
 from arena.server import db, sessions, store
 from arena.server.migrate import migrate
@@ -606,3 +607,42 @@ def test_add_gives_a_display_name_unique_ignoring_case(tmp_path: Path) -> None:
             assert store.participant_by_name(conn, "ann") is None
     finally:
         comp.close()
+
+
+def test_a_trickled_body_is_cut_off(site: Site) -> None:
+    """A body sent a chunk every 90 s (each read within Hypercorn's read
+    timeout) is refused with 408 once BODY_SECONDS have passed since its
+    first read (Trio's MockClock: no wall time), before it is complete."""
+    from arena.server.web import BODY_SECONDS
+
+    app = make_app(site.config)
+    sent: list[dict[str, Any]] = []
+    chunks = 0
+
+    async def receive() -> dict[str, Any]:
+        nonlocal chunks
+        await trio.sleep(90)
+        chunks += 1
+        return {"type": "http.request", "body": b"t", "more_body": True}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http", "method": "POST", "path": "/signin", "raw_path": b"/signin",
+        "query_string": b"", "scheme": "http", "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 5000), "root_path": "", "http_version": "1.1",
+        "asgi": {"version": "3.0"},
+        "headers": [
+            (b"host", b"127.0.0.1"), (b"origin", b"http://127.0.0.1"),
+            (b"content-type", b"application/x-www-form-urlencoded"),
+        ],
+    }  # fmt: skip
+
+    async def main() -> None:
+        await app(scope, receive, send)
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 408
+    assert chunks == int(BODY_SECONDS // 90) == 3  # at 90, 180 and 270 s; then cut off
+    assert b"took over 300 s" in b"".join(m.get("body", b"") for m in sent[1:])
