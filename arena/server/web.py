@@ -32,6 +32,14 @@ table once its four games are done, with the report's replay player
 (``?rotation=R``); ``/environment`` what bots can use here. No page shows a
 seat's stderr, a transcript or a check's output; every name goes through
 :func:`arena.protocol.codec.clean_text` into autoescaped templates.
+
+Sign-in (issue 28: one-time links, sessions, the participant's and the
+organiser's pages, the upload form) is :mod:`arena.server.signin`; its
+middleware puts each request's :class:`~arena.server.viewer.Viewer` in the
+scope. :class:`Guard` wraps everything: the loopback ``Host`` check, the
+security headers (HSTS over TLS), a body cap and deadline on every route;
+:class:`TrustedProxy` outside it for ``--behind-proxy``. Event streams are
+capped per session, per address and in all (429 with ``Retry-After``).
 """
 
 from __future__ import annotations

@@ -16,7 +16,13 @@ the child, which serves it as ``fd://N``. The child:
    a spawned interpreter inherits no memory of the runner and no descriptor
    but the socket and its pipe, so it holds no key (what it reads from the
    installation, libraries and templates, is loaded before the drop);
-4. serves until its parent stops it (:meth:`WebProcess.close`).
+4. serves until its parent stops it (:meth:`WebProcess.close`): over TLS
+   when :class:`Hosting` names a certificate (its context made before the
+   drop, so the key file may stay root's), with Hypercorn's read and
+   keep-alive timeouts and, for ``--public-name``, its ``server_names``.
+
+:meth:`Hosting.check` refuses an address other than loopback without TLS or
+a proxy (issue 28).
 
 Call it before the runner moves itself into the referees' CPU group
 (:func:`arena.sandbox.cgroups.prioritize_self`): the child starts in the group
