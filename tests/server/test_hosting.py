@@ -5,6 +5,7 @@ loopback without TLS or a proxy."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import ipaddress
 import os
@@ -171,25 +172,46 @@ async def _read_all(stream: trio.SocketStream) -> bytes:
     return data
 
 
-def test_tls_in_the_web_process_with_hsts_and_the_public_name(folder: Path, tmp_path: Path) -> None:
-    """The web process serves TLS from --certfile/--keyfile (read before it
-    drops to its user): HSTS on every response, a __Host- Secure cookie at
-    sign-in, and with --public-name a request naming another host is refused."""
+def test_tls_as_the_web_process_serves_it_with_hsts_and_the_public_name(
+    folder: Path, tmp_path: Path
+) -> None:
+    """The web process's own serving (its application, TLS context and
+    Hypercorn configuration; in a thread here, not a spawned process, to keep
+    the test fast): TLS from --certfile/--keyfile, HSTS on every response, a
+    __Host- Secure cookie at sign-in, and with --public-name a request naming
+    another host refused."""
+    import threading
+
+    from arena.server.webproc import _prepare, _serve, _tls_context, listen_socket
+
     certfile, keyfile = throwaway_certificate(tmp_path)
     database = db.Database(folder / "db" / db.DATABASE_NAME)
     secret = database.run_write(sessions.organiser_link, 1e12)  # expires far in the future
     database.close()
+    hosting = Hosting(certfile=certfile, keyfile=keyfile, public_name="localhost")
     settings = WebSettings(
-        folder / "db" / db.DATABASE_NAME,
-        folder / "uploads",
-        port=0,
-        user=USER if ROOT else None,
-        hosting=Hosting(certfile=certfile, keyfile=keyfile, public_name="localhost"),
+        folder / "db" / db.DATABASE_NAME, folder / "uploads", port=0, hosting=hosting
     )
-    web = spawn_web(settings)
+    hosting.check(settings.host)
+    sock = listen_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    app, web_database = _prepare(settings)
+    tls = _tls_context(hosting)
+    said: list[tuple[str, Any]] = []
+    ready = threading.Event()
+
+    class Pipe:
+        def send(self, message: tuple[str, Any]) -> None:
+            said.append(message)
+            ready.set()
+
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=_serve, args=(app, web_database, sock, Pipe(), stop, None, hosting, tls)
+    )
+    thread.start()
     try:
-        assert web.url.startswith("https://127.0.0.1:")
-        port = web.url.rsplit(":", 1)[1]
+        assert ready.wait(60) and said[0][0] == "ready"
         trust = ssl.create_default_context(cafile=str(certfile))
         with httpx.Client(verify=trust, base_url=f"https://localhost:{port}") as client:
             r = client.get("/api/standings")
@@ -207,7 +229,11 @@ def test_tls_in_the_web_process_with_hsts_and_the_public_name(folder: Path, tmp_
         with httpx.Client() as client, pytest.raises(httpx.HTTPError):
             client.get(f"http://localhost:{port}/api/standings")
     finally:
-        web.close()
+        stop.set()
+        thread.join(30)
+        with contextlib.suppress(OSError):  # Hypercorn closed it
+            sock.close()
+    assert not thread.is_alive()
 
 
 def test_serve_refuses_a_non_loopback_address_without_tls_or_a_proxy(
