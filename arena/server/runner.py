@@ -485,7 +485,8 @@ class Runner:
             return False
         field = await self.database.read_async(self._field)
         nxt = await self.database.read_async(store.next_number, "ladder")
-        return nxt >= limit or field is None
+        closed = deadline.ladder_closed(self.settings, time.time())  # issue 30
+        return nxt >= limit or field is None or closed
 
     async def _start_tables(self, nursery: trio.Nursery) -> int:
         started = 0
