@@ -55,6 +55,10 @@ class Finished(Protocol):
 
 #: The numberings these hooks play (never on the ladder's fold).
 NUMBERINGS: Final = ("final", "gauntlet", "challenge", "practice")
+#: Numberings whose tables in play are not sent to the public live view: a
+#: challenge is its four seats' owners' own, a gauntlet deal opens only once
+#: every participant has played it.
+PRIVATE: Final = ("gauntlet", "challenge")
 
 
 def _choosers(runner: Runner) -> list[Callable[[Connection, float], store.TableRow | None]]:

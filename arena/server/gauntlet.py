@@ -9,8 +9,9 @@ order: the submission in rotation 0's seat 0, the references after it. The
 bots' seeds come from the deal and the rotation (``key.bot_seeds("G<k>-k<r>")``),
 not from the table, so every participant meets the same cards, seats,
 opponents and opponents' seeds: the same submission gets the same scores
-(:func:`specs`). Table ``n`` of the ``gauntlet`` numbering is participant
-``n // K`` (by participant id) on deal ``n % K``.
+(:func:`specs`). Tables are chosen participant by participant (by id),
+deal by deal; a void table (the server's or a reference bot's fault) is
+played once more.
 
 **Scores** (:func:`scores`), points as the game record's ``scores`` (lower
 is better): on deal ``k`` the submission held every seat once and so did
@@ -96,30 +97,36 @@ def players(conn: Connection) -> list[Any]:
     return sorted(final.eligible_rows(conn), key=lambda r: r.participant_id)
 
 
+#: Gauntlet tables of one participant's deal at most: a void one (the
+#: server's fault, or a reference bot's) is played once more.
+TABLES_PER_DEAL: Final = 2
+
+
 def choose_gauntlet(
     conn: Connection, settings: CompetitionSettings, now: float
 ) -> store.TableRow | None:
-    """The next gauntlet table (module docstring), or ``None``: no gauntlet,
-    the final not started, or every table chosen."""
+    """The next gauntlet table, or ``None``: no gauntlet, the final not
+    started, or nothing left to play. Participants by id, deals in order; a
+    (participant, deal) whose every table is void gets one more
+    (:data:`TABLES_PER_DEAL` at most), numbered next."""
     k_deals = settings.klass.gauntlet_deals
     if k_deals == 0 or not final.started(conn):
         return None
-    rows = players(conn)
-    n = store.next_number(conn, "gauntlet")
-    if n >= len(rows) * k_deals:
-        return None
-    row = rows[n // k_deals]
-    seating = (store.entrant_label(row.submission_id), *reference_labels(settings))
-    return store.add_table(
-        conn,
-        "gauntlet",
-        n,
-        f"G{n % k_deals}",
-        seating,
-        seating,
-        now,
-        submission_id=row.submission_id,
-    )
+    have: dict[tuple[int, str], list[str]] = {}
+    for t in store.tables_in(conn, "gauntlet"):
+        assert t.submission_id is not None
+        have.setdefault((t.submission_id, t.deal_key), []).append(t.status)
+    for row in players(conn):
+        for k in range(k_deals):
+            statuses = have.get((row.submission_id, f"G{k}"), [])
+            if statuses and (len(statuses) >= TABLES_PER_DEAL or "void" not in statuses[-1:]):
+                continue
+            n = store.next_number(conn, "gauntlet")
+            seating = (store.entrant_label(row.submission_id), *reference_labels(settings))
+            return store.add_table(
+                conn, "gauntlet", n, f"G{k}", seating, seating, now, submission_id=row.submission_id
+            )
+    return None
 
 
 def specs(
@@ -228,14 +235,23 @@ def results(conn: Connection, settings: CompetitionSettings) -> list[dict[str, A
 
 
 def deal_open(conn: Connection, deal_key: str) -> bool:
-    """Whether gauntlet deal ``deal_key`` (``G<k>``) is open: every
-    eligible participant's table of it is chosen and finished (done or void).
-    Before that its games, replays and downloads stay closed (a later
-    participant would see the cards)."""
-    rows = [t for t in store.tables_in(conn, "gauntlet") if t.deal_key == deal_key]
-    if not final.started(conn) or len(rows) < len(players(conn)):
+    """Whether gauntlet deal ``deal_key`` (``G<k>``) is open: every eligible
+    participant's table of it is finished (done, or void with no replay to
+    come). Before that its games, replays and downloads stay closed (a later
+    participant's table would show the same cards)."""
+    if not final.started(conn):
         return False
-    return all(t.status in ("done", "void") for t in rows)
+    statuses: dict[int | None, list[str]] = {}
+    for t in store.tables_in(conn, "gauntlet"):
+        if t.deal_key == deal_key:
+            statuses.setdefault(t.submission_id, []).append(t.status)
+    for row in players(conn):
+        mine = statuses.get(row.submission_id, [])
+        if not mine or any(s not in ("done", "void") for s in mine):
+            return False
+        if mine[-1] == "void" and len(mine) < TABLES_PER_DEAL:
+            return False  # played once more
+    return True
 
 
 def gauntlet_json(conn: Connection, settings: CompetitionSettings) -> dict[str, Any]:

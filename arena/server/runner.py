@@ -674,7 +674,7 @@ class Runner:
                             specs,
                             self.deal_locks,
                             on_record,
-                            live=self.live,
+                            live=None if table.numbering in classes.PRIVATE else self.live,
                         )
                 except Exception as exc:  # the server's failure, never the bots'
                     void = f"the server could not play it: {type(exc).__name__}: {exc}"

@@ -23,6 +23,7 @@ import trio
 import trio.lowlevel
 import trueskill
 
+from arena.protocol.faults import Fault
 from arena.protocol.records import GameSpec
 from arena.server import challenges, db, deadline, final, folder, gauntlet, runner, store
 from arena.server.runner import RunnerConfig, start_runner
@@ -44,11 +45,16 @@ def _points(spec: GameSpec, seat: int, shas: dict[str, str]) -> int:
     return cards + spec.bot_seeds[seat] % 3 + _skill(spec.seats[seat], shas)
 
 
+#: Game ids at which the script makes house:low crash (a reference bot's fault).
+CRASH: set[str] = set()
+
+
 @pytest.fixture
 def scripted(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """Games played by script (see the module); returns the entrant -> SHA-256
     map the script reads (filled by :func:`_competition`)."""
     shas: dict[str, str] = {}
+    CRASH.clear()
 
     async def play(
         entrants: Any,
@@ -76,7 +82,11 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
                     "ranks": ranks,
                     "scores": scores,
                     "hands": [],
-                    "faults": [],
+                    "faults": [
+                        Fault(seat, name, "crashed", "exited (exit code 3)", 1, 5, "play").to_json()
+                        for seat, name in enumerate(spec.seats)
+                        if name == "house:low" and spec.game_id in CRASH
+                    ],
                     "struck_out": [],
                 }
             )
@@ -476,3 +486,27 @@ def test_a_challenge_changes_no_rating_and_is_shown_to_its_seats_owners(
         _write(root, challenges.request_challenge, late, 3, ["p1"], time.time())
     made = _write(root, challenges.request_challenge, late, 3, ["sample:heuristic"], time.time())
     assert made["opponents"] == ["house:heuristic"]
+
+
+def test_a_void_gauntlet_table_is_played_once_more_and_its_deal_waits(
+    tmp_path: Path, scripted: dict[str, str]
+) -> None:
+    root = tmp_path / "c"
+    CRASH.add("g1-k2")  # p0's deal G1: a reference bot crashes
+    _competition(root, scripted, ["p0", "p1"], deadline=PAST, gauntlet_deals=2, final="none")
+    _run(root, 0)
+    tables = _read(root, store.tables_in, "gauntlet")
+    assert [(t.number, t.deal_key, t.seating[0], t.status) for t in tables] == [
+        (0, "G0", "s1", "done"),
+        (1, "G1", "s1", "void"),
+        (2, "G1", "s1", "done"),  # once more, at once
+        (3, "G0", "s2", "done"),
+        (4, "G1", "s2", "done"),
+    ]
+    assert tables[1].void_reason == "house bot house:low faulted"
+    settings = _settings(deadline=PAST, gauntlet_deals=2, final="none")
+    got = _read(root, gauntlet.results, settings)
+    assert [(r["deals"], r["complete"]) for r in got] == [(2, True), (2, True)]
+    _write(root, store.set_table_status, tables[2].id, "chosen", 0.0)  # the replay pending
+    assert _read(root, gauntlet.deal_open, "G1") is False
+    assert _read(root, gauntlet.deal_open, "G0") is True
