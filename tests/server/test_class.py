@@ -510,3 +510,17 @@ def test_a_void_gauntlet_table_is_played_once_more_and_its_deal_waits(
     _write(root, store.set_table_status, tables[2].id, "chosen", 0.0)  # the replay pending
     assert _read(root, gauntlet.deal_open, "G1") is False
     assert _read(root, gauntlet.deal_open, "G0") is True
+
+
+def test_the_example_settings_file_of_running_a_class_is_valid_as_written() -> None:
+    import re
+    import tomllib
+
+    page = (Path(__file__).parents[2] / "docs" / "running-a-class.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```toml\n(.*?)```", page, re.S)
+    s = folder.CompetitionSettings.from_mapping(tomllib.loads(block), "docs/running-a-class.md")
+    assert s.klass.deadline == "2026-12-15T17:00:00+01:00"
+    assert deadline.deadline_json(s, 0.0)["utc"] == "2026-12-15 16:00:00 UTC"
+    assert (s.klass.final, s.klass.final_size, s.klass.gauntlet_deals) == ("round-robin", 8, 8)
+    assert len(s.klass.thresholds) == 2
+    assert s.game.hands == 4
