@@ -156,6 +156,12 @@ def finish_table(
     where = {"numbering": table.numbering, "number": table.number}
     if void_reason is not None:
         store.set_table_status(conn, table.id, "void", now, void_reason)
-        return [("void", {**where, "reason": void_reason})]
+        return [("void", {**where, "reason": void_reason}), *_folded(conn, table)]
     store.set_table_status(conn, table.id, "done", now)
-    return [("done", where)]
+    return [("done", where), *_folded(conn, table)]
+
+
+def _folded(conn: Connection, table: store.TableRow) -> list[tuple[str, dict[str, Any]]]:
+    if table.numbering != "final":
+        return []
+    return [("final_rated", {"through": final.fold_final(conn)})]

@@ -258,6 +258,20 @@ challenges = Table(
     Index("ix_challenges_participant", "participant_id"),
 )
 
+#: The final's fresh rating fold (TrueSkill, tau 0), one snapshot per point
+#: reached, as ``ratings`` is the ladder's: ``through`` = final tables
+#: 0..through-1 folded (void ones skipped). Written by the runner as final
+#: tables finish (:func:`arena.server.final.fold_final`).
+final_ratings = Table(
+    "final_ratings",
+    metadata,
+    Column("through", Integer, primary_key=True),
+    Column("entrant", String(64), primary_key=True),
+    Column("mu", Float, nullable=False),
+    Column("sigma", Float, nullable=False),
+    Column("games", Integer, nullable=False),
+)
+
 #: Participants who let others challenge them (no row: they do not).
 challenge_consent = Table(
     "challenge_consent",

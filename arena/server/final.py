@@ -27,7 +27,9 @@ four rotations; never on the ladder's fold.
 **Ratings**: fresh (every finalist at TrueSkill's prior), ``tau = 0`` (the
 field is fixed, so no skill drift is added between games), folded over the
 final's tables in table order up to the first unfinished one, void tables
-skipped (:func:`final_fold`). The standings (:func:`final_json`) give each
+skipped, each point stored as the runner's writer reaches it
+(:func:`fold_final`; the pages read the stored fold, :func:`final_fold`).
+The standings (:func:`final_json`) give each
 finalist's mu, sigma, conservative rating ``mu - 3 sigma`` (the sort key),
 a 95% interval ``mu +- 1.96 sigma`` and, for each pair of neighbours, the
 probability that the upper one's skill is above the lower one's:
@@ -48,7 +50,7 @@ from statistics import NormalDist
 from typing import TYPE_CHECKING, Any, Final
 
 import trueskill
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, delete, func, insert, select
 
 from arena.core.keys import MasterKey
 from arena.protocol.records import GameSpec
@@ -205,11 +207,11 @@ def choose_final(
         combo = list(itertools.combinations(entrants, 4))[n % per_round]
         seating = (combo[0], combo[1], combo[2], combo[3])
     else:
-        through, fold, _ = final_fold(conn)
         fp = fold_point(n, settings.ladder.lag)
-        if through < fp:
+        found = fold_at(conn, fp) if folded_through(conn) >= fp else None
+        if found is None:
             return None  # the prefix it is chosen from is not folded yet: wait
-        _, fold = _fold_to(conn, fp)
+        fold = found
         seated = dict.fromkeys(entrants, 0)
         for t in store.tables_in(conn, "final"):
             for e in t.seating:
@@ -243,27 +245,60 @@ def _fold_records(
             games[n] += 1
 
 
-def _fold_to(conn: Connection, limit: int | None) -> tuple[int, dict[str, Rating]]:
-    fold: dict[str, trueskill.Rating] = {}
-    games: dict[str, int] = {}
-    through = 0
-    for t in store.tables_in(conn, "final"):
-        if limit is not None and t.number >= limit:
-            break
-        if t.status not in ("done", "void"):
-            break
+def fold_at(conn: Connection, through: int) -> dict[str, Rating] | None:
+    """The stored final fold over tables ``0 .. through-1``; ``{}`` for 0;
+    ``None`` when that point is not reached."""
+    rows = conn.execute(select(db.final_ratings).where(db.final_ratings.c.through == through)).all()
+    if not rows:
+        return {} if through == 0 else None
+    return {r.entrant: Rating(r.mu, r.sigma, r.games) for r in rows}
+
+
+def folded_through(conn: Connection) -> int:
+    """Final tables folded into the newest stored snapshot (0: none)."""
+    top = conn.execute(select(func.max(db.final_ratings.c.through))).scalar()
+    return 0 if top is None else int(top)
+
+
+def fold_final(conn: Connection) -> int:
+    """Fold the final's finished tables onward from the newest snapshot, in
+    table order up to the first unfinished one (void ones skipped), storing
+    a snapshot at each point; returns how far it reaches. Called by the
+    runner's writer when a final table finishes."""
+    through = folded_through(conn)
+    tables = store.tables_in(conn, "final")
+    start = fold_at(conn, through) or {}
+    env = environment()
+    fold = {n: env.create_rating(mu=r.mu, sigma=r.sigma) for n, r in start.items()}
+    games = {n: r.games for n, r in start.items()}
+    while through < len(tables) and tables[through].status in ("done", "void"):
+        t = tables[through]
         if t.status == "done":
             _fold_records(fold, games, store.table_records(conn, t.id))
-        through = t.number + 1
-    return through, {n: Rating(float(r.mu), float(r.sigma), games[n]) for n, r in fold.items()}
+        through += 1
+        conn.execute(delete(db.final_ratings).where(db.final_ratings.c.through == through))
+        if fold:
+            conn.execute(
+                insert(db.final_ratings),
+                [
+                    {
+                        "through": through,
+                        "entrant": n,
+                        "mu": float(r.mu),
+                        "sigma": float(r.sigma),
+                        "games": games[n],
+                    }
+                    for n, r in sorted(fold.items())
+                ],
+            )
+    return through
 
 
 def final_fold(conn: Connection) -> tuple[int, dict[str, Rating], bool]:
-    """``(through, ratings, complete)``: the final's fresh ratings folded
-    over its tables ``0 .. through-1`` in table order (stopping at the first
-    unfinished one, void ones skipped); ``complete`` when every final table
-    is finished (done or void) and ``through`` is their count."""
-    through, fold = _fold_to(conn, None)
+    """``(through, ratings, complete)``: the newest stored final fold (over
+    tables ``0 .. through-1``), and whether every final table chosen is in it."""
+    through = folded_through(conn)
+    fold = fold_at(conn, through) or {}
     count = len(store.tables_in(conn, "final"))
     return through, fold, through == count
 

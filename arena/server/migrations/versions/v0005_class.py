@@ -1,6 +1,6 @@
 """A class's end (issue 30, first half): pinned final submissions, the
-eligible participants frozen at the final's start, challenges and who
-allows them. The numberings final, gauntlet, challenge and practice use the
+eligible participants frozen at the final's start, the final's rating
+fold, challenges and who allows them. The numberings final, gauntlet, challenge and practice use the
 ``tables`` table as it is.
 
 Revision ID: 0005
@@ -19,7 +19,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    """Create ``pins``, ``eligible``, ``challenges`` and ``challenge_consent``."""
+    """Create ``pins``, ``eligible``, ``final_ratings``, ``challenges``, ``challenge_consent``."""
     op.create_table(
         "pins",
         sa.Column("participant_id", sa.Integer, sa.ForeignKey("participants.id"), primary_key=True),
@@ -33,6 +33,14 @@ def upgrade() -> None:
         sa.Column("ladder_rank", sa.Integer, nullable=False),
         sa.Column("ladder_conservative", sa.Float, nullable=False),
         sa.Column("seed", sa.Integer, nullable=True),
+    )
+    op.create_table(
+        "final_ratings",
+        sa.Column("through", sa.Integer, primary_key=True),
+        sa.Column("entrant", sa.String(64), primary_key=True),
+        sa.Column("mu", sa.Float, nullable=False),
+        sa.Column("sigma", sa.Float, nullable=False),
+        sa.Column("games", sa.Integer, nullable=False),
     )
     op.create_table(
         "challenges",
@@ -55,7 +63,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    """Drop the four tables."""
+    """Drop the five tables."""
     op.drop_index("ix_challenges_participant", "challenges")
-    for name in ("challenge_consent", "challenges", "eligible", "pins"):
+    for name in ("challenge_consent", "challenges", "final_ratings", "eligible", "pins"):
         op.drop_table(name)
