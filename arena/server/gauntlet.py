@@ -181,8 +181,11 @@ def scores(
     return {"score": m, "low": lo, "high": hi, "against": against}
 
 
-def results(conn: Connection, settings: CompetitionSettings) -> list[dict[str, Any]]:
-    """Each eligible participant's gauntlet (by participant id):
+def results(
+    conn: Connection, settings: CompetitionSettings, participant_id: int | None = None
+) -> list[dict[str, Any]]:
+    """Each eligible participant's gauntlet (by participant id; only
+    ``participant_id``'s when given):
     ``participant_id``, ``participant``, ``submission``, ``sha256``,
     ``deals`` (finished), ``complete``, the :func:`scores`, ``thresholds``
     (``[{"rule", "passed"}]``, ``passed`` ``None`` until complete),
@@ -196,6 +199,8 @@ def results(conn: Connection, settings: CompetitionSettings) -> list[dict[str, A
         by_sub.setdefault(t.submission_id, []).append(t)
     out = []
     for row in players(conn):
+        if participant_id is not None and row.participant_id != participant_id:
+            continue
         sub = store.submission(conn, row.submission_id)
         p = store.participant_by_id(conn, row.participant_id)
         assert sub is not None
@@ -254,11 +259,15 @@ def deal_open(conn: Connection, deal_key: str) -> bool:
     return True
 
 
-def gauntlet_json(conn: Connection, settings: CompetitionSettings) -> dict[str, Any]:
-    """``GET /api/gauntlet``: ``deals`` K, ``reference_bots``, ``thresholds``
-    and ``rows`` (:func:`results` without the records)."""
+def gauntlet_json(
+    conn: Connection, settings: CompetitionSettings, participant_id: int | None = None
+) -> dict[str, Any]:
+    """``GET /api/gauntlet``: ``deals`` K, ``reference_bots``, ``thresholds``,
+    ``open_deals`` and ``rows`` (:func:`results` without the records; only
+    ``participant_id``'s when given)."""
     c = settings.klass
-    rows = [{k: v for k, v in r.items() if k != "records"} for r in results(conn, settings)]
+    found = results(conn, settings, participant_id)
+    rows = [{k: v for k, v in r.items() if k != "records"} for r in found]
     return {
         "deals": c.gauntlet_deals,
         "reference_bots": list(c.reference_bots),

@@ -404,6 +404,11 @@ def test_the_gauntlet_gives_the_same_scores_for_the_same_submission(
     heur = got["p0"]["against"]["sample:heuristic"]["score"]
     assert got["p0"]["thresholds"][0] == {"rule": rules[0], "passed": heur <= 0}
     assert got["p0"]["complete"] is True
+    own = _read(root, gauntlet.gauntlet_json, settings, 2)  # what p1's token gets
+    assert [r["participant"] for r in own["rows"]] == ["p1"]
+    assert own["rows"][0]["score"] == got["p1"]["score"]
+    assert "records" not in own["rows"][0]
+    assert own["open_deals"] == ["G0", "G1", "G2"]
     # A deal's games open only once every participant's table of it is done.
     assert _read(root, gauntlet.deal_open, "G1") is True
     _write(root, store.set_table_status, tables[4].id, "playing", 0.0)  # p1's G1
