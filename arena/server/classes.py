@@ -84,7 +84,9 @@ async def start_tables(runner: Runner, nursery: trio.Nursery) -> int:
     """The scheduler's hook: start the final when it is time (logs
     ``final_started`` with the finalists' submissions), then fill free slots
     with these numberings' tables. Returns the tables started."""
-    seeds = await runner.database.write_async(final.start_final, runner.settings, time.time())
+    seeds = None
+    if await runner.database.read_async(final.ready, runner.settings, time.time()):
+        seeds = await runner.database.write_async(final.start_final, runner.settings, time.time())
     if seeds is not None:
         runner.log("final_started", finalists=seeds, kind=runner.settings.klass.final)
     started = 0
