@@ -21,7 +21,7 @@ from sqlalchemy import Connection
 
 from arena.protocol.records import GameRecordJSON, GameSpec
 from arena.server import challenges, deadline, final, gauntlet, store
-from arena.server.ladder import faulted_seats
+from arena.server.ladder import faulted_seats, table_specs
 
 if TYPE_CHECKING:
     from arena.core.keys import MasterKey
@@ -109,21 +109,19 @@ async def start_tables(runner: Runner, nursery: trio.Nursery) -> int:
 
 
 def specs(runner: Runner, table: store.TableRow) -> list[GameSpec]:
-    """The four games of a table of :data:`NUMBERINGS` (the competition's game length)."""
+    """The four games of a table of :data:`NUMBERINGS`, at the competition's
+    game length: :func:`arena.server.final.specs`, :func:`arena.server.gauntlet.specs`,
+    :func:`arena.server.challenges.specs`, or for practice ids ``p<n>-k<k>``."""
     g = runner.settings.game
-    make = {
-        "final": final.specs,
-        "gauntlet": gauntlet.specs,
-        "challenge": challenges.specs,
-        "practice": challenges.specs,
-    }[table.numbering]
-    if table.numbering == "practice":
-        from arena.server.ladder import table_specs
-
-        return table_specs(
-            runner.key, table.deal_key, "p", table.number, table.seating, g.hands, g.target_score
-        )
-    return make(runner.key, table, g.hands, g.target_score)
+    if table.numbering == "final":
+        return final.specs(runner.key, table, g.hands, g.target_score)
+    if table.numbering == "gauntlet":
+        return gauntlet.specs(runner.key, table, g.hands, g.target_score)
+    if table.numbering == "challenge":
+        return challenges.specs(runner.key, table, g.hands, g.target_score)
+    return table_specs(
+        runner.key, table.deal_key, "p", table.number, table.seating, g.hands, g.target_score
+    )
 
 
 def extra_entrants(settings: CompetitionSettings) -> dict[str, str]:
