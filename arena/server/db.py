@@ -57,7 +57,7 @@ from sqlalchemy import (
 T = TypeVar("T")
 
 #: The head Alembic revision: the schema this code reads and writes.
-SCHEMA_VERSION: Final = "0002"
+SCHEMA_VERSION: Final = "0005"
 #: Seconds a connection waits for the other process's write lock.
 BUSY_TIMEOUT_SECONDS: Final = 30.0
 #: The database's file name inside the competition folder's ``db/``.
@@ -76,7 +76,7 @@ SUBMISSION_STATES: Final = (
 #: A table's states.
 TABLE_STATES: Final = ("chosen", "playing", "done", "void")
 #: A table's numberings, each counting from 0 on its own.
-NUMBERINGS: Final = ("ladder", "validation")
+NUMBERINGS: Final = ("ladder", "validation", "final", "gauntlet", "challenge", "practice")
 #: A participant's states.
 PARTICIPANT_STATES: Final = ("active", "suspended", "revoked")
 #: The steps of the gate (``failed_step``).
@@ -253,6 +253,73 @@ invites = Table(
 
 
 # -- issue 30 (deadline, final, gauntlet, challenges) tables go below this line --
+
+#: A participant's pinned final submission (at most one; set before the
+#: deadline through ``POST /api/final/pin``). Without a row the final plays
+#: its latest passing submission received before the deadline.
+pins = Table(
+    "pins",
+    metadata,
+    Column("participant_id", Integer, ForeignKey("participants.id"), primary_key=True),
+    Column("submission_id", Integer, ForeignKey("submissions.id"), nullable=False),
+    Column("pinned_at", Float, nullable=False),
+)
+
+#: The class's eligible participants, frozen when the final starts
+#: (:func:`arena.server.final.start_final`): each one's final submission,
+#: its ladder rank and conservative rating then, and ``seed`` (1-based
+#: place among the finalists, ``None`` when not a finalist). The gauntlet
+#: plays every row's submission.
+eligible = Table(
+    "eligible",
+    metadata,
+    Column("participant_id", Integer, ForeignKey("participants.id"), primary_key=True),
+    Column("submission_id", Integer, ForeignKey("submissions.id"), nullable=False),
+    Column("ladder_rank", Integer, nullable=False),
+    Column("ladder_conservative", Float, nullable=False),
+    Column("seed", Integer, nullable=True),
+)
+
+#: Challenges: a participant's request for an unranked table against up to
+#: three ``opponents`` (entrant labels, JSON list); ``status`` ``waiting``,
+#: ``chosen`` (``table_number``: its ``challenge`` table) or ``refused``
+#: (``reason``, one line).
+challenges = Table(
+    "challenges",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("participant_id", Integer, ForeignKey("participants.id"), nullable=False),
+    Column("submission_id", Integer, ForeignKey("submissions.id"), nullable=False),
+    Column("opponents", JSON, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("status", String(16), nullable=False, default="waiting"),
+    Column("table_number", Integer, nullable=True),
+    Column("reason", Text, nullable=True),
+    Index("ix_challenges_participant", "participant_id"),
+)
+
+#: The final's fresh rating fold (TrueSkill, tau 0), one snapshot per point
+#: reached, as ``ratings`` is the ladder's: ``through`` = final tables
+#: 0..through-1 folded (void ones skipped). Written by the runner as final
+#: tables finish (:func:`arena.server.final.fold_final`).
+final_ratings = Table(
+    "final_ratings",
+    metadata,
+    Column("through", Integer, primary_key=True),
+    Column("entrant", String(64), primary_key=True),
+    Column("mu", Float, nullable=False),
+    Column("sigma", Float, nullable=False),
+    Column("games", Integer, nullable=False),
+)
+
+#: Participants who let others challenge them (no row: they do not).
+challenge_consent = Table(
+    "challenge_consent",
+    metadata,
+    Column("participant_id", Integer, ForeignKey("participants.id"), primary_key=True),
+    Column("allow", Integer, nullable=False, default=0),
+    Column("set_at", Float, nullable=False),
+)
 
 
 # -- issue 30 (close, export, downloads) tables go below this line --

@@ -38,6 +38,7 @@ from arena.protocol.codec import clean_text
 from arena.sandbox.entrants import SAMPLE_BOTS
 from arena.sandbox.isolation import Limits
 from arena.server import db, store
+from arena.server.classrules import DeadlineError, ThresholdError, parse_deadline, parse_threshold
 from arena.server.migrate import MigrationResult, migrate
 from arena.server.sessions import MIB, SiteSettings, display_name_from
 
@@ -125,6 +126,39 @@ class GateSettings:
     validation_seconds: float = 900.0
 
 
+#: A round-robin final's most finalists: C(12, 4) = 495 tables a round.
+MAX_ROUND_ROBIN: Final = 12
+#: The kinds of final (``[class] final``).
+FINAL_KINDS: Final = ("round-robin", "ladder", "none")
+
+
+@dataclass(frozen=True)
+class ClassSettings:
+    """A class's end (issue 30; docs/running-a-class.md): the ``deadline``
+    (ISO 8601 with an offset, ``""``: none), ``practice`` (after it, new
+    submissions play ``practice_tables`` unranked tables each against the
+    house bots), the ``final`` (``"round-robin"``: the top ``final_size``
+    by conservative ladder rating, ``final_rounds`` rounds; ``"ladder"``:
+    every eligible participant, ladder rules, ``final_tables`` tables at
+    most; ``"none"``), the grading gauntlet (``gauntlet_deals`` deals K
+    against ``reference_bots``, three sample bots; ``0``: none;
+    ``thresholds``: pass rules such as ``"duplicate score against
+    sample:low at most 0"``) and challenges (``challenges_per_day`` per
+    participant in any 24 hours; 0: none)."""
+
+    deadline: str = ""
+    practice: bool = True
+    practice_tables: int = 1
+    final: str = "round-robin"
+    final_size: int = 8
+    final_rounds: int = 2
+    final_tables: int = 40
+    gauntlet_deals: int = 0
+    reference_bots: tuple[str, ...] = DEFAULT_HOUSE_BOTS
+    thresholds: tuple[str, ...] = ()
+    challenges_per_day: int = 5
+
+
 @dataclass(frozen=True)
 class WebSection:
     """The web process's sign-in side (issue 28): ``quota_mib`` (a
@@ -150,13 +184,14 @@ class WebSection:
 @dataclass(frozen=True)
 class CompetitionSettings:
     """Everything ``competition.toml`` holds (its sections: ``[game]``,
-    ``[limits]``, ``[ladder]``, ``[gate]``, ``[web]``)."""
+    ``[limits]``, ``[ladder]``, ``[gate]``, ``[web]``, ``[class]``)."""
 
     game: GameSettings = field(default_factory=GameSettings)
     limits: LimitSettings = field(default_factory=LimitSettings)
     ladder: LadderSettings = field(default_factory=LadderSettings)
     gate: GateSettings = field(default_factory=GateSettings)
     web: WebSection = field(default_factory=WebSection)
+    klass: ClassSettings = field(default_factory=ClassSettings)
 
     def __post_init__(self) -> None:
         g = self.game
@@ -196,6 +231,7 @@ class CompetitionSettings:
         for key, value in asdict(self.web).items():
             if not 0 < value < math.inf:
                 raise FolderError(f"[web] {key} must be above 0, got {value}")
+        _check_class(self.klass)
 
     @property
     def house_labels(self) -> tuple[str, ...]:
@@ -212,9 +248,9 @@ class CompetitionSettings:
     def to_toml(self) -> str:
         """The settings as ``competition.toml`` text (every key written)."""
         lines = ["# hearts-arena competition settings (README, 'Running a competition server')."]
-        for name in ("game", "limits", "ladder", "gate", "web"):
+        for name in ("game", "limits", "ladder", "gate", "web", "class"):
             lines.append(f"\n[{name}]")
-            for key, value in asdict(getattr(self, name)).items():
+            for key, value in asdict(getattr(self, _ATTRIBUTE.get(name, name))).items():
                 if value is not None:
                     lines.append(f"{key} = {_toml_value(value)}")
         return "\n".join(lines) + "\n"
@@ -233,6 +269,7 @@ class CompetitionSettings:
             "ladder": LadderSettings,
             "gate": GateSettings,
             "web": WebSection,
+            "class": ClassSettings,
         }
         parts: dict[str, Any] = {}
         for section, value in data.items():
@@ -240,7 +277,9 @@ class CompetitionSettings:
                 raise FolderError(f"{where}: unknown section [{section}] ({', '.join(kinds)})")
             if not isinstance(value, dict):
                 raise FolderError(f"{where}: [{section}] is a table of settings")
-            parts[section] = _section(kinds[section], value, f"{where} [{section}]")
+            parts[_ATTRIBUTE.get(section, section)] = _section(
+                kinds[section], value, f"{where} [{section}]"
+            )
         game = parts.get("game")
         if game is not None and "hands" in data["game"] and "target_score" not in data["game"]:
             parts["game"] = GameSettings(**{**asdict(game), "target_score": None})
@@ -260,6 +299,44 @@ class CompetitionSettings:
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise FolderError(f"settings {path}: not TOML: {exc}") from None
         return cls.from_mapping(data, str(path))
+
+
+#: A TOML section's attribute of :class:`CompetitionSettings` (``class`` is a keyword).
+_ATTRIBUTE: Final = {"class": "klass"}
+
+
+def _check_class(c: ClassSettings) -> None:
+    try:
+        parse_deadline(c.deadline)
+    except DeadlineError as exc:
+        raise FolderError(f"[class] deadline: {exc}") from None
+    if c.final not in FINAL_KINDS:
+        raise FolderError(f"[class] final: one of {', '.join(FINAL_KINDS)}, got {c.final!r}")
+    if c.final == "round-robin" and not 4 <= c.final_size <= MAX_ROUND_ROBIN:
+        raise FolderError(
+            f"[class] final_size: 4 to {MAX_ROUND_ROBIN} finalists "
+            f"(C(12, 4) = 495 tables a round), got {c.final_size}"
+        )
+    for key in ("final_rounds", "final_tables", "practice_tables"):
+        if getattr(c, key) < 1:
+            raise FolderError(f"[class] {key} must be at least 1, got {getattr(c, key)}")
+    for key in ("gauntlet_deals", "challenges_per_day"):
+        if getattr(c, key) < 0:
+            raise FolderError(f"[class] {key} must be 0 or more, got {getattr(c, key)}")
+    bots = c.reference_bots
+    if len(bots) != 3 or len(set(bots)) != 3:
+        raise FolderError(f"[class] reference_bots: three different sample bots, got {list(bots)}")
+    for bot in bots:
+        if not bot.startswith("sample:") or bot.removeprefix("sample:") not in SAMPLE_BOTS:
+            raise FolderError(
+                f"[class] reference_bots: {bot!r} is not a sample bot "
+                f"(sample:{', sample:'.join(sorted(SAMPLE_BOTS))})"
+            )
+    for rule in c.thresholds:
+        try:
+            parse_threshold(rule, bots)
+        except ThresholdError as exc:
+            raise FolderError(f"[class] thresholds: {exc}") from None
 
 
 def _toml_value(value: Any) -> str:
@@ -282,7 +359,13 @@ def _section(kind: type[Any], values: Mapping[str, Any], where: str) -> Any:
         if key not in known:
             raise FolderError(f"{where}: unknown key {key!r} ({', '.join(known)})")
         default = known[key]
-        if isinstance(default, tuple):
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise FolderError(f"{where} {key}: true or false")
+        elif isinstance(default, str):
+            if not isinstance(value, str):
+                raise FolderError(f"{where} {key}: a string")
+        elif isinstance(default, tuple):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise FolderError(f"{where} {key}: a list of names")
             value = tuple(value)

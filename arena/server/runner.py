@@ -63,7 +63,7 @@ from arena.sandbox.cores import CoreGate
 from arena.sandbox.entrants import Entrant, EntrantError, parse_entrant, remove_tmpdirs_of_run
 from arena.sandbox.isolation import IsolationError, kill_all
 from arena.sandbox.launcher import RUN_VARIABLE, Launcher, LaunchOptions
-from arena.server import db, gate, ladder, store
+from arena.server import classes, db, deadline, gate, ladder, store
 from arena.server.folder import (
     Competition,
     CompetitionSettings,
@@ -432,7 +432,7 @@ class Runner:
         suspended), and no chosen or playing table seats it (a table chosen
         with it plays as chosen)."""
         seated: set[str] = set()
-        for numbering in ("validation", "ladder"):
+        for numbering in db.NUMBERINGS:
             for t in store.tables_in(conn, numbering, ["chosen", "playing"]):
                 seated.update(t.seating)
         out = []
@@ -485,7 +485,8 @@ class Runner:
             return False
         field = await self.database.read_async(self._field)
         nxt = await self.database.read_async(store.next_number, "ladder")
-        return nxt >= limit or field is None
+        closed = deadline.ladder_closed(self.settings, time.time())  # issue 30
+        return nxt >= limit or field is None or closed
 
     async def _start_tables(self, nursery: trio.Nursery) -> int:
         started = 0
@@ -509,6 +510,7 @@ class Runner:
                 break
             self._launch(nursery, t)
             started += 1
+        started += await classes.start_tables(self, nursery)  # final, gauntlet, challenges
         return started
 
     def _choose_validation(self, conn: Connection, now: float) -> store.TableRow | None:
@@ -544,6 +546,8 @@ class Runner:
         return ladder.field_of([s.label for s in ranked], self.settings.house_labels)
 
     def _choose_ladder(self, conn: Connection, now: float) -> store.TableRow | None:
+        if deadline.ladder_closed(self.settings, now):
+            return None  # after the deadline: no new ladder table (chosen ones play)
         t = store.next_number(conn, "ladder")
         if self.config.ladder_tables is not None and t >= self.config.ladder_tables:
             return None
@@ -604,6 +608,8 @@ class Runner:
         nursery.start_soon(self._play_table, table)
 
     def _specs(self, table: store.TableRow) -> list[GameSpec]:
+        if table.numbering in classes.NUMBERINGS:
+            return classes.specs(self, table)
         if table.numbering == "validation":
             assert table.submission_id is not None
             return ladder.validation_specs(
@@ -614,6 +620,7 @@ class Runner:
 
     def _entrants(self, conn: Connection, table: store.TableRow) -> list[Entrant]:
         house = dict(zip(self.settings.house_labels, self.settings.ladder.house_bots, strict=True))
+        house.update(classes.extra_entrants(self.settings))
         out = []
         for name in table.seating:
             if name in house:
@@ -667,7 +674,7 @@ class Runner:
                             specs,
                             self.deal_locks,
                             on_record,
-                            live=self.live,
+                            live=None if table.numbering in classes.PRIVATE else self.live,
                         )
                 except Exception as exc:  # the server's failure, never the bots'
                     void = f"the server could not play it: {type(exc).__name__}: {exc}"
@@ -736,6 +743,8 @@ class Runner:
         assert table is not None
         for rec in done.records:
             store.add_game(conn, table.id, int(rec["rotation"]), dict(rec))
+        if table.numbering in classes.NUMBERINGS:
+            return classes.finish_table(conn, self.settings, table, done, now)
         if table.numbering == "validation":
             events += self._finish_validation(conn, table, done, now)
         elif done.void_reason is not None:

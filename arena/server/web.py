@@ -70,7 +70,7 @@ from arena.live.server import (
 )
 from arena.protocol.codec import clean_text
 from arena.report.outputs import SCRIPT_FILE, STYLE_FILE, json_script, replay_data
-from arena.server import db, sessions, signin, store, webstore
+from arena.server import classapi, db, sessions, signin, store, webstore
 from arena.server.db import Database
 from arena.server.environment import environment
 from arena.server.sessions import SiteSettings
@@ -792,6 +792,7 @@ def make_app(config: WebConfig) -> Any:
             Route("/api/submissions/{id}", one, methods=["GET"]),
             Route("/static/{name}", static),
             Route("/favicon.ico", favicon),
+            *classapi.routes(config, sys.modules[__name__]),  # issue 30: final, gauntlet
         ],
     )
 
