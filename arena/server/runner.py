@@ -63,7 +63,7 @@ from arena.sandbox.cores import CoreGate
 from arena.sandbox.entrants import Entrant, EntrantError, parse_entrant, remove_tmpdirs_of_run
 from arena.sandbox.isolation import IsolationError, kill_all
 from arena.sandbox.launcher import RUN_VARIABLE, Launcher, LaunchOptions
-from arena.server import db, gate, ladder, store
+from arena.server import db, downloads, export, gate, ladder, store
 from arena.server.folder import (
     Competition,
     CompetitionSettings,
@@ -497,6 +497,8 @@ class Runner:
                 if row.id not in self._playing:
                     self._launch(nursery, row)
                     started += 1
+        if await self.database.read_async(export.closed_at) is not None:
+            return started  # closed (serve --close): no new table of any numbering
         while len(self._playing) < self.config.slots:
             t = await self.database.write_async(self._choose_validation, time.time())
             if t is None:
@@ -734,6 +736,7 @@ class Runner:
         events: list[tuple[str, dict[str, Any]]] = []
         table = store.table_by_id(conn, done.table_id)
         assert table is not None
+        downloads.keep_table_key(conn, table, self.key)  # its deals open to its seats
         for rec in done.records:
             store.add_game(conn, table.id, int(rec["rotation"]), dict(rec))
         if table.numbering == "validation":

@@ -61,7 +61,7 @@ from arena.live.server import (
 )
 from arena.protocol.codec import clean_text
 from arena.report.outputs import SCRIPT_FILE, STYLE_FILE, json_script, replay_data
-from arena.server import store, webstore
+from arena.server import downloads, store, webstore
 from arena.server.db import Database
 from arena.server.environment import environment
 from arena.server.uploads import (
@@ -614,6 +614,7 @@ def make_app(config: WebConfig) -> Any:
             Route("/api/submissions", submit, methods=["POST"]),
             Route("/api/submissions", mine, methods=["GET"]),
             Route("/api/submissions/{id}", one, methods=["GET"]),
+            *downloads.routes(config, authenticate, ApiError, error),  # issue 30: downloads
             Route("/static/{name}", static),
             Route("/favicon.ico", favicon),
         ],
