@@ -471,6 +471,8 @@ class Runner:
     async def _idle(self) -> bool:
         if self._playing:
             return False
+        if await self.database.read_async(export.closed_at) is not None:
+            return True  # closed: no table will be chosen again
 
         def busy(conn: Connection) -> bool:
             for status in ("queued", "check", "validation"):

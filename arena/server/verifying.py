@@ -203,9 +203,11 @@ def _game_problems(
             out.append(f"game {gid} hand {number}: {problem}")
             break
         scores = list(hand["scores"])
+    if problem is not None:
+        return out  # the hands after the first wrong one prove nothing
     if list(rec["scores"]) != scores:
         out.append(f"game {gid}: final scores are not the hands' sum")
-    elif problem is None and (end := check_game_end(rec, max_tiebreak_hands)) is not None:
+    elif (end := check_game_end(rec, max_tiebreak_hands)) is not None:
         out.append(f"game {gid}: {end}")
     return out
 
@@ -374,13 +376,6 @@ def _ladder_problems(
         else:
             break
     reach = len(folds) - 1
-    for t, line in enumerate(ladder[:reach]):
-        recorded = line.get("ratings_after")
-        if recorded is not None:
-            out += [
-                f"ladder table {t}: ratings after it: {p}"
-                for p in _fold_problems(recorded, folds[t + 1])
-            ]
     competition = (run.get("settings") or {}).get("competition") or {}
     lag = int((competition.get("ladder") or {}).get("lag", 16))
     joined = {
@@ -427,6 +422,13 @@ def _ladder_problems(
                 f"{where}: seating {list(line['seating'])} (focus {line.get('focus')}) is not the "
                 f"one the key and the fold give: {list(chosen.seating)} (focus {chosen.focus})"
             )
+    for t, line in enumerate(ladder[:reach]):
+        recorded = line.get("ratings_after")
+        if recorded is not None:
+            out += [
+                f"ladder table {t}: ratings after it: {p}"
+                for p in _fold_problems(recorded, folds[t + 1])
+            ]
     ladder_results = results.get("ladder") or {}
     final = folds[reach]
     last = f"through ladder table {reach - 1}" if reach else "before any ladder table"

@@ -440,6 +440,8 @@ def make_app(config: WebConfig) -> Any:
         return bytes(data)
 
     def add(conn: Any, participant_id: int, stored: StoredUpload) -> dict[str, Any]:
+        if webstore.closed_at(conn) is not None:  # issue 30: serve --close
+            raise ApiError(403, "the competition is closed: no new submissions")
         wait = webstore.retry_after(conn, participant_id, config.rate, config.clock())
         if wait:
             raise _rate_error(wait, config.rate)
