@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 import shutil
 import zipfile
 from collections.abc import Callable, Iterator
@@ -447,3 +448,20 @@ def test_table_keys_are_kept_only_for_finished_tables(played: Path) -> None:
 
     _with(played, choose)
     assert _with(played, keys)[("ladder", 6)] is None  # chosen, not played: its deals secret
+
+
+def test_the_checking_page_commands_parse() -> None:
+    """docs/checking-results.md's commands, as written, by the real parser."""
+    from arena.cli.main import build_parser
+
+    text = (Path(__file__).parents[2] / "docs" / "checking-results.md").read_text()
+    commands = []
+    for block in text.split("```sh\n")[1:]:
+        for line in block.split("```", 1)[0].replace("\\\n", " ").splitlines():
+            words = shlex.split(line.split("  #", 1)[0])  # a comment: two spaces, then #
+            words = words[1:] if words[:1] == ["sudo"] else words
+            if words[:1] == ["hearts-arena"]:
+                commands.append(words[1:])
+    assert [c[0] for c in commands] == ["serve", "export", "verify", "verify", "replay"]
+    for words in commands:
+        build_parser().parse_args(words)
