@@ -264,54 +264,64 @@ def export_folder(
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ExportError(f"{out} exists and is not an empty folder")
     stamp = time.time() if now is None else now
-    with comp.database.read() as conn:
-        commitment = store.get_meta(conn, "key_sha256") or ""
-        key_hex = revealed_key(conn)
-        closed = closed_at(conn)
-        tables = all_tables(conn)
-        table_lines: list[dict[str, Any]] = []
-        games: list[dict[str, Any]] = []
-        numberings: dict[str, int] = {}
-        for t in tables:
-            records = store.table_records(conn, t.id)
-            games += [public_record(r, with_logs) for r in records]
-            table_lines.append(table_line(conn, t, [str(r.get("game_id")) for r in records]))
-            numberings[t.numbering] = numberings.get(t.numbering, 0) + 1
-        through, _rows = store.standings_rows(conn)
-        fold = store.fold_at(conn, through) or {}
-        run = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "scope": "competition",
-            "key_commitment": commitment,
-            "settings": settings_json(comp.settings, commitment),
-            "entrants": entrants_json(comp.settings, conn),
-            "numberings": numberings,
-            "tables_total": len(tables),
-            "games_total": len(games),
-            "created_at": float(store.get_meta(conn, "created_at") or 0.0),
-            "exported_at": stamp,
-            "with_logs": with_logs,
-        }
-        results = {
-            "format": FORMAT,
-            "closed": closed is not None,
-            "closed_at": closed,
-            "key": key_hex,
-            "key_commitment": commitment,
-            "ladder": {
-                "rated_through": through,
-                "ratings": ratings_json(fold),
-                "standings": webstore.standings_json(conn)["rows"],
-            },
-            **extra_results(conn),
-        }
     try:
         out.mkdir(parents=True, exist_ok=True)
+        with comp.database.read() as conn:
+            # games.jsonl is written a table at a time: a big competition is
+            # never held in memory whole.
+            fd = os.open(out / "games.jsonl", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            with os.fdopen(fd, "w", encoding="utf-8") as games_file:
+                run, results, table_lines = _export(comp, conn, games_file, with_logs, stamp)
         write_file(out / "run.json", json.dumps(run, indent=2) + "\n")
         write_file(out / "results.json", json.dumps(results, indent=2) + "\n")
         write_file(out / "tables.jsonl", jsonl(table_lines))
-        write_file(out / "games.jsonl", jsonl(games))
     except OSError as exc:
         raise ExportError(f"cannot write {out}: {exc.strerror or exc}") from None
-    return {"tables": len(tables), "games": len(games), "closed": closed is not None}
+    return {"tables": run["tables_total"], "games": run["games_total"], "closed": results["closed"]}
+
+
+def _export(
+    comp: Competition, conn: Connection, games_file: Any, with_logs: bool, stamp: float
+) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    commitment = store.get_meta(conn, "key_sha256") or ""
+    closed = closed_at(conn)
+    tables = all_tables(conn)
+    table_lines: list[dict[str, Any]] = []
+    numberings: dict[str, int] = {}
+    games = 0
+    for t in tables:
+        records = store.table_records(conn, t.id)
+        games_file.write(jsonl([public_record(r, with_logs) for r in records]))
+        games += len(records)
+        table_lines.append(table_line(conn, t, [str(r.get("game_id")) for r in records]))
+        numberings[t.numbering] = numberings.get(t.numbering, 0) + 1
+    through, _rows = store.standings_rows(conn)
+    fold = store.fold_at(conn, through) or {}
+    run = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "scope": "competition",
+        "key_commitment": commitment,
+        "settings": settings_json(comp.settings, commitment),
+        "entrants": entrants_json(comp.settings, conn),
+        "numberings": numberings,
+        "tables_total": len(tables),
+        "games_total": games,
+        "created_at": float(store.get_meta(conn, "created_at") or 0.0),
+        "exported_at": stamp,
+        "with_logs": with_logs,
+    }
+    results = {
+        "format": FORMAT,
+        "closed": closed is not None,
+        "closed_at": closed,
+        "key": revealed_key(conn),
+        "key_commitment": commitment,
+        "ladder": {
+            "rated_through": through,
+            "ratings": ratings_json(fold),
+            "standings": webstore.standings_json(conn)["rows"],
+        },
+        **extra_results(conn),
+    }
+    return run, results, table_lines
