@@ -33,6 +33,8 @@ from arena.server.verifying import verify_server
 from arena.server.web import WebConfig, make_app
 
 LADDER_TABLES = 6
+#: The deal of the ladder table the machine fails to play (void: the fold skips it).
+VOID_DEAL = "L2"
 
 
 class FirstLegal(InProcessSeat):
@@ -59,7 +61,10 @@ async def _play(
     on_record: Any,
     live: Any = None,
 ) -> None:
-    """The runner's tables played by the real referee with in-process seats."""
+    """The runner's tables played by the real referee with in-process seats;
+    ladder table 2 fails as the machine's (it is void)."""
+    if games[0].deal_key == VOID_DEAL:
+        raise OSError(28, "No space left on device")
     for spec in games:
         seats = [SeatSetup(name, FirstLegal(name)) for name in spec.seats]
         record = (await Referee(spec, seats, settings.referee).play()).to_json()
@@ -169,9 +174,14 @@ def test_export_of_a_closed_competition_verifies_and_tampering_is_named(
         ("validation", 0, "done"),
         ("validation", 1, "done"),
         ("validation", 2, "done"),
-        *[("ladder", n, "done") for n in range(LADDER_TABLES)],
+        *[("ladder", n, "void" if n == 2 else "done") for n in range(LADDER_TABLES)],
     ]
-    assert len(games) == 4 * (3 + LADDER_TABLES) == run["games_total"]
+    void = next(t for t in tables if t["numbering"] == "ladder" and t["number"] == 2)
+    assert void["void_reason"] == (
+        "the server could not play it: OSError: [Errno 28] No space left on device"
+    )
+    assert void["ratings_after"] == tables[4]["ratings_after"]  # skipped by the fold
+    assert len(games) == 4 * (3 + LADDER_TABLES - 1) == run["games_total"]
     assert [t["fold_through"] for t in tables if t["numbering"] == "ladder"] == [0, 0, 1, 2, 3, 4]
     # No seat's stderr and no transcript in the export.
     text = (out / "games.jsonl").read_text()
@@ -217,15 +227,15 @@ def test_export_of_a_closed_competition_verifies_and_tampering_is_named(
     # ... and, its games' ranks now another seat's, the fold from table 4 on.
     assert problems[1].startswith("ladder table 4: ratings after it: ")
 
-    def edit_rating(d: Path) -> None:  # s2's mu after ladder table 2, a little higher
+    def edit_rating(d: Path) -> None:  # s2's mu after ladder table 3, a little higher
         rows = _lines(d / "tables.jsonl")
-        t2 = next(r for r in rows if r["numbering"] == "ladder" and r["number"] == 2)
-        t2["ratings_after"]["s2"]["mu"] += 0.25
+        t3 = next(r for r in rows if r["numbering"] == "ladder" and r["number"] == 3)
+        t3["ratings_after"]["s2"]["mu"] += 0.25
         _write_lines(d / "tables.jsonl", rows)
 
     problems = _tampered(out, tmp_path / "rated", edit_rating)
     assert len(problems) == 1 and problems[0].startswith(
-        "ladder table 2: ratings after it: s2's rating mu "
+        "ladder table 3: ratings after it: s2's rating mu "
     )
 
     def edit_standings(d: Path) -> None:
@@ -253,6 +263,16 @@ def test_export_of_a_closed_competition_verifies_and_tampering_is_named(
     capsys.readouterr()
     assert main(["verify", str(tmp_path / "rekeyed")]) == 5
     assert "FAIL the key's SHA-256" in capsys.readouterr().out
+
+
+def test_serve_close_at_the_shell(played: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    key = _with(played, lambda c: folder.read_key(c.paths)).hex()
+    assert main(["serve", str(played), "--close"]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("competition closed: no new tables") and f"key: {key}\n" in said
+    assert main(["serve", str(played), "--close"]) == 0
+    assert capsys.readouterr().out == f"the competition was closed already; its key:\nkey: {key}\n"
+    assert _with(played, lambda c: c.database.run_read(export.revealed_key)) == key
 
 
 def test_before_the_close_the_export_holds_no_key_and_verify_refuses_it(
