@@ -64,9 +64,13 @@ class DownloadError(Exception):
         self.status = status
 
 
-def keep_table_key(conn: Connection, table: store.TableRow, key: MasterKey) -> None:
-    """Store ``table``'s table key (the runner, when the table ends; a table
-    played again keeps the one key of its deal)."""
+def keep_table_key(conn: Connection, table_id: int, key: MasterKey) -> None:
+    """Store the table key of table ``table_id`` once it is ``done`` (the
+    runner, when a table ends): a void table's is never kept, since its deal
+    may be played again (a validation table's is)."""
+    table = store.table_by_id(conn, table_id)
+    if table is None or table.status != "done":
+        return
     if conn.execute(
         select(db.table_keys.c.table_id).where(db.table_keys.c.table_id == table.id)
     ).first():

@@ -738,7 +738,6 @@ class Runner:
         events: list[tuple[str, dict[str, Any]]] = []
         table = store.table_by_id(conn, done.table_id)
         assert table is not None
-        downloads.keep_table_key(conn, table, self.key)  # its deals open to its seats
         for rec in done.records:
             store.add_game(conn, table.id, int(rec["rotation"]), dict(rec))
         if table.numbering == "validation":
@@ -764,6 +763,7 @@ class Runner:
                 store.set_table_status(conn, table.id, "done", now)
                 events.append(("done", {"number": table.number}))
                 events += self._charge(conn, done.records)
+        downloads.keep_table_key(conn, table.id, self.key)  # a done table's deals open to its seats
         events += self._fold(conn)
         return events
 
