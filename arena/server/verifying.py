@@ -315,10 +315,15 @@ def verify_server(folder: Path, key_text: str | None = None) -> Verified:
         "games is the one the key and the rules give"
     )
     assert key is not None
-    ladder = sorted(
-        (t for t in tables if t.get("numbering") == "ladder"), key=lambda t: int(t["number"])
-    )
-    done.problems += _ladder_problems(ladder, by_id, key, run, results, done)
+    try:
+        ladder = sorted(
+            (t for t in tables if t.get("numbering") == "ladder"), key=lambda t: int(t["number"])
+        )
+        done.problems += _ladder_problems(ladder, by_id, key, run, results, done)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        done.problems.append(
+            f"the ladder's tables or ratings cannot be read ({type(exc).__name__}: {exc})"
+        )
     return done
 
 

@@ -487,3 +487,27 @@ def test_the_checking_page_commands_parse() -> None:
     assert [c[0] for c in commands] == ["serve", "export", "verify", "verify", "replay"]
     for words in commands:
         build_parser().parse_args(words)
+
+
+def test_a_hostile_export_gives_one_line_problems(tmp_path: Path) -> None:
+    """A folder whose lines are of the wrong shape fails with lines, never a traceback."""
+    d = tmp_path / "bad"
+    d.mkdir()
+    key = MasterKey.generate()
+    run = {"format": "server", "scope": "competition", "key_commitment": key.commitment()}
+    (d / "run.json").write_text(json.dumps({**run, "entrants": [{"name": "s1"}]}))
+    results = {"key": key.hex(), "key_commitment": key.commitment(), "ladder": {}}
+    (d / "results.json").write_text(json.dumps(results))
+    (d / "games.jsonl").write_text("")
+    _write_lines(
+        d / "tables.jsonl",
+        [
+            {"numbering": "ladder", "number": "x", "seating": 3},
+            {"numbering": "validation", "number": 0, "seating": ["a"], "deal_key": "V9"},
+        ],
+    )
+    problems = verify_server(d).problems
+    assert problems[0].startswith("ladder table x: its line cannot be read (TypeError")
+    assert problems[1] == "validation table 0: deal key 'V9' is not its numbering's (VNone)"
+    assert problems[2] == "validation table 0: seating ['a'] is not four different entrants"
+    assert problems[3].startswith("the ladder's tables or ratings cannot be read (ValueError")
