@@ -195,6 +195,12 @@ def test_export_of_a_closed_competition_verifies_and_tampering_is_named(
     said = capsys.readouterr().out
     assert f"verified: {len(games)} games" in said
     assert "the seatings of the 6 ladder tables re-derive from their folds" in said
+    # replay takes the export (the bot given: the folder names no command)
+    code = main(
+        ["replay", f"{out}#l5-k2", "--seat", "s3", "--bot", str(BOTS / "first_legal.py"),
+         "--no-sandbox", "--hand", "1", "--trick", "4"]
+    )  # fmt: skip
+    assert code == 0 and capsys.readouterr().out.strip().endswith("same as recorded")
 
     def swap_cards(d: Path) -> None:  # two cards of hand 1 of l3-k1 traded between seats 0 and 1
         rows = _lines(d / "games.jsonl")
