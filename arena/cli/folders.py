@@ -87,6 +87,11 @@ def verify_command(args: argparse.Namespace) -> int:
     folder: Path = args.folder
     if not (folder / RUN_FILE).exists():
         raise CliError(f"{folder} holds no tournament ({RUN_FILE} is missing)", EXIT_OUTPUT)
+    key_file: Path | None = args.key_file
+    if server_format(folder):
+        return _verify_server(folder, key_file)
+    if key_file is not None:
+        raise CliError("--key-file goes with a competition server's run folder (export, download)")
     try:
         games, problems = verify_folder(folder)
     except VerifyError as exc:
@@ -103,6 +108,43 @@ def verify_command(args: argparse.Namespace) -> int:
         f"verified: {games} games of {folder}: the key matches its commitment, and every "
         "deal, bot seed and hand is the one the key and the rules give"
     )
+    return EXIT_OK
+
+
+def server_format(folder: Path) -> bool:
+    """Whether ``folder`` is a competition server's run folder (``run.json``
+    format ``server``: ``hearts-arena export``, a table's download)."""
+    try:
+        data = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("format") == "server"
+
+
+def _verify_server(folder: Path, key_file: Path | None) -> int:
+    """``verify`` on a server's run folder (:mod:`arena.server.verifying`)."""
+    from arena.server.verifying import verify_server
+    from arena.tools.verify import MAX_PROBLEMS, VerifyError
+
+    key_text = None
+    if key_file is not None:
+        try:
+            key_text = key_file.read_text(encoding="ascii")[:1000]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CliError(f"--key-file {key_file}: {exc}", EXIT_OUTPUT) from None
+    try:
+        found = verify_server(folder, key_text)
+    except VerifyError as exc:
+        raise CliError(f"verify: {exc}", EXIT_OUTPUT) from None
+    if found.problems:
+        for line in found.problems[:MAX_PROBLEMS]:
+            print(f"FAIL {line}")
+        if len(found.problems) > MAX_PROBLEMS:
+            print(f"... and {len(found.problems) - MAX_PROBLEMS} more")
+        noun = "problem" if len(found.problems) == 1 else "problems"
+        print(f"verify: {len(found.problems)} {noun} in {found.games} games of {folder}")
+        return EXIT_FAILED
+    print(f"verified: {found.games} games of {folder}: " + "; ".join(found.checked))
     return EXIT_OK
 
 

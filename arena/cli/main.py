@@ -32,6 +32,7 @@ from arena.cli.errors import (
     EXIT_USAGE,
     CliError,
 )
+from arena.cli.export import add_export_command, export_command
 from arena.cli.init import is_init, run_as_init
 from arena.cli.kits import KIT_COMMANDS, add_kit_commands
 from arena.cli.live import add_watch_command, watch_command
@@ -101,6 +102,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="a finished tournament's folder (its --out), holding run.json and results.json",
     )
+    ver.add_argument(
+        "--key-file",
+        type=Path,
+        metavar="F",
+        default=None,
+        help="a competition server's key (64 hex digits, revealed at its close), to check "
+        "a table downloaded before the close against it",
+    )
     clean = sub.add_parser(
         "cleanup",
         allow_abbrev=False,
@@ -113,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_watch_command(sub)
     add_kit_commands(sub)
     add_serve_command(sub)
+    add_export_command(sub)
     add_submit_commands(sub)
     return parser
 
@@ -240,6 +250,8 @@ def _command(name: str) -> Any:
         return watch_command
     if name == "serve":
         return serve_command
+    if name == "export":
+        return export_command
     return TOOL_COMMANDS.get(name) or KIT_COMMANDS.get(name) or SUBMIT_COMMANDS.get(name)
 
 

@@ -2,8 +2,9 @@
 "Running a competition server").
 
 ``--init`` makes the competition folder, ``--add``/``--revoke``/``--suspend``/``--list``
-manage its participants; without them the server starts (its runner, which
-spawns the web process). The server's libraries (the ``[server]`` extra:
+manage its participants, ``--close`` ends it (no new tables, the key
+revealed); without them the server starts (its runner, which spawns the web
+process). The server's libraries (the ``[server]`` extra:
 SQLAlchemy, Alembic) are imported only when this command runs.
 """
 
@@ -45,11 +46,18 @@ def add_serve_command(sub: Any) -> None:
         action="store_true",
         help="print a new one-time organiser sign-in link (expires after 24 hours)",
     )
+    admin.add_argument(
+        "--close",
+        action="store_true",
+        help="close the competition: no new tables; the key revealed on the home page and in "
+        "the API (then hearts-arena export)",
+    )
     serve.add_argument(
         "--settings",
         type=Path,
         metavar="FILE",
-        help="--init: the competition's settings (TOML: [game], [limits], [ladder], [gate], [web])",
+        help="--init: the competition's settings "
+        "(TOML: [game], [limits], [ladder], [gate], [web], [class])",
     )
     serve.add_argument(
         "--token-file",
@@ -164,6 +172,18 @@ def serve_command(args: argparse.Namespace) -> int:
                 return EXIT_OK
             if args.organiser_link:
                 _print_organiser_link(comp, site_url)
+                return EXIT_OK
+            if args.close:
+                from arena.server.export import close_competition
+
+                key, newly = close_competition(comp)
+                print(
+                    "competition closed: no new tables (those in play finish); the key is "
+                    "revealed on the home page and in /api/standings"
+                    if newly
+                    else "the competition was closed already; its key:"
+                )
+                print(f"key: {key}")
                 return EXIT_OK
         finally:
             comp.close()

@@ -57,7 +57,7 @@ from sqlalchemy import (
 T = TypeVar("T")
 
 #: The head Alembic revision: the schema this code reads and writes.
-SCHEMA_VERSION: Final = "0005"
+SCHEMA_VERSION: Final = "0006"
 #: Seconds a connection waits for the other process's write lock.
 BUSY_TIMEOUT_SECONDS: Final = 30.0
 #: The database's file name inside the competition folder's ``db/``.
@@ -323,6 +323,19 @@ challenge_consent = Table(
 
 
 # -- issue 30 (close, export, downloads) tables go below this line --
+
+#: The table key (``HMAC(subkey("deal"), deal_key)``, 64 hex digits,
+#: :meth:`arena.core.keys.MasterKey.table_key`) of each finished table,
+#: written by the runner when the table ends (never before: a chosen table's
+#: deals stay secret); the web process hands it to the participants who sat
+#: at the table with its download (:mod:`arena.server.downloads`). It opens
+#: that table's deals only, never another's nor a bot seed.
+table_keys = Table(
+    "table_keys",
+    metadata,
+    Column("table_id", Integer, ForeignKey("tables.id"), primary_key=True),
+    Column("table_key", String(64), nullable=False),
+)
 
 
 def _on_connect(dbapi_connection: sqlite3.Connection, record: Any) -> None:

@@ -11,7 +11,7 @@ functions, no I/O; :mod:`arena.server.runner` stores what they return.
   seating): nothing depends on when tables finished, so for a fixed set of
   submissions the tables do not depend on cores or workers.
 * **New submissions**: one with fewer than 20 rated games in the fold the
-  table is chosen from (:data:`~arena.server.store.GAMES_TO_SETTLE`) is the
+  table is chosen from (:data:`~arena.server.rating.GAMES_TO_SETTLE`) is the
   focus of at most a third of the tables from the table at which it joined
   (:func:`focus_allowed`: ``ceil((t - joined + 1) / 3)`` tables among
   ``joined .. t``); past that it is kept from the focus (it may still be
@@ -41,7 +41,7 @@ from arena.core.keys import MasterKey
 from arena.protocol.faults import FaultKind
 from arena.protocol.records import GameRecordJSON, GameSpec, faults_of
 from arena.results.rating import environment
-from arena.server.store import GAMES_TO_SETTLE, PRIOR, Rating, submission_of
+from arena.server.rating import GAMES_TO_SETTLE, PRIOR, Rating, submission_of
 from arena.tournament.ladder import GAMES_PER_TABLE, choose_tables
 
 #: Games of one table: its deal in the four seat rotations.

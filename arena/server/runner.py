@@ -63,7 +63,7 @@ from arena.sandbox.cores import CoreGate
 from arena.sandbox.entrants import Entrant, EntrantError, parse_entrant, remove_tmpdirs_of_run
 from arena.sandbox.isolation import IsolationError, kill_all
 from arena.sandbox.launcher import RUN_VARIABLE, Launcher, LaunchOptions
-from arena.server import classes, db, deadline, gate, ladder, store
+from arena.server import classes, db, deadline, downloads, export, gate, ladder, store
 from arena.server.folder import (
     Competition,
     CompetitionSettings,
@@ -471,6 +471,8 @@ class Runner:
     async def _idle(self) -> bool:
         if self._playing:
             return False
+        if await self.database.read_async(export.closed_at) is not None:
+            return True  # closed: no table will be chosen again
 
         def busy(conn: Connection) -> bool:
             for status in ("queued", "check", "validation"):
@@ -498,6 +500,8 @@ class Runner:
                 if row.id not in self._playing:
                     self._launch(nursery, row)
                     started += 1
+        if await self.database.read_async(export.closed_at) is not None:
+            return started  # closed (serve --close): no new table of any numbering
         while len(self._playing) < self.config.slots:
             t = await self.database.write_async(self._choose_validation, time.time())
             if t is None:
@@ -768,6 +772,7 @@ class Runner:
                 store.set_table_status(conn, table.id, "done", now)
                 events.append(("done", {"number": table.number}))
                 events += self._charge(conn, done.records)
+        downloads.keep_table_key(conn, table.id, self.key)  # a done table's deals open to its seats
         events += self._fold(conn)
         return events
 

@@ -18,40 +18,39 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from sqlalchemy import Connection, Row, and_, func, insert, select, update
 
 from arena.server import db
+from arena.server.rating import (  # re-exported: the pure half, without SQLAlchemy
+    GAMES_TO_SETTLE,
+    HOUSE_PREFIX,
+    PRIOR,
+    PRIOR_MU,
+    PRIOR_SIGMA,
+    Rating,
+    entrant_label,
+    house_label,
+    submission_of,
+)
 
-#: Ranked games after which a new submission replaces its participant's
-#: previous one in the standings (and stops being a focus at most a third of tables).
-GAMES_TO_SETTLE: Final = 20
-#: TrueSkill's prior (the package defaults, :mod:`arena.results.rating`).
-PRIOR_MU: Final = 25.0
-PRIOR_SIGMA: Final = 25.0 / 3
-HOUSE_PREFIX: Final = "house:"
+__all__ = [  # the pure names of arena.server.rating are part of this module's interface
+    "GAMES_TO_SETTLE",
+    "HOUSE_PREFIX",
+    "PRIOR",
+    "PRIOR_MU",
+    "PRIOR_SIGMA",
+    "Rating",
+    "StoreError",
+    "entrant_label",
+    "house_label",
+    "submission_of",
+]
 
 
 class StoreError(ValueError):
     """A request the database cannot satisfy, with a one-line reason."""
-
-
-def entrant_label(submission_id: int) -> str:
-    """The entrant name a submission plays under: ``s<id>``."""
-    return f"s{submission_id}"
-
-
-def house_label(name: str) -> str:
-    """The entrant name of house bot ``name`` (``sample:low`` -> ``house:low``)."""
-    return HOUSE_PREFIX + name.removeprefix("sample:")
-
-
-def submission_of(label: str) -> int | None:
-    """The submission id of an entrant label, ``None`` for a house bot."""
-    if label.startswith("s") and label[1:].isdigit():
-        return int(label[1:])
-    return None
 
 
 def token_hash(token: str) -> str:
@@ -117,23 +116,6 @@ class TableRow:
     attempt: int
     chosen_at: float
     finished_at: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class Rating:
-    """One entrant's rating in a fold: TrueSkill ``mu``, ``sigma``, rated ``games``."""
-
-    mu: float
-    sigma: float
-    games: int
-
-    @property
-    def conservative(self) -> float:
-        """``mu - 3 sigma``."""
-        return self.mu - 3 * self.sigma
-
-
-PRIOR: Final = Rating(PRIOR_MU, PRIOR_SIGMA, 0)
 
 
 @dataclass(frozen=True, slots=True)

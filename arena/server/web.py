@@ -70,7 +70,7 @@ from arena.live.server import (
 )
 from arena.protocol.codec import clean_text
 from arena.report.outputs import SCRIPT_FILE, STYLE_FILE, json_script, replay_data
-from arena.server import classapi, db, sessions, signin, store, webstore
+from arena.server import classapi, db, downloads, sessions, signin, store, webstore
 from arena.server.db import Database
 from arena.server.environment import environment
 from arena.server.sessions import SiteSettings
@@ -559,6 +559,8 @@ def make_app(config: WebConfig) -> Any:
         return bytes(data)
 
     def add(conn: Any, participant_id: int, stored: StoredUpload) -> dict[str, Any]:
+        if webstore.closed_at(conn) is not None:  # issue 30: serve --close
+            raise ApiError(403, "the competition is closed: no new submissions")
         wait = webstore.retry_after(conn, participant_id, config.rate, config.clock())
         if wait:
             raise _rate_error(wait, config.rate)
@@ -790,6 +792,7 @@ def make_app(config: WebConfig) -> Any:
             Route("/api/submissions", submit, methods=["POST"]),
             Route("/api/submissions", mine, methods=["GET"]),
             Route("/api/submissions/{id}", one, methods=["GET"]),
+            *downloads.routes(config, authenticate, ApiError, error),  # issue 30: downloads
             Route("/static/{name}", static),
             Route("/favicon.ico", favicon),
             *classapi.routes(config, sys.modules[__name__]),  # issue 30: final, gauntlet

@@ -125,8 +125,33 @@ def my_submissions(conn: Connection, participant_id: int) -> list[dict[str, Any]
     return [submission_json(conn, s, True) for s in store.submissions_of(conn, participant_id)]
 
 
+def closed_at(conn: Connection) -> float | None:
+    """When the competition was closed (``serve --close``; seconds since the
+    epoch), ``None`` while open."""
+    value = store.get_meta(conn, "closed_at")
+    return None if value is None else float(value)
+
+
+def revealed_key(conn: Connection) -> str | None:
+    """The key (64 hex digits) once the competition is closed, else ``None``
+    (the runner's key file is never read here: ``--close`` stores it)."""
+    return store.get_meta(conn, "revealed_key") if closed_at(conn) is not None else None
+
+
+def competition_json(conn: Connection) -> dict[str, Any]:
+    """What the home page and ``GET /api/standings`` say of the key:
+    ``key_sha256`` (its commitment, shown since ``--init``), ``closed_at``
+    (``None`` while open) and ``key`` (``None`` until the close)."""
+    return {
+        "key_sha256": store.get_meta(conn, "key_sha256"),
+        "closed_at": closed_at(conn),
+        "key": revealed_key(conn),
+    }
+
+
 def standings_json(conn: Connection) -> dict[str, Any]:
-    """``GET /api/standings``: ``rated_through`` (ladder tables folded),
+    """``GET /api/standings``: ``competition`` (:func:`competition_json`: the
+    key's SHA-256, and the key once closed), ``rated_through`` (ladder tables folded),
     ``tables_in_play`` and ``rows`` (:meth:`arena.server.store.StandingRow.to_json`
     with ``rank`` from 1 and ``note``: "new submission: n of 20 games" while a
     newer passing submission settles, else ``""``)."""
@@ -143,7 +168,12 @@ def standings_json(conn: Connection) -> dict[str, Any]:
             else ""
         )
         out.append(data)
-    return {"rated_through": through, "tables_in_play": in_play, "rows": out}
+    return {
+        "competition": competition_json(conn),
+        "rated_through": through,
+        "tables_in_play": in_play,
+        "rows": out,
+    }
 
 
 def entrant_names(conn: Connection) -> dict[str, str]:

@@ -12,13 +12,15 @@ needed. At the chosen decision the bot's answer is compared with the
 recorded one and the game stops there.
 
 GAME is ``PATH[#ID]``: ``PATH`` a ``games.jsonl`` file or a tournament folder
-(holding ``games.jsonl`` and ``run.json``), ``ID`` the game's id
+(holding ``games.jsonl`` and ``run.json``; a competition server's export or
+a downloaded table too, with ``--bot``: the folder names no bot's command), ``ID`` the game's id
 (``r1-t0-k2``) or its index in the schedule (``12``); a file of one game
 needs no ``ID``.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,11 +176,28 @@ def load_game(ref: str) -> tuple[GameRecordJSON, dict[str, Any] | None, Path]:
     run_file = folder / "run.json"
     run_info = None
     if run_file.is_file():
-        try:
-            run_info = load_run_file(run_file)
-        except RunFileError as exc:
-            raise ReplayError(str(exc)) from None
+        run_info = server_run_info(run_file)
+        if run_info is None:
+            try:
+                run_info = load_run_file(run_file)
+            except RunFileError as exc:
+                raise ReplayError(str(exc)) from None
     return record, run_info, games_file
+
+
+def server_run_info(path: Path) -> dict[str, Any] | None:
+    """A competition server's ``run.json`` (format ``server``: ``hearts-arena
+    export``'s, or a table's download), as JSON, or ``None`` for any other
+    file. Its ``settings`` hold the referee's settings (``time_limit``,
+    ``startup_time``, ``strikes``, ``grace``), as a tournament's do; it holds
+    no bot's command (give ``--bot``: your own bot)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and data.get("format") == "server":
+        return data
+    return None
 
 
 def seat_of(record: GameRecordJSON, text: str) -> int:
@@ -198,6 +217,11 @@ def recorded_entrant(run_info: dict[str, Any] | None, name: str) -> Entrant | No
     """The entrant ``name`` as the tournament's ``run.json`` recorded it."""
     if run_info is None:
         return None
+    if run_info.get("format") == "server":
+        raise ReplayError(
+            f"a competition server's run folder holds no bot's command: give --bot "
+            f"(your own bot, the one that played {name})"
+        )
     for e in run_info["settings"]["entrants"]:
         if e["name"] == name:
             try:  # its recorded argv: the words are never joined and split again

@@ -41,11 +41,11 @@ def _subcommands() -> list[str]:
 
 #: The subcommands at the base (a new one needs its own snapshot: see below).
 SUBCOMMANDS = [
-    "audit", "build", "check", "cleanup", "new", "play", "replay", "report", "run", "serve",
-    "status", "submit", "verify", "watch",
+    "audit", "build", "check", "cleanup", "export", "new", "play", "replay", "report", "run",
+    "serve", "status", "submit", "verify", "watch",
 ]  # fmt: skip
-# serve, submit and status came after 165bb19 (issue 27); their snapshots were
-# recorded when they were added.
+# serve, submit and status came after 165bb19 (issue 27), export after them
+# (issue 30); their snapshots were recorded when they were added.
 
 
 def _write(path: Path, text: str, mode: int = 0o600) -> None:
