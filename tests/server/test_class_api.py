@@ -14,9 +14,10 @@ import httpx
 import pytest
 import trio
 
-from arena.server import deadline, folder, store
+from arena.server import deadline, folder, sessions, store
 from arena.server.classapi import settings_of
-from arena.server.viewer import SCOPE_KEY, Viewer
+from arena.server.signin import cookie_name
+from arena.server.viewer import Viewer
 from arena.server.web import WebConfig, make_app
 
 DEADLINE = "2030-06-01T12:00:00+02:00"  # 10:00 UTC
@@ -61,16 +62,18 @@ def run(
     clock = Clock()
     config = WebConfig(c.database, c.paths.uploads, clock=clock)
 
+    cookies: dict[str, str] = {}
+    if viewer is not None:  # a real session of the viewer's role, as a sign-in makes
+        with c.database.write() as conn:
+            made = sessions.start_session(conn, viewer.role, viewer.participant_id, clock())
+        cookies[cookie_name(False)] = made.session_id
+
     async def main() -> None:
         app = make_app(config)
-
-        async def as_viewer(scope: Any, receive: Any, send: Any) -> None:
-            if viewer is not None:
-                scope[SCOPE_KEY] = viewer
-            await app(scope, receive, send)
-
-        transport = httpx.ASGITransport(app=as_viewer)
-        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://127.0.0.1", cookies=cookies
+        ) as client:
             await test(client)
 
     trio.run(main)
