@@ -418,7 +418,11 @@ class Runner:
             await self._release_retired()
             started = await self._start_tables(nursery)
             if not started and self.config.exit_when_idle and await self._idle():
-                return
+                # What the idle check read may be newer than what the choosers
+                # read (the writer stored a table's end in between, and that
+                # end can open the final or the gauntlet): one more look.
+                if not await self._start_tables(nursery):
+                    return
             await self._sleep()
 
     # -- letting go of retired submissions ---------------------------------------
