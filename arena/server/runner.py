@@ -72,6 +72,7 @@ from arena.server.folder import (
     open_folder,
     submission_dir,
 )
+from arena.server.runlock import hold_runner_lock
 from arena.tournament.runner import DealLocks, TournamentRunner, TournamentSettings
 
 #: Plays of one table at most (a restart replays it; a third stop voids it).
@@ -840,14 +841,19 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def start_runner(root: Path, config: RunnerConfig) -> Runner:
-    """Open the folder, check the key against the stored SHA-256 and the seal.
+def start_runner(root: Path, config: RunnerConfig, password_file: Path | None = None) -> Runner:
+    """Open the folder (``password_file``: the PostgreSQL database's, instead
+    of the recorded one), take the runner lock (:mod:`arena.server.runlock`:
+    one runner per competition), check the key against the stored SHA-256
+    and the seal.
 
     Raises:
-        FolderError: one line: not a competition folder, another key, no seal.
+        FolderError: one line: not a competition folder, another runner
+            running it, another key, no seal.
     """
-    comp = open_folder(root)
+    comp = open_folder(root, password_file)
     try:
+        hold_runner_lock(comp)
         key = check_key(comp.paths, comp.database)
         runner = Runner(comp, key, config)
         runner.check_sealing()
@@ -857,7 +863,13 @@ def start_runner(root: Path, config: RunnerConfig) -> Runner:
     return runner
 
 
-def serve_forever(root: Path, listen: str, user: str | None, cores: int | None) -> int:
+def serve_forever(
+    root: Path,
+    listen: str,
+    user: str | None,
+    cores: int | None,
+    password_file: Path | None = None,
+) -> int:
     """``hearts-arena serve DIR``: run the runner (and the web process) until
     stopped; returns the exit code.
 
@@ -870,7 +882,7 @@ def serve_forever(root: Path, listen: str, user: str | None, cores: int | None) 
     import multiprocessing
 
     live = multiprocessing.get_context("spawn").Queue(QUEUE_SIZE)
-    runner = start_runner(root, RunnerConfig(slots=slots, cores=slots, live=live))
+    runner = start_runner(root, RunnerConfig(slots=slots, cores=slots, live=live), password_file)
     # The web process (arena/server/webproc.py, the web helper's) is spawned
     # here: spawn_web(runner.comp.paths, listen, user) once it exists.
     import importlib
@@ -880,7 +892,9 @@ def serve_forever(root: Path, listen: str, user: str | None, cores: int | None) 
     except ImportError:
         webproc = None
     web = (
-        webproc.spawn_web(runner.comp.paths, listen, user, live=live)
+        webproc.spawn_web(
+            runner.comp.paths, listen, user, live=live, database=runner.database.location
+        )
         if webproc is not None
         else None
     )

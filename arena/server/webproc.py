@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from arena.live.server import LiveError, parse_address
+from arena.server.db import DatabaseLocation
 from arena.server.folder import CompetitionPaths
 from arena.server.uploads import UploadLimits
 from arena.server.webstore import RateLimit
@@ -60,7 +61,8 @@ class WebSettings:
     """What the web process serves (paths absolute).
 
     Attributes:
-        database: the SQLite file.
+        database: the SQLite file, or where the database is (a PostgreSQL
+            URL with its password, :class:`arena.server.db.DatabaseLocation`).
         uploads: the uploads folder.
         host: the address to listen on; ``port`` its port (0: any free one).
         user: the user to run as when started as root (``None``: stay as is;
@@ -68,7 +70,7 @@ class WebSettings:
         limits: the upload caps; ``rate`` the submissions allowed.
     """
 
-    database: Path
+    database: Path | DatabaseLocation
     uploads: Path
     host: str = "127.0.0.1"
     port: int = 8000
@@ -288,12 +290,15 @@ def spawn_web(
     listen: str | None = None,
     user: str | None = None,
     live: Any = None,
+    database: DatabaseLocation | None = None,
 ) -> WebProcess:
     """Start the web process; it serves when this returns. ``settings`` is a
     :class:`WebSettings`, or a competition folder's paths served on ``listen``
     (``[HOST:]PORT``, default ``127.0.0.1:8000``) as ``user`` (the runner's call).
     ``live``: the bounded queue the runner's games send their public table
     states on (:mod:`arena.game.feed`); the web process shows them live.
+    ``database``: where the competition's database is (the runner's
+    :attr:`arena.server.db.Database.location`; default the folder's SQLite file).
 
     Raises:
         WebProcessError: as root without ``user``, an address that cannot be
@@ -305,7 +310,7 @@ def spawn_web(
         except LiveError as exc:
             raise WebProcessError(str(exc).replace("--live", "--listen")) from None
         settings = WebSettings(
-            settings.database, settings.uploads, address.host, address.port, user
+            database or settings.database, settings.uploads, address.host, address.port, user
         )
     web = WebProcess(settings, live)
     web.start()
