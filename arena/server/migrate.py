@@ -39,9 +39,9 @@ class MigrationResult:
     backup: Path | None
 
 
-def _config() -> Config:
+def _config(location: Path = MIGRATIONS) -> Config:
     config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("script_location", str(location))
     return config
 
 
@@ -59,16 +59,16 @@ def current_revision(db: Database) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
-def revisions() -> list[str]:
-    """Every revision, oldest first."""
-    walked = ScriptDirectory.from_config(_config()).walk_revisions()
+def revisions(location: Path = MIGRATIONS) -> list[str]:
+    """Every revision of the migrations in ``location``, oldest first."""
+    walked = ScriptDirectory.from_config(_config(location)).walk_revisions()
     return [s.revision for s in reversed(list(walked))]
 
 
-def upgrade_to(db: Database, revision: str) -> None:
-    """Upgrade ``db`` to ``revision`` (no copy made; tests step through the
-    revisions with it)."""
-    config = _config()
+def upgrade_to(db: Database, revision: str, location: Path = MIGRATIONS) -> None:
+    """Upgrade ``db`` to ``revision`` of the migrations in ``location`` (no
+    copy made; tests step through the revisions with it)."""
+    config = _config(location)
     with db.writer.begin() as conn:
         config.attributes["connection"] = conn
         command.upgrade(config, revision)
