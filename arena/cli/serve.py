@@ -91,6 +91,7 @@ def serve_command(args: argparse.Namespace) -> int:
     """Run ``serve`` (parsed arguments -> exit code)."""
     try:
         from arena.server import folder
+        from arena.server.webproc import WebProcessError
     except ImportError as exc:  # the [server] extra is missing
         raise CliError(
             f"serve needs the server's libraries ({exc.name}): pip install 'hearts-arena[server]'",
@@ -168,5 +169,7 @@ def serve_command(args: argparse.Namespace) -> int:
         )
     except folder.FolderError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
+    except WebProcessError as exc:  # the web process could not start: one line
+        raise CliError(str(exc), EXIT_ENVIRONMENT) from None
     finally:
         sys.stdout.flush()

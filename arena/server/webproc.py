@@ -145,6 +145,7 @@ def _child(
             drop_to(settings.user)
             die_with_parent(parent)  # a change of credentials clears the request (prctl(2))
         database.close()  # connections made from now on are the user's
+        _reach(database)
         _serve(app, database, sock, ready, stop, live)
     except WebProcessError as exc:
         ready.send(("error", str(exc)))
@@ -181,6 +182,25 @@ def _prepare(settings: WebSettings) -> tuple[Any, Any]:
     web.preload()
     environment()
     return app, database
+
+
+def _reach(database: Any) -> None:
+    """Read the database once as the user the process now runs as (a
+    PostgreSQL socket or password file the user cannot reach fails here, at
+    start, not at the first request).
+
+    Raises:
+        WebProcessError: the database cannot be read (one line).
+    """
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        database.run_read(lambda conn: conn.exec_driver_sql("SELECT 1").all())
+    except SQLAlchemyError as exc:
+        lines = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        raise WebProcessError(
+            f"database {database.describe()}: {lines[0] if lines else type(exc).__name__}"
+        ) from None
 
 
 def _serve(
