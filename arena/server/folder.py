@@ -402,7 +402,13 @@ def database_location(
 
 
 def _open_database(location: db.DatabaseLocation) -> db.Database:
-    database = db.Database(location)
+    try:
+        database = db.Database(location)
+    except ImportError as exc:  # the [server-postgres] extra is missing
+        raise FolderError(
+            f"the competition's database is PostgreSQL ({location.describe()}): its driver "
+            f"({exc.name}) is missing: pip install 'hearts-arena[server-postgres]'"
+        ) from None
     if location.dialect == "postgresql":
         try:
             with database.read() as conn:
