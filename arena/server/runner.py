@@ -436,18 +436,26 @@ class Runner:
         for numbering in ("validation", "ladder"):
             for t in store.tables_in(conn, numbering, ["chosen", "playing"]):
                 seated.update(t.seating)
+        ids = [store.submission_of(n) for n in held if n not in seated]
+        # One query for every held submission (this runs at each scheduler
+        # round: one query per submission cost most of the runner's own CPU,
+        # benchmarks/server_load.py).
+        rows = conn.execute(
+            select(db.submissions.c.id, db.submissions.c.status, db.participants.c.status)
+            .join(db.participants, db.participants.c.id == db.submissions.c.participant_id)
+            .where(db.submissions.c.id.in_([i for i in ids if i is not None]))
+        ).all()
+        states = {int(r[0]): (r[1], r[2]) for r in rows}
         out = []
         for name in held:
             sid = store.submission_of(name)
             if sid is None or name in seated:
                 continue
-            sub = store.submission(conn, sid)
-            if sub is not None and sub.status == "validation":
+            sub_status, participant_status = states.get(sid, (None, None))
+            if sub_status == "validation":
                 continue
-            if sub is not None and sub.status == "ranked":
-                p = store.participant_by_id(conn, sub.participant_id)
-                if p is not None and p.status == "active":
-                    continue
+            if sub_status == "ranked" and participant_status == "active":
+                continue
             out.append(name)
         return out
 
