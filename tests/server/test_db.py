@@ -35,6 +35,9 @@ from arena.server.migrate import (
 )
 from arena.server.runlock import RunnerLockError, hold_runner_lock
 
+# The database fixtures (SQLite, a private PostgreSQL): tests/server/db_fixtures.py.
+pytest_plugins = ["db_fixtures"]
+
 
 def _open(backend: str | None, tmp_path: Path) -> db.Database:
     if backend is None:

@@ -30,6 +30,9 @@ Script = Callable[[GameSpec], dict[str, Any]]
 # The scheduler's contract on both databases (tests/server/conftest.py).
 pytestmark = pytest.mark.usefixtures("each_database")
 
+# The database fixtures (SQLite, a private PostgreSQL): tests/server/db_fixtures.py.
+pytest_plugins = ["db_fixtures"]
+
 
 def _game(spec: GameSpec, crashed: Sequence[str] = ()) -> dict[str, Any]:
     faults = [

@@ -1,6 +1,12 @@
 """The competition server's database fixtures: a SQLite file, or a database
 on a private PostgreSQL server (Debian's ``postgresql``, issue 29) started
-once per test process.
+once per test process. A test module that uses them names this plugin::
+
+    pytest_plugins = ["db_fixtures"]
+
+(Not a ``tests/server/conftest.py``: a second conftest module named
+``conftest`` shadows ``tests/conftest.py`` for every ``from conftest import``
+collected after it, in every folder.)
 
 The server (tests/server/private_pg.py): ``initdb`` and ``pg_ctl`` (``initdb``
 refuses root, so both run as the ``postgres`` user through ``runuser``), in a
