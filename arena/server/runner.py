@@ -542,15 +542,18 @@ class Runner:
         return None
 
     def _field(self, conn: Connection) -> list[str] | None:
-        ranked = [
-            s
-            for s in store.submissions_in(conn, "ranked")
-            if (p := store.participant_by_id(conn, s.participant_id)) is not None
-            and p.status == "active"
-        ]
-        if not ranked:
+        # The ranked submissions of active participants, by id, in one query
+        # (asked at every scheduler round with a free slot).
+        rows = conn.execute(
+            select(db.submissions.c.id)
+            .join(db.participants, db.participants.c.id == db.submissions.c.participant_id)
+            .where(db.submissions.c.status == "ranked", db.participants.c.status == "active")
+            .order_by(db.submissions.c.id)
+        ).all()
+        if not rows:
             return None
-        return ladder.field_of([s.label for s in ranked], self.settings.house_labels)
+        labels = [store.entrant_label(int(r[0])) for r in rows]
+        return ladder.field_of(labels, self.settings.house_labels)
 
     def _choose_ladder(self, conn: Connection, now: float) -> store.TableRow | None:
         t = store.next_number(conn, "ladder")
