@@ -11,6 +11,7 @@ SQLAlchemy, Alembic) are imported only when this command runs.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,20 @@ def add_serve_command(sub: Any) -> None:
         help="the host name the site answers to (a request for another is refused)",
     )
     serve.add_argument(
+        "--database",
+        metavar="URL",
+        help="--init: keep the competition in this PostgreSQL database "
+        "(postgresql://USER@HOST/NAME, no password in it; recorded in DIR/database.toml; "
+        "needs the [server-postgres] extra) instead of DIR/db's SQLite file",
+    )
+    serve.add_argument(
+        "--database-password-file",
+        type=Path,
+        metavar="F",
+        help="the PostgreSQL password, the first line of the owner-only file F "
+        "(recorded with --init; default: PGPASSWORD or ~/.pgpass)",
+    )
+    serve.add_argument(
         "--cores",
         type=SERVE_CORES_TYPE,
         metavar="N",
@@ -103,6 +118,7 @@ def serve_command(args: argparse.Namespace) -> int:
     """Run ``serve`` (parsed arguments -> exit code)."""
     try:
         from arena.server import folder
+        from arena.server.webproc import WebProcessError
     except ImportError as exc:  # the [server] extra is missing
         raise CliError(
             f"serve needs the server's libraries ({exc.name}): pip install 'hearts-arena[server]'",
@@ -112,6 +128,17 @@ def serve_command(args: argparse.Namespace) -> int:
         raise CliError("--settings goes with --init")
     if args.token_file is not None and args.add is None:
         raise CliError("--token-file goes with --add")
+    if args.database is not None and not args.init:
+        raise CliError(
+            "--database goes with --init: the folder records its database "
+            "(DIR/database.toml) and every later serve uses it"
+        )
+    if args.database is not None and importlib.util.find_spec("psycopg") is None:
+        raise CliError(
+            "--database postgresql://... needs the PostgreSQL driver: "
+            "pip install 'hearts-arena[server-postgres]'",
+            EXIT_ENVIRONMENT,
+        )
     from arena.live.server import LiveError, parse_address
     from arena.server.webproc import Hosting, WebProcessError
 
@@ -136,18 +163,26 @@ def serve_command(args: argparse.Namespace) -> int:
                 if args.settings is not None
                 else None
             )
-            made = folder.init_folder(args.folder, settings, args.user)
+            made = folder.init_folder(
+                args.folder,
+                settings,
+                args.user,
+                database_url=args.database,
+                password_file=args.database_password_file,
+            )
             print(f"competition folder {made.paths.root} made")
+            if args.database is not None:
+                print(f"  database: {made.paths.database_record} records it")
             for line in folder.describe_settings(made.settings):
                 print(f"  {line}")
             print(f"key SHA-256: {made.key_sha256}")
-            comp = folder.open_folder(args.folder)
+            comp = folder.open_folder(args.folder, args.database_password_file)
             try:
                 _print_organiser_link(comp, site_url)
             finally:
                 comp.close()
             return EXIT_OK
-        comp = folder.open_folder(args.folder)
+        comp = folder.open_folder(args.folder, args.database_password_file)
         try:
             if args.add is not None:
                 _, token = folder.add_participant(comp, args.add)
@@ -190,10 +225,17 @@ def serve_command(args: argparse.Namespace) -> int:
         from arena.server.runner import serve_forever
 
         return serve_forever(
-            args.folder, listen=args.listen, user=args.user, cores=args.cores, hosting=hosting
+            args.folder,
+            listen=args.listen,
+            user=args.user,
+            cores=args.cores,
+            hosting=hosting,
+            password_file=args.database_password_file,
         )
     except folder.FolderError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
+    except WebProcessError as exc:  # the web process could not start: one line
+        raise CliError(str(exc), EXIT_ENVIRONMENT) from None
     finally:
         sys.stdout.flush()
 

@@ -1,4 +1,5 @@
-"""The competition server's database: SQLAlchemy 2 Core tables on SQLite.
+"""The competition server's database: SQLAlchemy 2 Core tables on SQLite or
+PostgreSQL.
 
 Two processes write the one file (the runner: checks, tables, games,
 ratings; the web process: participants' submissions), so:
@@ -20,18 +21,42 @@ and :meth:`Database.read_async`, which run the call in a worker thread
 (``trio.to_thread.run_sync``), writers through one ``CapacityLimiter(1)`` so
 that a process's own writers queue in Trio rather than in SQLite's busy wait.
 
-Every column that holds JSON holds a JSON text (``sqlalchemy.JSON`` on
-SQLite). Times are seconds since the epoch (floats, UTC). The schema is
-made by the Alembic migrations of :mod:`arena.server.migrate` (never by
+On PostgreSQL (``serve --init --database postgresql://...``: psycopg 3
+through the same synchronous engine) the same contract holds with the
+server's own means: a write transaction first takes a transaction-scoped
+advisory lock (``pg_advisory_xact_lock``, :data:`WRITE_LOCK`), so writers of
+every process go one at a time as ``BEGIN IMMEDIATE`` makes them on SQLite,
+and each statement of a write (``READ COMMITTED``) sees every write committed
+before; a read transaction is ``REPEATABLE READ, READ ONLY`` (one snapshot,
+as on SQLite); ``lock_timeout`` is :data:`BUSY_TIMEOUT_SECONDS`. PostgreSQL's
+text cannot hold NUL: a NUL in a string parameter (a bot's output) is stored
+as U+FFFD. The URL never holds the password (:func:`parse_postgres_url`
+refuses one): it comes from a file (:func:`read_password_file`) or libpq's
+own ``PGPASSWORD`` / ``~/.pgpass``.
+
+Pools are sized to the limiters: the writer engine holds
+``1 + POOL_OVERFLOW`` connections (one writer at a time from Trio, the rest
+for synchronous callers such as the command line), the reader engine
+``readers + POOL_OVERFLOW`` (:data:`READERS` read transactions at once from
+Trio, :attr:`Database.read_limiter`). A runner and a web process each hold
+at most ``READERS + 2 * POOL_OVERFLOW + 2`` connections, plus the runner's
+lock (:mod:`arena.server.runlock`).
+
+Every column that holds JSON holds a JSON text (``sqlalchemy.JSON``: a JSON
+text on SQLite, ``json`` on PostgreSQL). Times are seconds since the epoch
+(floats, UTC). The schema is made by the Alembic migrations of :mod:`arena.server.migrate` (never by
 ``metadata.create_all`` outside tests); :data:`SCHEMA_VERSION` is the head
 revision.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -53,6 +78,9 @@ from sqlalchemy import (
     create_engine,
     event,
 )
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.pool import NullPool
 
 T = TypeVar("T")
 
@@ -62,6 +90,19 @@ SCHEMA_VERSION: Final = "0006"
 BUSY_TIMEOUT_SECONDS: Final = 30.0
 #: The database's file name inside the competition folder's ``db/``.
 DATABASE_NAME: Final = "competition.sqlite3"
+#: Read transactions one process runs at once from Trio (its reader pool's size).
+READERS: Final = 8
+#: Connections each pool may open beyond its limiter's tokens (synchronous
+#: callers outside Trio: the command line, start-up, recovery).
+POOL_OVERFLOW: Final = 2
+#: SQLAlchemy's driver for PostgreSQL: psycopg 3 (the ``[server-postgres]`` extra).
+POSTGRES_DRIVER: Final = "postgresql+psycopg"
+#: The advisory lock key space of the arena on PostgreSQL (the first key of
+#: the two-key form), and the second keys: every write transaction's lock
+#: and the one runner's (:mod:`arena.server.runlock`).
+LOCK_SPACE: Final = 0x48_41  # "HA"
+WRITE_LOCK: Final = 1
+RUNNER_LOCK: Final = 2
 
 #: A submission's states (issue 27, "The gate"), in the order they move.
 SUBMISSION_STATES: Final = (
@@ -338,6 +379,95 @@ table_keys = Table(
 )
 
 
+class DatabaseURLError(ValueError):
+    """A database URL or password file the server refuses (one line)."""
+
+
+def parse_postgres_url(text: str) -> URL:
+    """A PostgreSQL URL (``postgresql://USER@HOST[:PORT]/NAME``, libpq's
+    query options such as ``?host=/run/postgresql`` or ``?sslmode=verify-full``
+    allowed) with SQLAlchemy's psycopg 3 driver set.
+
+    Raises:
+        DatabaseURLError: not a PostgreSQL URL, no database name, or a
+            password in it (a command line is readable by every user of the
+            machine: the password goes in a file or ``PGPASSWORD``).
+    """
+    try:
+        url = make_url(text)
+    except ArgumentError:
+        raise DatabaseURLError(f"not a database URL: {text[:80]!r}") from None
+    if url.drivername not in ("postgresql", POSTGRES_DRIVER, "postgres"):
+        raise DatabaseURLError(
+            f"--database takes a PostgreSQL URL (postgresql://USER@HOST/NAME), "
+            f"not {url.drivername}://"
+        )
+    if url.password is not None or "password" in url.query:
+        raise DatabaseURLError(
+            "the database URL holds a password: give it in a file "
+            "(--database-password-file F, owner-only) or PGPASSWORD, never on a command line"
+        )
+    if not url.database:
+        raise DatabaseURLError("the database URL names no database (postgresql://USER@HOST/NAME)")
+    return url.set(drivername=POSTGRES_DRIVER)
+
+
+def read_password_file(path: Path) -> str:
+    """The database password: the first line of ``path``, a file its owner
+    alone may read (as the key file and token files).
+
+    Raises:
+        DatabaseURLError: unreadable, readable by others, or empty.
+    """
+    try:
+        mode = os.stat(path).st_mode
+        text = Path(path).read_text(encoding="utf-8")[:4096]
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise DatabaseURLError(f"database password file {path}: {reason}") from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise DatabaseURLError(
+            f"database password file {path} can be read by other users "
+            f"({stat.filemode(mode)}): make it owner-only (chmod 600 {path})"
+        )
+    lines = text.splitlines()
+    if not lines or not lines[0]:
+        raise DatabaseURLError(f"database password file {path} is empty")
+    return lines[0]
+
+
+@dataclass(frozen=True)
+class DatabaseLocation:
+    """Where a competition's database is: a SQLite file (``path``) or a
+    PostgreSQL database (``url``, without a password, and the ``password``
+    read from its file, ``None`` to leave it to libpq: ``PGPASSWORD``,
+    ``~/.pgpass``, or no password on a trusted socket). Picklable: the runner
+    hands it to the web process."""
+
+    path: Path | None = None
+    url: str | None = None
+    password: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.path is None) == (self.url is None):
+            raise ValueError("a database is a SQLite path or a PostgreSQL URL, exactly one")
+
+    @property
+    def dialect(self) -> str:
+        """``"sqlite"`` or ``"postgresql"``."""
+        return "sqlite" if self.path is not None else "postgresql"
+
+    def describe(self) -> str:
+        """For messages: the path, or the URL (never a password)."""
+        if self.path is not None:
+            return str(self.path)
+        assert self.url is not None
+        return make_url(self.url).render_as_string(hide_password=True)
+
+    def __repr__(self) -> str:  # never the password
+        return f"DatabaseLocation({self.describe()!r})"
+
+
 def _on_connect(dbapi_connection: sqlite3.Connection, record: Any) -> None:
     # The dialect's recipe: stop the driver from emitting BEGIN itself.
     dbapi_connection.isolation_level = None
@@ -348,10 +478,13 @@ def _on_connect(dbapi_connection: sqlite3.Connection, record: Any) -> None:
     cursor.close()
 
 
-def _engine(path: Path, begin: str) -> Engine:
+def _engine(path: Path, begin: str, pool_size: int) -> Engine:
     engine = create_engine(
         f"sqlite:///{path}",
         connect_args={"timeout": BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
+        pool_size=pool_size,
+        max_overflow=POOL_OVERFLOW,
+        pool_timeout=BUSY_TIMEOUT_SECONDS,
     )
     event.listen(engine, "connect", _on_connect)
 
@@ -360,6 +493,69 @@ def _engine(path: Path, begin: str) -> Engine:
 
     event.listen(engine, "begin", on_begin)
     return engine
+
+
+def _no_nul(params: Any) -> Any:
+    # PostgreSQL's text refuses NUL (psycopg raises DataError); a bot's output may hold one.
+    if isinstance(params, dict):
+        return {k: _no_nul(v) for k, v in params.items()}
+    if isinstance(params, list | tuple):
+        return type(params)(_no_nul(v) for v in params)
+    if isinstance(params, str) and "\x00" in params:
+        return params.replace("\x00", "\ufffd")
+    return params
+
+
+def postgres_engine(location: DatabaseLocation, pool_size: int | None) -> Engine:
+    """An engine on the PostgreSQL database of ``location``: pooled
+    (``pool_size`` plus :data:`POOL_OVERFLOW`, connections checked before use
+    so a restarted database server is reconnected), or one connection per
+    use (``pool_size`` ``None``: the runner's lock). Each connection has
+    ``lock_timeout`` :data:`BUSY_TIMEOUT_SECONDS` and names itself
+    ``hearts-arena`` (``pg_stat_activity``)."""
+    assert location.url is not None
+    connect: dict[str, Any] = {
+        "connect_timeout": int(BUSY_TIMEOUT_SECONDS),
+        "application_name": "hearts-arena",
+        "options": f"-c lock_timeout={int(BUSY_TIMEOUT_SECONDS * 1000)}",
+    }
+    if location.password is not None:
+        connect["password"] = location.password
+    url = make_url(location.url)
+    if pool_size is None:
+        engine = create_engine(url, connect_args=connect, poolclass=NullPool)
+    else:
+        engine = create_engine(
+            url,
+            connect_args=connect,
+            pool_size=pool_size,
+            max_overflow=POOL_OVERFLOW,
+            pool_timeout=BUSY_TIMEOUT_SECONDS,
+            pool_pre_ping=True,
+        )
+
+    def no_nul(
+        conn: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool
+    ) -> tuple[str, Any]:
+        return statement, _no_nul(params)
+
+    event.listen(engine, "before_cursor_execute", no_nul, retval=True)
+    return engine
+
+
+def _postgres_engines(location: DatabaseLocation, readers: int) -> tuple[Engine, Engine]:
+    writer = postgres_engine(location, 1)
+    reader = postgres_engine(location, readers)
+
+    def on_write(conn: Connection) -> None:
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({LOCK_SPACE}, {WRITE_LOCK})")
+
+    def on_read(conn: Connection) -> None:
+        conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+
+    event.listen(writer, "begin", on_write)
+    event.listen(reader, "begin", on_read)
+    return writer, reader
 
 
 def set_wal(path: Path) -> None:
@@ -379,28 +575,50 @@ def set_wal(path: Path) -> None:
 
 
 class Database:
-    """The competition's database file, with a writer and a reader engine.
+    """The competition's database, with a writer and a reader engine.
 
     Args:
-        path: the SQLite file (made by :func:`arena.server.migrate.migrate`).
+        target: the SQLite file (made by :func:`arena.server.migrate.migrate`),
+            or a :class:`DatabaseLocation` (SQLite or PostgreSQL).
+        readers: read transactions at once from Trio (:attr:`read_limiter`,
+            the reader pool's size).
+
+    Attributes:
+        location: where it is; ``path`` the SQLite file (``None`` on
+            PostgreSQL); ``dialect`` ``"sqlite"`` or ``"postgresql"``.
     """
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.writer = _engine(self.path, "BEGIN IMMEDIATE")
-        self.reader = _engine(self.path, "BEGIN")
+    def __init__(self, target: Path | DatabaseLocation, readers: int = READERS) -> None:
+        if not isinstance(target, DatabaseLocation):
+            target = DatabaseLocation(Path(target))
+        location = target
+        self.location = location
+        self.path: Path | None = location.path
+        self.dialect = location.dialect
+        if location.path is not None:
+            self.writer = _engine(location.path, "BEGIN IMMEDIATE", 1)
+            self.reader = _engine(location.path, "BEGIN", readers)
+        else:
+            self.writer, self.reader = _postgres_engines(location, readers)
         self.write_limiter = trio.CapacityLimiter(1)
+        self.read_limiter = trio.CapacityLimiter(readers)
+        self._on_close: list[Callable[[], None]] = []
+
+    def describe(self) -> str:
+        """For messages: the file or the URL (never a password)."""
+        return self.location.describe()
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        """A write transaction (``BEGIN IMMEDIATE``), committed at the end of
-        the block, rolled back if it raises."""
+        """A write transaction (``BEGIN IMMEDIATE``; on PostgreSQL the write
+        advisory lock), committed at the end of the block, rolled back if it raises."""
         with self.writer.begin() as conn:
             yield conn
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        """A read transaction (a consistent snapshot; ``BEGIN``)."""
+        """A read transaction (a consistent snapshot; ``BEGIN``, on
+        PostgreSQL ``REPEATABLE READ, READ ONLY``)."""
         with self.reader.begin() as conn:
             yield conn
 
@@ -420,10 +638,17 @@ class Database:
         return await trio.to_thread.run_sync(self.run_write, fn, *args, limiter=self.write_limiter)
 
     async def read_async(self, fn: Callable[..., T], *args: Any) -> T:
-        """:meth:`run_read` from Trio, in a worker thread."""
-        return await trio.to_thread.run_sync(self.run_read, fn, *args)
+        """:meth:`run_read` from Trio, in a worker thread, at most
+        :attr:`read_limiter`'s tokens at once (the reader pool's size)."""
+        return await trio.to_thread.run_sync(self.run_read, fn, *args, limiter=self.read_limiter)
+
+    def close_with(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` when the database is closed (the runner's lock goes then)."""
+        self._on_close.append(fn)
 
     def close(self) -> None:
-        """Close every pooled connection."""
+        """Close every pooled connection (and what :meth:`close_with` was given)."""
+        while self._on_close:
+            self._on_close.pop()()
         self.writer.dispose()
         self.reader.dispose()

@@ -10,6 +10,9 @@ Layout (``--init`` makes it; modes as issue 27 gives them)::
                           needs to write its -wal and -shm files beside it)
       uploads/            0700, the web process's user: submissions by SHA-256
       runner/             0700, the runner's: bot copies, control-group records
+      database.toml       0644, on PostgreSQL only (``--init --database URL``):
+                          the database's URL (never a password) and the
+                          password file's path; db/ is not made then
 
 The key's SHA-256 (:meth:`arena.core.keys.MasterKey.commitment`) is stored
 in the database at init (``meta.key_sha256``) and printed; the runner
@@ -32,6 +35,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from arena.core.keys import BadKeyError, MasterKey
 from arena.game.referee import RefereeSettings
 from arena.protocol.codec import clean_text
@@ -39,7 +44,7 @@ from arena.sandbox.entrants import SAMPLE_BOTS
 from arena.sandbox.isolation import Limits
 from arena.server import db, store
 from arena.server.classrules import DeadlineError, ThresholdError, parse_deadline, parse_threshold
-from arena.server.migrate import MigrationResult, migrate
+from arena.server.migrate import MigrationResult, current_revision, migrate
 from arena.server.sessions import MIB, SiteSettings, display_name_from
 
 SETTINGS_NAME: Final = "competition.toml"
@@ -47,6 +52,8 @@ KEY_NAME: Final = "key"
 DB_DIR: Final = "db"
 UPLOADS_DIR: Final = "uploads"
 RUNNER_DIR: Final = "runner"
+#: The record of a PostgreSQL database (``--init --database URL``).
+DATABASE_RECORD: Final = "database.toml"
 #: Fewest house bots: a validation table seats three, each at most once.
 MIN_HOUSE_BOTS: Final = 3
 DEFAULT_HOUSE_BOTS: Final = ("sample:low", "sample:random", "sample:heuristic")
@@ -408,6 +415,11 @@ class CompetitionPaths:
         return self.root / DB_DIR / db.DATABASE_NAME
 
     @property
+    def database_record(self) -> Path:
+        """``database.toml``: the PostgreSQL database's URL, when there is one."""
+        return self.root / DATABASE_RECORD
+
+    @property
     def uploads(self) -> Path:
         """``uploads/``."""
         return self.root / UPLOADS_DIR
@@ -457,26 +469,123 @@ def _write_private(path: Path, text: str) -> None:
         f.write(text)
 
 
+def _record_text(url: str, password_file: Path | None) -> str:
+    lines = [
+        "# hearts-arena: the competition's PostgreSQL database (serve --init --database).",
+        "# Never a password here: it is read from password_file, or PGPASSWORD / ~/.pgpass.",
+        f"url = {_toml_value(url)}",
+    ]
+    if password_file is not None:
+        lines.append(f"password_file = {_toml_value(str(Path(password_file).absolute()))}")
+    return "\n".join(lines) + "\n"
+
+
+def database_location(
+    paths: CompetitionPaths, password_file: Path | None = None
+) -> db.DatabaseLocation:
+    """Where the competition's database is: the PostgreSQL database recorded
+    in ``database.toml`` (its password from ``password_file`` if given, else
+    from the recorded password file, else left to libpq), or the SQLite file
+    ``db/competition.sqlite3``.
+
+    Raises:
+        FolderError: a record that is not TOML, names no URL or holds a
+            password; a password file that cannot be read or that others may read.
+    """
+    record = paths.database_record
+    if not record.exists():
+        return db.DatabaseLocation(paths.database)
+    try:
+        data = tomllib.loads(record.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise FolderError(f"database record {record}: {exc}") from None
+    url = data.get("url")
+    recorded = data.get("password_file")
+    if not isinstance(url, str) or not (recorded is None or isinstance(recorded, str)):
+        raise FolderError(f"database record {record}: url (and password_file) are strings")
+    try:
+        parsed = db.parse_postgres_url(url)
+        chosen = password_file if password_file is not None else recorded
+        password = None if chosen is None else db.read_password_file(Path(chosen))
+    except db.DatabaseURLError as exc:
+        raise FolderError(str(exc)) from None
+    return db.DatabaseLocation(url=parsed.render_as_string(hide_password=False), password=password)
+
+
+def _open_database(location: db.DatabaseLocation) -> db.Database:
+    try:
+        database = db.Database(location)
+    except ImportError as exc:  # the [server-postgres] extra is missing
+        raise FolderError(
+            f"the competition's database is PostgreSQL ({location.describe()}): its driver "
+            f"({exc.name}) is missing: pip install 'hearts-arena[server-postgres]'"
+        ) from None
+    if location.dialect == "postgresql":
+        try:
+            with database.read() as conn:
+                conn.exec_driver_sql("SELECT 1")
+        except SQLAlchemyError as exc:
+            database.close()
+            raise FolderError(_database_error(location, exc)) from None
+    return database
+
+
+def _database_error(location: db.DatabaseLocation, exc: Exception) -> str:
+    reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return f"database {location.describe()}: {reason[0] if reason else type(exc).__name__}"
+
+
 def init_folder(
     root: Path,
     settings: CompetitionSettings | None = None,
     web_user: str | None = None,
     now: float | None = None,
+    database_url: str | None = None,
+    password_file: Path | None = None,
 ) -> InitResult:
     """Make a competition folder at ``root`` (which must not exist, or be an
     empty folder): the settings, a fresh key, the database (WAL, migrated,
     the key's SHA-256 stored), the modes of the module docstring. As root
     give ``web_user``: the database and uploads folders become its.
+    ``database_url``: a PostgreSQL database instead of the SQLite file
+    (``postgresql://USER@HOST/NAME``, no password in it; the password from
+    ``password_file`` or libpq's ``PGPASSWORD`` / ``~/.pgpass``), recorded in
+    ``database.toml``; it must hold no competition yet.
 
     Raises:
-        FolderError: ``root`` holds something, the user is unknown, or a
-            file could not be made.
+        FolderError: ``root`` holds something, the user is unknown, a file
+            could not be made, or the database URL is refused, cannot be
+            reached or holds a competition already.
     """
     settings = settings or CompetitionSettings()
     owner = web_user_ids(web_user)
     paths = CompetitionPaths(Path(root))
     if paths.root.exists() and (not paths.root.is_dir() or any(paths.root.iterdir())):
         raise FolderError(f"{paths.root} exists and is not an empty folder")
+    location = db.DatabaseLocation(paths.database)
+    if password_file is not None and database_url is None:
+        raise FolderError("a database password file goes with a PostgreSQL URL (--database)")
+    if database_url is not None:
+        try:
+            url = db.parse_postgres_url(database_url)
+            password = None if password_file is None else db.read_password_file(password_file)
+        except db.DatabaseURLError as exc:
+            raise FolderError(str(exc)) from None
+        location = db.DatabaseLocation(
+            url=url.render_as_string(hide_password=False), password=password
+        )
+        database = _open_database(location)
+        try:
+            if current_revision(database) is not None:
+                with database.read() as conn:
+                    held = store.get_meta(conn, "key_sha256")
+                if held is not None:
+                    raise FolderError(
+                        f"the database {location.describe()} holds a competition already "
+                        f"(key SHA-256 {held[:16]}...): give an empty database"
+                    )
+        finally:
+            database.close()
     key = MasterKey.generate()
     try:
         if not paths.root.exists():
@@ -487,9 +596,15 @@ def init_folder(
         _write_private(paths.key, key.hex() + "\n")
         _mkdir(paths.runner, 0o700)
         _mkdir(paths.uploads, 0o700, owner)
-        _mkdir(paths.db_dir, 0o700, owner)
-        db.set_wal(paths.database)
-        database = db.Database(paths.database)
+        if location.url is not None:
+            paths.database_record.write_text(
+                _record_text(location.describe(), password_file), encoding="utf-8"
+            )
+            os.chmod(paths.database_record, 0o644)
+        else:
+            _mkdir(paths.db_dir, 0o700, owner)
+            db.set_wal(paths.database)
+        database = db.Database(location)
         try:
             migrate(database)
             stamp = time.time() if now is None else now
@@ -497,9 +612,12 @@ def init_folder(
                 store.set_meta(conn, "key_sha256", key.commitment())
                 store.set_meta(conn, "schema_version", db.SCHEMA_VERSION)
                 store.set_meta(conn, "created_at", repr(stamp))
+        except SQLAlchemyError as exc:
+            raise FolderError(_database_error(location, exc)) from None
         finally:
             database.close()
-        own_database_files(paths, owner)
+        if location.path is not None:
+            own_database_files(paths, owner)
     except OSError as exc:
         raise FolderError(
             f"cannot make the competition folder {paths.root}: {exc.strerror or exc}"
@@ -574,27 +692,33 @@ class Competition:
         self.database.close()
 
 
-def open_folder(root: Path) -> Competition:
+def open_folder(root: Path, password_file: Path | None = None) -> Competition:
     """Open a competition folder made by :func:`init_folder` and migrate its
-    database (after a backup copy when it is upgraded).
+    database (after a backup copy when a SQLite file is upgraded).
+    ``password_file``: the PostgreSQL database's password, instead of the
+    file recorded at init (:func:`database_location`).
 
     Raises:
         FolderError: not a competition folder, bad settings, or a database
-            this arena cannot read.
+            this arena cannot reach or read.
     """
     paths = CompetitionPaths(Path(root))
-    if not paths.settings.is_file() or not paths.database.is_file():
+    postgres = paths.database_record.is_file()
+    if not paths.settings.is_file() or not (postgres or paths.database.is_file()):
         raise FolderError(
             f"{paths.root} is not a competition folder (make one with "
             f"hearts-arena serve {paths.root} --init)"
         )
     settings = CompetitionSettings.read(paths.settings)
-    database = db.Database(paths.database)
+    database = _open_database(database_location(paths, password_file))
     try:
         result = migrate(database)
     except RuntimeError as exc:
         database.close()
         raise FolderError(str(exc)) from None
+    except SQLAlchemyError as exc:
+        database.close()
+        raise FolderError(_database_error(database.location, exc)) from None
     return Competition(paths, settings, database, result)
 
 

@@ -5,7 +5,11 @@ the server at every start and by ``serve --init``.
 Before a database that already holds data is upgraded, a copy of it is made
 with SQLite's online backup API (``sqlite3.Connection.backup``: consistent
 even while the other process writes) beside it, named after the revision it
-was at: ``competition.sqlite3.before-0001``.
+was at: ``competition.sqlite3.before-0001``. On PostgreSQL no copy is
+made: the upgrade runs in one transaction (PostgreSQL's DDL is
+transactional, and the write advisory lock keeps every other writer out), so
+a failed upgrade leaves the database as it was; docs/competition-server.md
+tells the organiser to ``pg_dump`` it before installing a newer arena.
 """
 
 from __future__ import annotations
@@ -35,9 +39,9 @@ class MigrationResult:
     backup: Path | None
 
 
-def _config() -> Config:
+def _config(location: Path = MIGRATIONS) -> Config:
     config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("script_location", str(location))
     return config
 
 
@@ -53,6 +57,21 @@ def current_revision(db: Database) -> str | None:
     """The revision the database is at (``None``: never migrated)."""
     with db.writer.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
+
+
+def revisions(location: Path = MIGRATIONS) -> list[str]:
+    """Every revision of the migrations in ``location``, oldest first."""
+    walked = ScriptDirectory.from_config(_config(location)).walk_revisions()
+    return [s.revision for s in reversed(list(walked))]
+
+
+def upgrade_to(db: Database, revision: str, location: Path = MIGRATIONS) -> None:
+    """Upgrade ``db`` to ``revision`` of the migrations in ``location`` (no
+    copy made; tests step through the revisions with it)."""
+    config = _config(location)
+    with db.writer.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, revision)
 
 
 def backup(source: Path, target: Path) -> None:
@@ -71,8 +90,8 @@ def backup(source: Path, target: Path) -> None:
 
 
 def migrate(db: Database) -> MigrationResult:
-    """Upgrade ``db`` to the head revision, after a backup copy when it holds
-    a schema older than the head.
+    """Upgrade ``db`` to the head revision, after a backup copy when it is a
+    SQLite file holding a schema older than the head.
 
     Raises:
         RuntimeError: the database is at a revision this code does not know
@@ -85,15 +104,13 @@ def migrate(db: Database) -> MigrationResult:
         known = {s.revision for s in ScriptDirectory.from_config(config).walk_revisions()}
         if before not in known:
             raise RuntimeError(
-                f"the database {db.path} is at revision {before}, unknown to this arena "
+                f"the database {db.describe()} is at revision {before}, unknown to this arena "
                 f"(its newest is {head}): made by a newer version"
             )
     copy: Path | None = None
-    if before is not None and before != head:
+    if before is not None and before != head and db.path is not None:
         copy = db.path.with_name(f"{db.path.name}.before-{before}")
         backup(db.path, copy)
     if before != head:
-        with db.writer.begin() as conn:
-            config.attributes["connection"] = conn
-            command.upgrade(config, "head")
+        upgrade_to(db, "head")
     return MigrationResult(before, head, copy)

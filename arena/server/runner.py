@@ -72,6 +72,7 @@ from arena.server.folder import (
     open_folder,
     submission_dir,
 )
+from arena.server.runlock import hold_runner_lock
 from arena.tournament.runner import DealLocks, TournamentRunner, TournamentSettings
 
 #: Plays of one table at most (a restart replays it; a third stop voids it).
@@ -417,12 +418,16 @@ class Runner:
         while True:
             await self._release_retired()
             started = await self._start_tables(nursery)
-            if not started and self.config.exit_when_idle and await self._idle():
-                # What the idle check read may be newer than what the choosers
-                # read (the writer stored a table's end in between, and that
-                # end can open the final or the gauntlet): one more look.
-                if not await self._start_tables(nursery):
-                    return
+            # Once idle, one more look: what the idle check read may be newer
+            # than what the choosers read (the writer stored a table's end in
+            # between, and that end can open the final or the gauntlet).
+            if (
+                not started
+                and self.config.exit_when_idle
+                and await self._idle()
+                and not await self._start_tables(nursery)
+            ):
+                return
             await self._sleep()
 
     # -- letting go of retired submissions ---------------------------------------
@@ -439,18 +444,26 @@ class Runner:
         for numbering in db.NUMBERINGS:
             for t in store.tables_in(conn, numbering, ["chosen", "playing"]):
                 seated.update(t.seating)
+        ids = [store.submission_of(n) for n in held if n not in seated]
+        # One query for every held submission (this runs at each scheduler
+        # round: one query per submission cost most of the runner's own CPU,
+        # benchmarks/server_load.py).
+        rows = conn.execute(
+            select(db.submissions.c.id, db.submissions.c.status, db.participants.c.status)
+            .join(db.participants, db.participants.c.id == db.submissions.c.participant_id)
+            .where(db.submissions.c.id.in_([i for i in ids if i is not None]))
+        ).all()
+        states = {int(r[0]): (r[1], r[2]) for r in rows}
         out = []
         for name in held:
             sid = store.submission_of(name)
             if sid is None or name in seated:
                 continue
-            sub = store.submission(conn, sid)
-            if sub is not None and sub.status == "validation":
+            sub_status, participant_status = states.get(sid, (None, None))
+            if sub_status == "validation":
                 continue
-            if sub is not None and sub.status == "ranked":
-                p = store.participant_by_id(conn, sub.participant_id)
-                if p is not None and p.status == "active":
-                    continue
+            if sub_status == "ranked" and participant_status == "active":
+                continue
             out.append(name)
         return out
 
@@ -543,15 +556,18 @@ class Runner:
         return None
 
     def _field(self, conn: Connection) -> list[str] | None:
-        ranked = [
-            s
-            for s in store.submissions_in(conn, "ranked")
-            if (p := store.participant_by_id(conn, s.participant_id)) is not None
-            and p.status == "active"
-        ]
-        if not ranked:
+        # The ranked submissions of active participants, by id, in one query
+        # (asked at every scheduler round with a free slot).
+        rows = conn.execute(
+            select(db.submissions.c.id)
+            .join(db.participants, db.participants.c.id == db.submissions.c.participant_id)
+            .where(db.submissions.c.status == "ranked", db.participants.c.status == "active")
+            .order_by(db.submissions.c.id)
+        ).all()
+        if not rows:
             return None
-        return ladder.field_of([s.label for s in ranked], self.settings.house_labels)
+        labels = [store.entrant_label(int(r[0])) for r in rows]
+        return ladder.field_of(labels, self.settings.house_labels)
 
     def _choose_ladder(self, conn: Connection, now: float) -> store.TableRow | None:
         if deadline.ladder_closed(self.settings, now):
@@ -858,14 +874,19 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def start_runner(root: Path, config: RunnerConfig) -> Runner:
-    """Open the folder, check the key against the stored SHA-256 and the seal.
+def start_runner(root: Path, config: RunnerConfig, password_file: Path | None = None) -> Runner:
+    """Open the folder (``password_file``: the PostgreSQL database's, instead
+    of the recorded one), take the runner lock (:mod:`arena.server.runlock`:
+    one runner per competition), check the key against the stored SHA-256
+    and the seal.
 
     Raises:
-        FolderError: one line: not a competition folder, another key, no seal.
+        FolderError: one line: not a competition folder, another runner
+            running it, another key, no seal.
     """
-    comp = open_folder(root)
+    comp = open_folder(root, password_file)
     try:
+        hold_runner_lock(comp)
         key = check_key(comp.paths, comp.database)
         runner = Runner(comp, key, config)
         runner.check_sealing()
@@ -876,7 +897,12 @@ def start_runner(root: Path, config: RunnerConfig) -> Runner:
 
 
 def serve_forever(
-    root: Path, listen: str, user: str | None, cores: int | None, hosting: Any = None
+    root: Path,
+    listen: str,
+    user: str | None,
+    cores: int | None,
+    password_file: Path | None = None,
+    hosting: Any = None,
 ) -> int:
     """``hearts-arena serve DIR``: run the runner (and the web process) until
     stopped; returns the exit code. ``hosting``: the web process's TLS,
@@ -891,7 +917,7 @@ def serve_forever(
     import multiprocessing
 
     live = multiprocessing.get_context("spawn").Queue(QUEUE_SIZE)
-    runner = start_runner(root, RunnerConfig(slots=slots, cores=slots, live=live))
+    runner = start_runner(root, RunnerConfig(slots=slots, cores=slots, live=live), password_file)
     # The web process (arena/server/webproc.py, the web helper's) is spawned
     # here: spawn_web(runner.comp.paths, listen, user) once it exists.
     import importlib
@@ -901,7 +927,14 @@ def serve_forever(
     except ImportError:
         webproc = None
     web = (
-        webproc.spawn_web(runner.comp.paths, listen, user, live=live, hosting=hosting)
+        webproc.spawn_web(
+            runner.comp.paths,
+            listen,
+            user,
+            live=live,
+            hosting=hosting,
+            database=runner.database.location,
+        )
         if webproc is not None
         else None
     )

@@ -271,9 +271,10 @@ def participant_by_token_hash(conn: Connection, sha256: str) -> ParticipantRow |
 
 
 def list_participants(conn: Connection) -> list[ParticipantRow]:
-    """Every participant, by name."""
-    rows = conn.execute(select(db.participants).order_by(db.participants.c.name))
-    return [_participant(r) for r in rows]
+    """Every participant, by name (code point order, sorted here: a
+    PostgreSQL database's collation would order names otherwise than SQLite)."""
+    rows = conn.execute(select(db.participants))
+    return sorted((_participant(r) for r in rows), key=lambda p: p.name)
 
 
 def set_participant_status(conn: Connection, name: str, status: str, now: float) -> ParticipantRow:

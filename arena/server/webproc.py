@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from arena.live.server import Address, LiveError, parse_address
+from arena.server.db import DatabaseLocation
 from arena.server.folder import CompetitionPaths, CompetitionSettings, FolderError
 from arena.server.sessions import SiteSettings
 from arena.server.uploads import UploadLimits
@@ -142,7 +143,8 @@ class WebSettings:
     """What the web process serves (paths absolute).
 
     Attributes:
-        database: the SQLite file.
+        database: the SQLite file, or where the database is (a PostgreSQL
+            URL with its password, :class:`arena.server.db.DatabaseLocation`).
         uploads: the uploads folder.
         host: the address to listen on; ``port`` its port (0: any free one).
         user: the user to run as when started as root (``None``: stay as is;
@@ -152,7 +154,7 @@ class WebSettings:
         site: the sign-in side's settings (``secure`` is set from ``hosting``).
     """
 
-    database: Path
+    database: Path | DatabaseLocation
     uploads: Path
     host: str = "127.0.0.1"
     port: int = 8000
@@ -230,6 +232,7 @@ def _child(
             drop_to(settings.user)
             die_with_parent(parent)  # a change of credentials clears the request (prctl(2))
         database.close()  # connections made from now on are the user's
+        _reach(database)
         _serve(app, database, sock, ready, stop, live, settings.hosting, tls)
     except WebProcessError as exc:
         ready.send(("error", str(exc)))
@@ -290,6 +293,25 @@ def _server_names(name: str | None, port: int) -> tuple[str, ...]:
     """Hypercorn's ``server_names`` for ``--public-name NAME`` (it compares the
     whole ``Host`` header): ``NAME`` and ``NAME:PORT``; none without a name."""
     return (name, f"{name}:{port}") if name else ()
+
+
+def _reach(database: Any) -> None:
+    """Read the database once as the user the process now runs as (a
+    PostgreSQL socket or password file the user cannot reach fails here, at
+    start, not at the first request).
+
+    Raises:
+        WebProcessError: the database cannot be read (one line).
+    """
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        database.run_read(lambda conn: conn.exec_driver_sql("SELECT 1").all())
+    except SQLAlchemyError as exc:
+        lines = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+        raise WebProcessError(
+            f"database {database.describe()}: {lines[0] if lines else type(exc).__name__}"
+        ) from None
 
 
 def _serve(
@@ -413,6 +435,7 @@ def spawn_web(
     user: str | None = None,
     live: Any = None,
     hosting: Hosting | None = None,
+    database: DatabaseLocation | None = None,
 ) -> WebProcess:
     """Start the web process; it serves when this returns. ``settings`` is a
     :class:`WebSettings`, or a competition folder's paths served on ``listen``
@@ -421,6 +444,8 @@ def spawn_web(
     states on (:mod:`arena.game.feed`); the web process shows them live.
     ``hosting``: TLS, a proxy, the public name (with a folder's paths; the
     site's settings come from its ``competition.toml``, section ``[web]``).
+    ``database``: where the competition's database is (the runner's
+    :attr:`arena.server.db.Database.location`; default the folder's SQLite file).
 
     Raises:
         WebProcessError: as root without ``user``, an address that cannot be
@@ -436,7 +461,7 @@ def spawn_web(
         except FolderError as exc:
             raise WebProcessError(str(exc)) from None
         settings = WebSettings(
-            settings.database,
+            database or settings.database,
             settings.uploads,
             address.host,
             address.port,

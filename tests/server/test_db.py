@@ -1,27 +1,74 @@
 """The competition server's database (arena/server/db.py, migrate.py, store.py):
-a real SQLite file in a temporary folder."""
+the storage contract on a real SQLite file in a temporary folder and on a
+fresh database of a private PostgreSQL server (tests/server/conftest.py);
+the tests of one engine's own means (WAL, BEGIN IMMEDIATE, the backup API;
+the advisory locks) on that engine."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
+import subprocess
+import sys
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import sqlalchemy as sa
 import trio
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Connection, insert, select, text
+from sqlalchemy import Connection, insert, inspect, select, text
 
-from arena.server import db, store
-from arena.server.migrate import backup, current_revision, migrate
+from arena.server import db, folder, store
+from arena.server.migrate import (
+    MIGRATIONS,
+    backup,
+    current_revision,
+    head_revision,
+    migrate,
+    revisions,
+    upgrade_to,
+)
+from arena.server.runlock import RunnerLockError, hold_runner_lock
+
+# The database fixtures (SQLite, a private PostgreSQL): tests/server/db_fixtures.py.
+pytest_plugins = ["db_fixtures"]
+
+
+def _open(backend: str | None, tmp_path: Path) -> db.Database:
+    if backend is None:
+        path = tmp_path / db.DATABASE_NAME
+        db.set_wal(path)
+        return db.Database(path)
+    return db.Database(db.DatabaseLocation(url=backend))
 
 
 @pytest.fixture
-def database(tmp_path: Path) -> db.Database:
+def database(backend: str | None, tmp_path: Path) -> Iterator[db.Database]:
+    """A migrated database: SQLite, then PostgreSQL."""
+    d = _open(backend, tmp_path)
+    migrate(d)
+    yield d
+    d.close()
+
+
+@pytest.fixture
+def sqlite_database(tmp_path: Path) -> Iterator[db.Database]:
     path = tmp_path / db.DATABASE_NAME
     db.set_wal(path)
     d = db.Database(path)
+    migrate(d)
+    yield d
+    d.close()
+
+
+@pytest.fixture
+def pg_database(postgres_url: str) -> Iterator[db.Database]:
+    d = db.Database(db.DatabaseLocation(url=postgres_url))
     migrate(d)
     yield d
     d.close()
@@ -32,21 +79,21 @@ def test_migrations_make_the_tables_of_the_metadata(database: db.Database) -> No
     with database.writer.connect() as conn:
         diffs = compare_metadata(MigrationContext.configure(conn), db.metadata)
     assert diffs == []
-    with database.read() as conn:
-        names = {
-            r[0] for r in conn.execute(text("SELECT name FROM sqlite_master WHERE type='table'"))
-        }
+    names = set(inspect(database.reader).get_table_names())
     assert {"meta", "participants", "tokens", "submissions", "tables", "games", "ratings"} <= names
 
 
-def test_wal_mode_and_busy_timeout(database: db.Database) -> None:
+def test_wal_mode_and_busy_timeout(sqlite_database: db.Database) -> None:
+    database = sqlite_database
     with database.read() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
 
 
-def test_write_transactions_take_the_write_lock_at_begin(database: db.Database) -> None:
+def test_write_transactions_take_the_write_lock_at_begin(sqlite_database: db.Database) -> None:
+    database = sqlite_database
+    assert database.path is not None
     # BEGIN IMMEDIATE: while one writer's transaction is open (even before it
     # writes anything), another process's BEGIN IMMEDIATE cannot start.
     other = sqlite3.connect(database.path, timeout=0.05, isolation_level=None)
@@ -114,6 +161,60 @@ def test_migrate_refuses_a_database_from_a_newer_arena(database: db.Database) ->
         conn.exec_driver_sql("UPDATE alembic_version SET version_num = '9999'")
     with pytest.raises(RuntimeError, match="revision 9999, unknown to this arena"):
         migrate(database)
+
+
+def test_postgres_writers_take_the_write_lock_at_begin_and_readers_a_snapshot(
+    pg_database: db.Database,
+) -> None:
+    # The advisory write lock is taken by BEGIN, before anything is written:
+    # another session cannot take it while the write transaction is open.
+    database = pg_database
+    other = db.postgres_engine(database.location, None)
+    try:
+        with other.connect() as probe:
+
+            def lock_free() -> bool:
+                got = probe.execute(
+                    text("SELECT pg_try_advisory_xact_lock(:s, :k)"),
+                    {"s": db.LOCK_SPACE, "k": db.WRITE_LOCK},
+                ).scalar_one()
+                probe.rollback()
+                return bool(got)
+
+            assert lock_free()
+            with database.write() as conn:
+                conn.execute(select(db.meta.c.key)).all()
+                assert not lock_free()
+            assert lock_free()
+            # A reader sees one snapshot: a write committed meanwhile is not in it,
+            # and a read transaction cannot write.
+            with database.read() as conn:
+                assert store.list_participants(conn) == []
+                database.run_write(store.add_participant, "ann", 1.0)
+                assert store.list_participants(conn) == []
+                assert conn.exec_driver_sql("SHOW transaction_isolation").scalar() == (
+                    "repeatable read"
+                )
+                assert conn.exec_driver_sql("SHOW transaction_read_only").scalar() == "on"
+            assert [p.name for p in database.run_read(store.list_participants)] == ["ann"]
+            assert probe.exec_driver_sql("SHOW lock_timeout").scalar() == "30s"
+    finally:
+        other.dispose()
+
+
+def test_a_nul_from_a_bot_is_stored(database: db.Database) -> None:
+    # PostgreSQL's text cannot hold NUL: it becomes U+FFFD there (SQLite keeps it).
+    def add(conn: Connection) -> int:
+        p = store.add_participant(conn, "ann", 1.0)
+        s, _ = store.add_submission(conn, p.id, "a" * 64, "py", 1, 1.0)
+        store.record_step(conn, s.id, "check", False, 2.0, "bad\x00line", "out\x00put")
+        return s.id
+
+    sid = database.run_write(add)
+    row = database.run_read(store.submission, sid)
+    assert row is not None
+    nul = "\x00" if database.dialect == "sqlite" else "\ufffd"
+    assert (row.reason, row.check_output) == (f"bad{nul}line", f"out{nul}put")
 
 
 def test_backup_copies_a_live_database_owner_only(tmp_path: Path) -> None:
@@ -297,3 +398,201 @@ def test_standings_json_holds_the_tooling_contract(database: db.Database) -> Non
         "sigma": 5.0,
     }
     assert row["conservative"] == pytest.approx(11.0)
+
+
+# --- migrations: from an empty database, from the previous revision ----------
+
+
+def _sample_value(column: sa.Column[Any], n: int) -> Any:
+    kind = column.type
+    if isinstance(kind, sa.JSON):
+        return [f"v{n}", n]
+    if isinstance(kind, sa.Integer):
+        return 1 if column.foreign_keys or column.primary_key else n
+    if isinstance(kind, sa.Float):
+        return n + 0.5
+    if isinstance(kind, sa.String | sa.Text):
+        return f"v{n}"[: kind.length or 64]
+    raise AssertionError(f"no sample value for {column.table.name}.{column.name}: {kind!r}")
+
+
+def _fill_every_table(database: db.Database) -> dict[str, dict[str, Any]]:
+    # One row in every table of the schema the database is at now (reflected,
+    # so whatever that revision holds), parents before children; the ids are
+    # all 1, so every foreign key points at its parent's row.
+    rows: dict[str, dict[str, Any]] = {}
+    with database.write() as conn:
+        found = sa.MetaData()
+        found.reflect(conn)
+        for table in found.sorted_tables:
+            if table.name == "alembic_version":
+                continue
+            row = {c.name: _sample_value(c, i) for i, c in enumerate(table.columns)}
+            conn.execute(table.insert().values(row))
+            rows[table.name] = row
+    return rows
+
+
+def _step_keeps_rows(database: db.Database, location: Path) -> None:
+    revs = revisions(location)
+    assert len(revs) >= 2
+    upgrade_to(database, revs[-2], location)
+    assert current_revision(database) == revs[-2]
+    before = _fill_every_table(database)
+    assert before, "the previous revision holds tables"
+    upgrade_to(database, "head", location)
+    assert current_revision(database) == revs[-1]
+    with database.read() as conn:
+        found = sa.MetaData()
+        found.reflect(conn)
+        for name, row in before.items():
+            kept = [dict(r._mapping) for r in conn.execute(found.tables[name].select())]
+            assert len(kept) == 1, name
+            assert {k: kept[0][k] for k in row} == row, name
+
+
+def test_migrations_from_an_empty_database(backend: str | None, tmp_path: Path) -> None:
+    d = _open(backend, tmp_path)
+    try:
+        assert current_revision(d) is None
+        result = migrate(d)
+        assert (result.before, result.after, result.backup) == (None, db.SCHEMA_VERSION, None)
+        assert current_revision(d) == head_revision() == db.SCHEMA_VERSION
+        with d.writer.connect() as conn:
+            assert compare_metadata(MigrationContext.configure(conn), db.metadata) == []
+        d.run_write(store.add_participant, "ann", 1.0)
+        assert [p.name for p in d.run_read(store.list_participants)] == ["ann"]
+    finally:
+        d.close()
+
+
+def test_migrations_from_the_previous_revision_keep_every_row(
+    backend: str | None, tmp_path: Path
+) -> None:
+    # The arena's own revisions: upgrade to head-1, a row in every table, then
+    # to head; every row kept. With one revision there is no previous one yet
+    # (the empty database is the test above): the synthetic step below runs.
+    if len(revisions()) < 2:
+        pytest.skip("one revision so far: no previous revision to upgrade from")
+    d = _open(backend, tmp_path)
+    try:
+        _step_keeps_rows(d, MIGRATIONS)
+        with d.writer.connect() as conn:
+            assert compare_metadata(MigrationContext.configure(conn), db.metadata) == []
+    finally:
+        d.close()
+
+
+NEXT_REVISION = '''"""A synthetic next revision (tests only): a column added, a table added.
+
+Revision ID: 9000
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "9000"
+down_revision = "{head}"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("participants") as batch:
+        batch.add_column(sa.Column("display_name", sa.String(64), nullable=True))
+    op.create_table("extra", sa.Column("id", sa.Integer, primary_key=True))
+
+
+def downgrade() -> None:
+    op.drop_table("extra")
+    with op.batch_alter_table("participants") as batch:
+        batch.drop_column("display_name")
+'''
+
+
+def test_the_previous_revision_step_holds_for_a_revision_added_later(
+    backend: str | None, tmp_path: Path
+) -> None:
+    # The same procedure on the arena's migrations with one more revision (a
+    # column added in batch mode, a table added): head-1 is today's head.
+    location = tmp_path / "migrations"
+    shutil.copytree(MIGRATIONS, location, ignore=shutil.ignore_patterns("__pycache__"))
+    (location / "versions" / "v9000_next.py").write_text(
+        NEXT_REVISION.replace("{head}", head_revision()), encoding="utf-8"
+    )
+    d = _open(backend, tmp_path)
+    try:
+        _step_keeps_rows(d, location)
+        with d.read() as conn:
+            columns = {c["name"] for c in inspect(conn).get_columns("participants")}
+        assert "display_name" in columns
+    finally:
+        d.close()
+
+
+# --- one runner per competition ----------------------------------------------
+
+
+def test_a_second_runner_is_refused_until_the_first_stops(
+    each_database: str | None, tmp_path: Path
+) -> None:
+    root = tmp_path / "comp"
+    folder.init_folder(root)
+    first = folder.open_folder(root)
+    second = folder.open_folder(root)
+    try:
+        hold_runner_lock(first)
+        with pytest.raises(RunnerLockError, match=r"another runner .*is running this competition"):
+            hold_runner_lock(second)
+        first.close()  # the lock goes with the first runner's database
+        hold_runner_lock(second)
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_runner_killed_by_sigkill_leaves_no_lock(
+    each_database: str | None, tmp_path: Path
+) -> None:
+    # The holder is another process (a runner's): while it runs a second is
+    # refused; killed with SIGKILL, its lock is gone (the kernel's flock, the
+    # database server's session).
+    root = tmp_path / "comp"
+    folder.init_folder(root)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from arena.server import folder, runlock\n"
+            "comp = folder.open_folder(sys.argv[1])\n"
+            "runlock.hold_runner_lock(comp)\n"
+            "print('held', flush=True)\n"
+            "time.sleep(600)\n",
+            str(root),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    comp = folder.open_folder(root)
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(RunnerLockError) as refused:
+            hold_runner_lock(comp)
+        if comp.database.dialect == "sqlite":
+            assert f"pid {holder.pid}" in str(refused.value)
+        holder.kill()
+        holder.wait()
+        for _ in range(100):  # the server sees the session's socket close
+            try:
+                hold_runner_lock(comp)
+                break
+            except RunnerLockError:
+                time.sleep(0.1)
+        else:
+            raise AssertionError("the killed runner's lock was never released")
+    finally:
+        holder.kill()
+        holder.wait()
+        comp.close()

@@ -1,7 +1,9 @@
 """The runner's bookkeeping (arena/server/runner.py) with its one seam to the
 tournament layer, ``play_games``, replaced by scripted games: validation
 replayed after a house bot's fault, void tables never rated or charged, the
-fault budget, the server's own failures. Real SQLite; no bot process."""
+fault budget, the server's own failures. Real SQLite, then a real PostgreSQL
+database (every test runs on both: ``each_database``, tests/server/conftest.py);
+no bot process."""
 
 from __future__ import annotations
 
@@ -24,6 +26,12 @@ from arena.server import folder, runner, store
 from arena.server.runner import RunnerConfig, start_runner
 
 Script = Callable[[GameSpec], dict[str, Any]]
+
+# The scheduler's contract on both databases (tests/server/conftest.py).
+pytestmark = pytest.mark.usefixtures("each_database")
+
+# The database fixtures (SQLite, a private PostgreSQL): tests/server/db_fixtures.py.
+pytest_plugins = ["db_fixtures"]
 
 
 def _game(spec: GameSpec, crashed: Sequence[str] = ()) -> dict[str, Any]:

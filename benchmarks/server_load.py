@@ -1,0 +1,336 @@
+"""The competition server's own CPU per game beside `hearts-arena run`'s, on SQLite and PostgreSQL.
+
+Issue 29's load figure: 50 submissions of the sample bots and 1,000 one-hand
+games on a two-core machine. Each measurement runs in a process of its own,
+so its CPU is its own (``getrusage``):
+
+* **run**: ``hearts-arena run`` (the CLI's ``main``) with the 50 bot files,
+  ``--format ladder --games G --hands 1 --jobs 1``: the arena's CPU (its
+  referees and bookkeeping) and the bots' (its children). Their sum is the
+  games' CPU, the figure the overhead is set against.
+* **server, SQLite / PostgreSQL**: a competition folder (``hands = 1``) with
+  50 participants, each submission a sample bot's file already past its
+  check and validation (the gate is measured by the check's own benchmarks),
+  and a runner (``--cores 1``: one table at a time, as ``serve`` keeps one of
+  two cores for itself and the web process) choosing and playing G/4 ladder
+  tables, with the web process spawned as ``serve`` does (the live queue of
+  table states) and one client asking ``/api/standings`` every second. The
+  runner's CPU is split with a Trio instrument: the task steps of the table
+  tasks (``_play_table`` and everything under it: referees, seats) against
+  the rest (the scheduler, the gate's polling, the writer, the database
+  calls in worker threads, the fold). The server's overhead is that rest
+  plus the web process, per game; on PostgreSQL the database server's
+  backends (the runner's and the web process's sessions) are shown beside.
+  The split is an upper bound: the CPU of the runner's worker threads (bot
+  processes started and closed, submission copies made, database calls)
+  counts outside the tables. The other figure printed sets the server's two
+  processes against ``run``'s arena process (which also writes its report).
+
+Goal (issue 29): the overhead at most 5% of the games' CPU.
+
+    python benchmarks/server_load.py                  # 1,000 games, both databases
+    python benchmarks/server_load.py --games 200 --backends sqlite
+
+Sealed bots (bubblewrap) as ``serve`` requires, where they can be; the same
+for ``run``. Not run in CI. On a machine shared with other work the figures
+move: compare the ratios of one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ("low_bot.py", "random_bot.py", "heuristic_bot.py", "duck_bot.py")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a live process, from ``/proc``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def make_bots(folder: Path, count: int) -> list[Path]:
+    """``count`` bot files, copies of the sample bots in turn, each one byte
+    sequence of its own (a submission is stored by its SHA-256)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    bots = []
+    for i in range(count):
+        source = ROOT / "sample_bots" / SAMPLES[i % len(SAMPLES)]
+        (folder / f"b{i:02d}").mkdir(exist_ok=True)  # sealed, a bot sees its whole folder
+        path = folder / f"b{i:02d}" / f"b{i:02d}_{source.stem}.py"
+        path.write_text(source.read_text() + f"\n# submission {i}\n")
+        bots.append(path)
+    return bots
+
+
+# -- the baseline: hearts-arena run --------------------------------------------------
+
+
+def child_run(args: argparse.Namespace) -> None:
+    from arena.cli.main import main
+
+    bots = make_bots(Path(args.work) / "bots", args.submissions)
+    argv = ["run", *map(str, bots), "--format", "ladder", "--games", str(args.games),
+            "--hands", "1", "--jobs", "1", "--seed", "29", "--quiet",
+            "--out", str(Path(args.work) / "out"), "--cores", "1"]  # fmt: skip
+    argv.append("--sandbox" if args.sealed else "--no-sandbox")
+    start = time.monotonic()
+    code = main(argv)
+    wall = time.monotonic() - start
+    games = sum(1 for _ in (Path(args.work) / "out" / "games.jsonl").open())
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(json.dumps({
+        "code": code, "games": games, "wall": wall,
+        "arena": me.ru_utime + me.ru_stime, "bots": kids.ru_utime + kids.ru_stime,
+    }))  # fmt: skip
+
+
+# -- the server ------------------------------------------------------------------------
+
+
+def child_server(args: argparse.Namespace) -> None:
+    import multiprocessing
+    import threading
+    import urllib.request
+
+    import trio
+
+    from arena.game.feed import QUEUE_SIZE
+    from arena.server import folder, store, webproc
+    from arena.server.runner import RunnerConfig, start_runner
+
+    work = Path(args.work)
+    bots = make_bots(work / "bots", args.submissions)
+    root = work / "comp"
+    settings = folder.CompetitionSettings.from_mapping({"game": {"hands": 1}}, "bench")
+    web_user = "nobody" if os.geteuid() == 0 else None  # as serve: root needs --user
+    os.chmod(work, 0o755)  # the web process's user reaches db/ and uploads/
+    folder.init_folder(root, settings, web_user, database_url=args.database_url)
+    comp = folder.open_folder(root)
+    import hashlib
+
+    with comp.database.write() as conn:
+        for i, bot in enumerate(bots):
+            data = bot.read_bytes()
+            sha = hashlib.sha256(data).hexdigest()
+            p = store.add_participant(conn, f"p{i:02d}", 0.0)
+            s, _ = store.add_submission(conn, p.id, sha, "py", len(data), 1.0)
+            d = folder.submission_dir(comp.paths, sha)
+            d.mkdir()
+            (d / "bot.py").write_bytes(data)
+            store.record_step(conn, s.id, "check", True, 2.0)
+            store.record_step(conn, s.id, "validation", True, 3.0)
+    comp.close()
+
+    live = multiprocessing.get_context("spawn").Queue(QUEUE_SIZE)
+    tables = max(1, args.games // 4)
+    runner = start_runner(
+        root,
+        RunnerConfig(
+            slots=1, cores=1, ladder_tables=tables, exit_when_idle=True, live=live,
+            sandbox=True if args.sealed else None, log=open(os.environ.get("SERVER_LOAD_LOG", os.devnull), "w"),  # noqa: SIM115
+        ),
+    )  # fmt: skip
+    web = webproc.spawn_web(
+        runner.comp.paths, "127.0.0.1:0", web_user, live=live, database=runner.database.location
+    )
+    stop = threading.Event()
+
+    def viewer() -> None:  # one client of the standings, every second
+        while not stop.wait(1.0):
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(web.url + "/api/standings", timeout=10).read()
+
+    threading.Thread(target=viewer, daemon=True).start()
+
+    class TableCpu(trio.abc.Instrument):
+        """Thread CPU of the task steps of every task under a table task."""
+
+        def __init__(self) -> None:
+            self.table = 0.0
+            self._start = 0.0
+            self._known: dict[Any, bool] = {}
+
+        def _is_table(self, task: Any) -> bool:
+            known = self._known.get(task)
+            if known is None:
+                known = "play_table" in task.name
+                parent = task.parent_nursery.parent_task if task.parent_nursery else None
+                if not known and parent is not None:
+                    known = self._is_table(parent)
+                self._known[task] = known
+            return known
+
+        def before_task_step(self, task: Any) -> None:
+            self._start = time.thread_time()
+
+        def after_task_step(self, task: Any) -> None:
+            if self._is_table(task):
+                self.table += time.thread_time() - self._start
+
+        def task_exited(self, task: Any) -> None:
+            self._known.pop(task, None)
+
+    instrument = TableCpu()
+    from sqlalchemy import event
+
+    statements: dict[str, int] = {}
+
+    def count(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
+        head = " ".join(statement.split()[:4])[:60]
+        statements[head] = statements.get(head, 0) + 1
+
+    for engine in (runner.database.writer, runner.database.reader):
+        event.listen(engine, "before_cursor_execute", count)
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    web_before = proc_cpu(web.pid)
+    start = time.monotonic()
+    trio.run(runner.run, instruments=[instrument])
+    wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    web_cpu = proc_cpu(web.pid) - web_before
+    backends = 0.0
+    if runner.database.dialect == "postgresql":
+        with runner.database.read() as conn:
+            pids = [
+                int(r[0])
+                for r in conn.exec_driver_sql(
+                    "SELECT pid FROM pg_stat_activity WHERE application_name = 'hearts-arena'"
+                )
+            ]
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                backends += proc_cpu(pid)
+    with runner.database.read() as conn:
+        games = sum(len(store.table_records(conn, t.id)) for t in store.tables_in(conn, "ladder"))
+    stop.set()
+    web.close()
+    runner.comp.close()
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    runner_cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    print(json.dumps({
+        "games": games, "wall": wall, "runner": runner_cpu, "tables": instrument.table,
+        "web": web_cpu, "backends": backends, "bots": kids.ru_utime + kids.ru_stime,
+        "statements": sum(statements.values()),
+        "top": sorted(statements.items(), key=lambda kv: -kv[1])[:6],
+    }))  # fmt: skip
+
+
+# -- the parent --------------------------------------------------------------------------
+
+
+def measure(kind: str, args: argparse.Namespace, database_url: str | None = None) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="server-load-") as work:
+        argv = [sys.executable, __file__, "--child", kind, "--work", work,
+                "--games", str(args.games), "--submissions", str(args.submissions)]  # fmt: skip
+        if not args.sealed:
+            argv.append("--no-sandbox")
+        if database_url is not None:
+            argv += ["--database-url", database_url]
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"{kind} failed:\n{done.stderr[-3000:]}")
+        result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", type=int, default=1000, help="one-hand games (default 1000)")
+    parser.add_argument("--submissions", type=int, default=50, help="default 50")
+    parser.add_argument(
+        "--backends", default="sqlite,postgresql", help="sqlite, postgresql or both (default)"
+    )
+    parser.add_argument(
+        "--postgres-url", help="an empty PostgreSQL database (default: a private server)"
+    )
+    parser.add_argument("--no-sandbox", dest="sealed", action="store_false", default=True)
+    parser.add_argument("--sealed", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=("run", "server"), help=argparse.SUPPRESS)
+    parser.add_argument("--work", help=argparse.SUPPRESS)
+    parser.add_argument("--database-url", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child == "run":
+        return child_run(args)
+    if args.child == "server":
+        return child_server(args)
+    if args.sealed and shutil.which("bwrap") is None:
+        print("no bubblewrap: bots unsealed", file=sys.stderr)
+        args.sealed = False
+
+    print(f"{args.submissions} submissions of the sample bots, {args.games} one-hand games, "
+          f"{os.cpu_count()} cores, bots {'sealed' if args.sealed else 'unsealed'}")  # fmt: skip
+    base = measure("run", args)
+    games_cpu = (base["arena"] + base["bots"]) / base["games"]
+    print(f"run:    {base['games']} games in {base['wall']:.1f} s; CPU per game "
+          f"{1000 * games_cpu:.1f} ms (arena {1000 * base['arena'] / base['games']:.1f}, "
+          f"bots {1000 * base['bots'] / base['games']:.1f})")  # fmt: skip
+    for backend in args.backends.split(","):
+        url = None
+        server_cm: Any = None
+        if backend == "postgresql":
+            url = args.postgres_url
+            if url is None:
+                sys.path.insert(0, str(ROOT / "tests" / "server"))
+                from private_pg import PostgresUnavailable, private_postgres
+
+                try:
+                    server_cm = private_postgres()
+                    pg = server_cm.__enter__()
+                except PostgresUnavailable as exc:
+                    print(f"postgresql: skipped ({exc})")
+                    continue
+                pg.psql("CREATE DATABASE server_load")
+                # The web process runs as nobody (as serve as root): it must
+                # reach the private server's socket for this run.
+                for folder_ in (pg.base, pg.socket_dir):
+                    os.chmod(folder_, 0o755)
+                url = pg.url("server_load")
+        try:
+            r = measure("server", args, url)
+        finally:
+            if server_cm is not None:
+                server_cm.__exit__(None, None, None)
+        n = r["games"]
+        bookkeeping = r["runner"] - r["tables"]
+        overhead = (bookkeeping + r["web"]) / n
+        line = (
+            f"server, {backend}: {n} games in {r['wall']:.1f} s; per game: tables "
+            f"{1000 * r['tables'] / n:.1f} ms, runner outside them {1000 * bookkeeping / n:.2f} ms, "
+            f"web process {1000 * r['web'] / n:.2f} ms"
+        )
+        if backend == "postgresql":
+            line += f", database server {1000 * r['backends'] / n:.2f} ms"
+        print(line)
+        print(f"  the runner's SQL statements: {r['statements'] / n:.0f} a game "
+              f"({r['statements']} in {r['wall']:.0f} s); most: "
+              + "; ".join(f"{k} x{v}" for k, v in r["top"][:3]))  # fmt: skip
+        # The split counts the worker threads' CPU (bots started and closed,
+        # copies made, database calls) outside the tables: an upper bound. The
+        # other bound: the server's processes against run's arena (which also
+        # writes its report).
+        whole = (r["runner"] + r["web"]) / n - base["arena"] / base["games"]
+        print(f"  (runner + web process) - run's arena: {1000 * whole:.2f} ms a game = "
+              f"{100 * whole / games_cpu:.1f}% of the games' CPU")  # fmt: skip
+        print(f"  overhead {1000 * overhead:.2f} ms a game = {100 * overhead / games_cpu:.1f}% "
+              f"of the games' CPU under run (goal: at most 5%)"
+              + (f"; {100 * (overhead + r['backends'] / n) / games_cpu:.1f}% with the "
+                 "database server's" if backend == "postgresql" else ""))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
