@@ -17,7 +17,6 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
 from arena.cli.main import main
-from arena.sandbox import cores as core_tokens
 
 # Hypothesis on a busy machine: no deadline per example and no "too slow" health
 # check (data generation slowed by other load is no defect); each test's own
@@ -222,39 +221,6 @@ def _page_cache_forgets(
         import arena.tournament.runner as runner_module
 
         monkeypatch.setattr(runner_module, "forget_pages", _page_cache_kept)
-
-
-#: The machine's core token folder (arena/sandbox/cores.py), as the arena has it.
-_MACHINE_TOKEN_DIR: Path = core_tokens.TOKEN_DIR
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _core_tokens_of_this_process() -> Iterator[Path]:
-    """The in-process arenas of this test process take their core tokens
-    (arena/sandbox/cores.py) from a folder of its own, not from the
-    machine's ``/tmp/hearts-arena-cores`` that every arena of the machine
-    shares: a test's bots wait neither for the bots of the other xdist
-    workers' tests (a bot that sleeps through its time limit holds its token
-    all the while) nor for other arenas on the machine. Within each test's
-    arena the gate is the same (a token per core, its bots pinned, frozen
-    off move); the worker processes of ``--jobs`` get the folder with the
-    gate. Arenas run as a child process (``python -m arena``) keep the
-    machine's tokens. A test marked ``@pytest.mark.machine_core_tokens``
-    gets the real folder (tests/sandbox/test_cgroups.py, the folder of a
-    normal user's tokens). Yields the folder."""
-    folder = _MACHINE_TOKEN_DIR.with_name(f"{_MACHINE_TOKEN_DIR.name}-suite-{os.getpid()}")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(core_tokens, "TOKEN_DIR", folder)
-        yield folder
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture(autouse=True)
-def _machine_core_tokens(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A test marked ``@pytest.mark.machine_core_tokens`` sees the real
-    :data:`arena.sandbox.cores.TOKEN_DIR` (see :func:`_core_tokens_of_this_process`)."""
-    if request.node.get_closest_marker("machine_core_tokens") is not None:
-        monkeypatch.setattr(core_tokens, "TOKEN_DIR", _MACHINE_TOKEN_DIR)
 
 
 @pytest.fixture

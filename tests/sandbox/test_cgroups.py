@@ -833,7 +833,6 @@ def test_close_ends_a_bot_whose_io_tasks_were_cancelled() -> None:
     assert status != "running"
 
 
-@pytest.mark.machine_core_tokens
 @pytest.mark.skipif(os.geteuid() != 0, reason="changing to another user needs root")
 def test_an_arena_of_a_normal_user_gets_core_tokens_after_root_made_its_own() -> None:
     """Core tokens are owner-only files: an arena run by a normal user on a
