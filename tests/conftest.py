@@ -59,10 +59,10 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 LONG_FILES_FIRST = (
     "tournament/test_resume.py", "cli/test_doc_commands.py", "tournament/test_dask.py",
     "tools/test_check.py", "tools/test_audit.py", "tools/test_audit_signals.py",
-    "seats/test_seal.py", "kits/test_kits.py", "report/test_browser_replay.py",
+    "sandbox/test_seal.py", "kits/test_kits.py", "report/test_browser_replay.py",
     "cli/test_config.py", "tournament/test_secret_deals.py", "live/test_live_browser.py",
-    "seats/test_hostile.py", "seats/test_seal_channels.py", "report/test_ci_verdicts.py",
-    "seats/test_cgroups.py", "seats/test_descriptors.py", "tournament/test_schedule_stream.py",
+    "seats/test_hostile.py", "sandbox/test_seal_channels.py", "report/test_ci_verdicts.py",
+    "sandbox/test_cgroups.py", "sandbox/test_descriptors.py", "tournament/test_schedule_stream.py",
     "cli/test_cli.py", "tools/test_replay.py", "game/test_bad_inputs.py",
     "tournament/test_deal_carrier.py", "botkit/test_search_bot.py",
     "core/test_rules_openspiel.py",

@@ -6,11 +6,19 @@ and the rest of its file runs in a new one, each test once."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
+
+#: An inner session loads only the plugins the suite's rules work with (xdist,
+#: pytest-timeout), not every plugin installed (benchmark, hypothesis, anyio...):
+#: each of its processes starts a third faster, and a plugin of the machine's
+#: (pytest-randomly, say) cannot change what the inner session does.
+PLUGINS = ["-p", "xdist.plugin", "-p", "xdist.looponfail", "-p", "pytest_timeout"]
+ENV = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 INNER_CONFTEST = f"""
 import sys
@@ -61,12 +69,13 @@ def test_inner_session_follows_the_suite_rules(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text(INNER_CONFTEST)
     (tmp_path / "test_inner.py").write_text(INNER_TESTS)
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    allow_error_logs: on purpose\n")
-    args = ["-p", "no:cacheprovider", "-n", "0", "-rA", "--timeout", "3"]
+    args = [*PLUGINS, "-p", "no:cacheprovider", "-n", "0", "-rA", "--timeout", "3"]
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", *args, "--timeout-method", "signal", str(tmp_path)],
         capture_output=True,
         text=True,
         cwd=tmp_path,
+        env=ENV,
         timeout=600,
     )
     outcome: dict[str, set[str]] = {"PASSED": set(), "FAILED": set()}
@@ -104,13 +113,14 @@ def test_under_xdist_a_timed_out_test_ends_its_worker(tmp_path: Path) -> None:
     (tmp_path / "test_inner.py").write_text(INNER_TESTS)
     (tmp_path / "test_other.py").write_text(INNER_OTHER_FILE)
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    allow_error_logs: on purpose\n")
-    args = ["-p", "no:cacheprovider", "-p", "no:randomly", "-n", "2", "--dist", "loadfile"]
+    args = [*PLUGINS, "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile"]
     args += ["-rA", "-v", "--timeout", "3", "--timeout-method", "signal"]
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", *args, str(tmp_path)],
         capture_output=True,
         text=True,
         cwd=tmp_path,
+        env=ENV,
         timeout=600,
     )
     out = proc.stdout + proc.stderr

@@ -1,5 +1,5 @@
 """Two copies of this bot try to exchange a hand over every channel a process
-on one machine might share with another (tests/seats/test_seal.py).
+on one machine might share with another (tests/sandbox/test_seal.py).
 
 argv: ROLE (A sends, B receives) PORT_TCP PORT_UDP OUT_IP PORT_OUT_TCP PORT_OUT_UDP
 PORT_SERVICE MACHINE_FILE (a file of the machine that any user may read) TAG (hex

@@ -1,5 +1,5 @@
 """Two copies of this bot try to pass the sender's dealt hand to the receiver
-through each channel class of issue 22 (tests/seats/test_seal_channels.py,
+through each channel class of issue 22 (tests/sandbox/test_seal_channels.py,
 benchmarks/seal_channels.py).
 
 argv: ROLE (S sends, R receives) TAG (hex digits naming this run's files and

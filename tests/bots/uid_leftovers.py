@@ -1,5 +1,5 @@
 """Leaves something for the next bot given its uid, and looks for what the
-previous holder of its uid left (tests/seats/test_seal.py).
+previous holder of its uid left (tests/sandbox/test_seal.py).
 
 argv: TAG (hex digits naming this run's notes and keys). At start it writes
 on stderr one line ``LEFTOVER {"uid": its uid, "notes": [what it found in

@@ -1,4 +1,4 @@
-/* A small C bot for the seal's tests (tests/seats/test_seal.py): answers
+/* A small C bot for the seal's tests (tests/sandbox/test_seal.py): answers
  * hello, pass (the first three cards of its hand) and play (the first legal
  * card), finding the fields it needs in the referee's compact JSON by hand.
  * Compiled with cc by the test; needs only the C library. */

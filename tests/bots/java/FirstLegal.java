@@ -1,4 +1,4 @@
-// A small Java bot for the seal's tests (tests/seats/test_seal.py): reads one
+// A small Java bot for the seal's tests (tests/sandbox/test_seal.py): reads one
 // JSON object a line, answers hello, pass (the first three cards of its hand)
 // and play (the first legal card). No library: the few fields it needs are
 // found with regular expressions, which is enough for the referee's compact

@@ -304,14 +304,19 @@ assert libc.mq_open(b"/hearts-purge-{uid}", os.O_CREAT | os.O_RDWR, 0o600, None)
 
 
 @needs_seal
-def test_sealed_game_longer_than_15_seconds_has_no_faults(
-    capsys: pytest.CaptureFixture[str],
+def test_a_sealed_game_outliving_trios_idle_worker_threads_has_no_faults(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One game of 4 hands, 0.08 s a card: bots live through it (bubblewrap's
-    --die-with-parent fired when Trio retired its idle spawning thread, 10 s
-    after the last start, and killed every sealed bot)."""
+    """One game of 1 hand, 0.08 s a card (over 4 s): bots live through it.
+    bubblewrap's --die-with-parent fired when Trio retired its idle spawning
+    thread (``IDLE_TIMEOUT`` after the last start: 10 s, here 1 s, so that a
+    game of 4 s outlives it as one of 15 s outlived 10 s) and killed every
+    sealed bot (arena/sandbox/spawn.py forks them from a thread of its own)."""
+    from trio._core import _thread_cache
+
+    monkeypatch.setattr(_thread_cache, "IDLE_TIMEOUT", 1)
     slow = [f"s{i}={bot_path('slow_legal')} 0.08" for i in range(4)]
-    code = run_arena(["play", *slow, "--hands", "4", "--seed", "8", "--sandbox"])
+    code = run_arena(["play", *slow, "--hands", "1", "--seed", "8", "--sandbox"])
     out = capsys.readouterr().out
     assert code == 0
     assert "seed 8" in out
