@@ -194,19 +194,32 @@ OTHERS = '[[entrants]]\nsample = "low"\n\n[[entrants]]\nsample = "duck"\n\n' + (
 )
 
 
-@pytest.mark.parametrize("folder", ["bots dir", 'it\'s "ünï" = bots', "a'b"])
-def test_a_path_entrant_may_hold_spaces_quotes_and_unicode(open_tmp: Path, folder: str) -> None:
-    """Issue 14, item 1: ``path = "bots dir/tiny_bot.py"`` was split at the space."""
-    program = _bot_in(open_tmp / folder, "first_legal.py").rename(open_tmp / folder / "tiny_bot.py")
+#: Folder names a path entrant may hold (one run seats a bot in each).
+ODD_FOLDERS = ("bots dir", 'it\'s "ünï" = bots', "a'b")
+
+
+def test_a_path_entrant_may_hold_spaces_quotes_and_unicode(open_tmp: Path) -> None:
+    """Issue 14, item 1: ``path = "bots dir/tiny_bot.py"`` was split at the
+    space. One run, a bot in each folder of :data:`ODD_FOLDERS` and a sample bot."""
+    text = SHORT
+    programs = []
+    for i, folder in enumerate(ODD_FOLDERS):
+        programs.append(
+            _bot_in(open_tmp / folder, "first_legal.py").rename(open_tmp / folder / "tiny_bot.py")
+        )
+        toml_path = f"{folder}/tiny_bot.py".replace("\\", "\\\\").replace('"', '\\"')
+        text += f'\n[[entrants]]\nname = "mine{i}"\npath = "{toml_path}"\n'
     path = open_tmp / "t.toml"
-    toml_path = f"{folder}/tiny_bot.py".replace("\\", "\\\\").replace('"', '\\"')
-    path.write_text(f'{SHORT}\n[[entrants]]\nname = "mine"\npath = "{toml_path}"\n\n{OTHERS}')
+    path.write_text(f'{text}\n[[entrants]]\nsample = "low"\n')
     assert run_arena(["run", "--config", str(path)]) == 0
     results, _ = load_outputs(open_tmp / "out")
-    mine = json.loads((open_tmp / "out" / "run.json").read_text())["settings"]["entrants"][0]
-    assert mine["argv"][1] == str(program) and mine["cwd"] == str(program.parent)
-    row = next(r for r in results["standings"] if r["name"] == "mine")
-    assert row["games"] == 4 and sum(row["faults"].values()) == 0
+    entrants = json.loads((open_tmp / "out" / "run.json").read_text())["settings"]["entrants"]
+    for i, program in enumerate(programs):
+        mine = entrants[i]
+        assert mine["name"] == f"mine{i}"
+        assert mine["argv"][1] == str(program) and mine["cwd"] == str(program.parent)
+        row = next(r for r in results["standings"] if r["name"] == f"mine{i}")
+        assert row["games"] == 4 and sum(row["faults"].values()) == 0
 
 
 def test_sample_entrants_work_when_the_arena_lives_under_a_folder_with_a_space(

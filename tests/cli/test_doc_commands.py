@@ -3,8 +3,10 @@ written, sealed, on a checkout's layout (issue 24 item 2: ``run --config
 examples/tournament.toml`` and the ``bots/*.py`` layout were refused once
 bubblewrap was installed, because the bots shared a folder).
 
-Each ``sh`` block is read, its ``hearts-arena run`` commands run in a copy of
-the checkout's ``examples/`` and ``sample_bots/`` (as a fresh clone has them:
+Each ``sh`` block is read, its ``hearts-arena run`` commands run (in this
+process, with the words the shell would pass: one interpreter's start less
+each; test_a_documented_command_runs_from_the_shell runs the installed
+command from bash) in a copy of the checkout's ``examples/`` and ``sample_bots/`` (as a fresh clone has them:
 not the package's own sample folder), with the bot files they name made from
 a sample bot, at a reduced size (``--rounds 1 --hands 1``, a ladder's
 ``--games 4``, any free port for ``--live``, no live delay) and ``--sandbox``
@@ -12,6 +14,7 @@ unless the command says ``--no-sandbox``: a refusal (exit 2, 3 or 4) fails."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -23,6 +26,8 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+
+from arena.cli.main import main
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
 
@@ -139,7 +144,12 @@ def _prepare(command: str, place: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("command", CASES)
-def test_a_documented_command_runs_as_written(command: str, open_tmp: Path) -> None:
+def test_a_documented_command_runs_as_written(
+    command: str,
+    open_tmp: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     place = open_tmp / "checkout"
     place.mkdir()
     place.chmod(0o755)
@@ -154,12 +164,42 @@ def test_a_documented_command_runs_as_written(command: str, open_tmp: Path) -> N
             if "path" in entrant:
                 _bot_file(Path(place, "ci", entrant["path"]).resolve())
     words = _prepare(command, place)
-    globbed = " ".join(w if "*" in w else shlex.quote(w) for w in words[2:])
+    assert words[:2] == ["hearts-arena", "run"]
+    monkeypatch.chdir(place)  # relative paths as from the checkout's top
+    capsys.readouterr()
+    code = main(["run", *_globbed(words[2:], place)])
+    out, err = capsys.readouterr()
+    assert code in (0, 5), f"exit {code}: {err[-2000:]}"
+    assert "refused" not in err and not re.search(r"^error:", err, re.M)
+    assert "--dry-run" in words or "games; report:" in out
+
+
+def _globbed(words: list[str], place: Path) -> list[str]:
+    """The words as the shell hands them to the program: one with a ``*``
+    (a glob, quoted or not in the docs: unquoted here) replaced by the paths
+    it matches under ``place``, sorted, or kept as it is if none does."""
+    out = []
+    for word in words:
+        found = sorted(str(p.relative_to(place)) for p in place.glob(word)) if "*" in word else []
+        out += found or [word]
+    return out
+
+
+def test_a_documented_command_runs_from_the_shell(open_tmp: Path) -> None:
+    """The installed ``hearts-arena`` command, from bash in a checkout: the
+    glob of the README's first field (``bots/*/*.py``, one folder a bot) is
+    the shell's, as a reader types it (the test above runs each documented
+    command in this process, with the same words)."""
+    place = open_tmp / "checkout"
+    for name in FIELD:
+        _bot_file(place / "bots" / name / f"{name}.py")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
     proc = subprocess.run(
-        ["bash", "-c", f"hearts-arena run {globbed}"], cwd=place, env=env,
-        capture_output=True, text=True, timeout=240,
+        ["bash", "-c", "hearts-arena run bots/*/*.py --rounds 1 --hands 1 --sandbox --out o"],
+        cwd=place, env=env, capture_output=True, text=True, timeout=240,
     )  # fmt: skip
-    assert proc.returncode in (0, 5), f"exit {proc.returncode}: {proc.stderr[-2000:]}"
-    assert "refused" not in proc.stderr and not re.search(r"^error:", proc.stderr, re.M)
-    assert "--dry-run" in words or "games; report:" in proc.stdout
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "games; report:" in proc.stdout
+    results = json.loads((place / "o" / "results.json").read_text())
+    assert sorted(row["name"] for row in results["standings"]) == sorted(FIELD)
+    assert results["complete"] is True and results["games_played"] == 4

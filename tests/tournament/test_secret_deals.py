@@ -227,9 +227,12 @@ def test_no_two_games_of_one_deal_are_in_play_at_once(
 ) -> None:
     """Attack 4 of issue 11: with --jobs 4 (worker processes) the rotations of
     a table never overlap in time, so an entrant never has two processes
-    holding cards of one deal at once."""
+    holding cards of one deal at once. Five entrants, one round: five tables
+    of four rotations for four jobs, so a job is often free while the only
+    tables left are in play (the slow bots, 5 ms a card, keep each game in
+    play long enough for an overlap to show)."""
     monkeypatch.setattr("arena.tournament.executors.POOL_MIN_GAMES", 0)
-    entrants = [f"s{n}={BOTS / 'slow_legal.py'}" for n in range(3)] + [
+    entrants = [f"s{n}={BOTS / 'slow_legal.py'} 0.005" for n in range(3)] + [
         bot("first_legal", n) for n in "ab"
     ]
     out = tmp_path / "o"
@@ -241,7 +244,7 @@ def test_no_two_games_of_one_deal_are_in_play_at_once(
                 "--hands",
                 "1",
                 "--rounds",
-                "2",
+                "1",
                 "--jobs",
                 "4",
                 "--quiet",
@@ -252,13 +255,16 @@ def test_no_two_games_of_one_deal_are_in_play_at_once(
         == 0
     )
     records = load_outputs(out)[1]
-    assert len(records) == 5 * 4 * 2
+    assert len(records) == 5 * 4
+    # Every bot started and played (no crash: slow_legal.py without its delay
+    # argument crashed at its start; a timeout on a loaded machine is no defect here).
+    assert [f for r in records for f in r["faults"] if f["reason"] == "crashed"] == []
     by_deal: dict[str, list[tuple[float, float]]] = {}
     for r in records:
         by_deal.setdefault(r["deal_key"], []).append(
             (r["started_at"], r["started_at"] + r["duration_s"])
         )
-    assert len(by_deal) == 10
+    assert len(by_deal) == 5
     for deal, spans in by_deal.items():
         spans.sort()
         assert len(spans) == 4
@@ -309,7 +315,12 @@ def test_a_bot_hunting_for_the_key_finds_nothing(open_tmp: Path, flags: list[str
     control.write_text("readable by every user\n")
     control.chmod(0o644)
     hunter = f"hunter={BOTS / 'hostile_key_hunter.py'} {out} {control}"
-    args = [*FOUR[:3], *SHORT, *flags, "--key-file", str(key_file), "--out", str(out)]
+    # Its hunt (every process's /proc files, the machine's /tmp) is one decision:
+    # on a machine busy with other work it took past the default time limit
+    # (a timeout fault in the suite, 2026-12-01): 10 s a decision, so that the
+    # check of no faults below is about the hunter's play, not the machine's load.
+    limit = ["--time-limit", "10"]
+    args = [*FOUR[:3], *SHORT, *flags, *limit, "--key-file", str(key_file), "--out", str(out)]
     done = subprocess.run(
         [sys.executable, "-m", "arena", "run", hunter, *args],
         capture_output=True,
