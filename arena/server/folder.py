@@ -124,15 +124,31 @@ class GateSettings:
     validation_seconds: float = 900.0
 
 
+#: Who may see the pages (``[web] pages``; :mod:`arena.server.visibility`).
+PAGES_SETTINGS: Final = ("signed-in", "public")
+
+
+@dataclass(frozen=True)
+class PageSettings:
+    """The web pages' settings: ``pages``, who may see the standings, the
+    finished tables, their replays and the Environment page: ``"signed-in"``
+    (the default, for classes: participants and the organiser) or
+    ``"public"`` (anyone). The API with a bearer token works under either
+    (docs/server-web.md, "Who sees what")."""
+
+    pages: str = "signed-in"
+
+
 @dataclass(frozen=True)
 class CompetitionSettings:
     """Everything ``competition.toml`` holds (its sections: ``[game]``,
-    ``[limits]``, ``[ladder]``, ``[gate]``)."""
+    ``[limits]``, ``[ladder]``, ``[gate]``, ``[web]``)."""
 
     game: GameSettings = field(default_factory=GameSettings)
     limits: LimitSettings = field(default_factory=LimitSettings)
     ladder: LadderSettings = field(default_factory=LadderSettings)
     gate: GateSettings = field(default_factory=GateSettings)
+    web: PageSettings = field(default_factory=PageSettings)
 
     def __post_init__(self) -> None:
         g = self.game
@@ -165,6 +181,11 @@ class CompetitionSettings:
                     f"[ladder] house_bots: {bot!r} is not a sample bot "
                     f"(sample:{', sample:'.join(sorted(SAMPLE_BOTS))})"
                 )
+        if self.web.pages not in PAGES_SETTINGS:
+            raise FolderError(
+                f"[web] pages must be one of {', '.join(map(repr, PAGES_SETTINGS))}, "
+                f"got {self.web.pages!r}"
+            )
         for section in (self.limits, self.gate):
             for key, value in asdict(section).items():
                 if value < 0:
@@ -176,16 +197,21 @@ class CompetitionSettings:
         return tuple(store.house_label(b) for b in self.ladder.house_bots)
 
     def referee(self) -> RefereeSettings:
-        """The referee's settings of every game."""
+        """The referee's settings of every game: each seat's transcript kept
+        in the record (its owner and the organiser read it beside the replay,
+        :mod:`arena.server.pages`; capped by the referee's ``transcript_cap``)."""
         g = self.game
         return RefereeSettings(
-            time_limit=g.time_limit, startup_time=g.startup_time, strikes=g.strikes
+            time_limit=g.time_limit,
+            startup_time=g.startup_time,
+            strikes=g.strikes,
+            transcripts=True,
         )
 
     def to_toml(self) -> str:
         """The settings as ``competition.toml`` text (every key written)."""
         lines = ["# hearts-arena competition settings (README, 'Running a competition server')."]
-        for name in ("game", "limits", "ladder", "gate"):
+        for name in ("game", "limits", "ladder", "gate", "web"):
             lines.append(f"\n[{name}]")
             for key, value in asdict(getattr(self, name)).items():
                 if value is not None:
@@ -205,6 +231,7 @@ class CompetitionSettings:
             "limits": LimitSettings,
             "ladder": LadderSettings,
             "gate": GateSettings,
+            "web": PageSettings,
         }
         parts: dict[str, Any] = {}
         for section, value in data.items():
@@ -254,7 +281,10 @@ def _section(kind: type[Any], values: Mapping[str, Any], where: str) -> Any:
         if key not in known:
             raise FolderError(f"{where}: unknown key {key!r} ({', '.join(known)})")
         default = known[key]
-        if isinstance(default, tuple):
+        if isinstance(default, str):
+            if not isinstance(value, str):
+                raise FolderError(f"{where} {key}: a string")
+        elif isinstance(default, tuple):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise FolderError(f"{where} {key}: a list of names")
             value = tuple(value)

@@ -63,7 +63,7 @@ from arena.sandbox.cores import CoreGate
 from arena.sandbox.entrants import Entrant, EntrantError, parse_entrant, remove_tmpdirs_of_run
 from arena.sandbox.isolation import IsolationError, kill_all
 from arena.sandbox.launcher import RUN_VARIABLE, Launcher, LaunchOptions
-from arena.server import db, gate, ladder, store
+from arena.server import actions, db, gate, ladder, store
 from arena.server.folder import (
     Competition,
     CompetitionSettings,
@@ -416,6 +416,7 @@ class Runner:
     async def _schedule(self, nursery: trio.Nursery) -> None:
         while True:
             await self._release_retired()
+            await actions.apply_pending(self.database, self._fold, self._playing, self.log)
             started = await self._start_tables(nursery)
             if not started and self.config.exit_when_idle and await self._idle():
                 return
