@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from arena.live.server import LiveError, parse_address
-from arena.server.folder import CompetitionPaths
+from arena.server.folder import CompetitionPaths, CompetitionSettings
 from arena.server.uploads import UploadLimits
 from arena.server.webstore import RateLimit
 
@@ -66,6 +66,7 @@ class WebSettings:
         user: the user to run as when started as root (``None``: stay as is;
             refused as root).
         limits: the upload caps; ``rate`` the submissions allowed.
+        pages: who sees the pages (competition.toml's ``[web] pages``).
     """
 
     database: Path
@@ -75,6 +76,7 @@ class WebSettings:
     user: str | None = None
     limits: UploadLimits = field(default_factory=UploadLimits)
     rate: RateLimit = field(default_factory=RateLimit)
+    pages: str = "signed-in"
 
 
 def die_with_parent(parent: int) -> None:
@@ -174,6 +176,7 @@ def _prepare(settings: WebSettings) -> tuple[Any, Any]:
         limits=settings.limits,
         rate=settings.rate,
         loopback=Address(settings.host, settings.port).loopback,
+        pages=settings.pages,
     )
     app = web.make_app(config)
     web.preload()
@@ -304,8 +307,9 @@ def spawn_web(
             address = parse_address(listen or DEFAULT_LISTEN)
         except LiveError as exc:
             raise WebProcessError(str(exc).replace("--live", "--listen")) from None
+        pages = CompetitionSettings.read(settings.settings).web.pages
         settings = WebSettings(
-            settings.database, settings.uploads, address.host, address.port, user
+            settings.database, settings.uploads, address.host, address.port, user, pages=pages
         )
     web = WebProcess(settings, live)
     web.start()
