@@ -103,6 +103,11 @@ participants = Table(
     Column("name", String(64), nullable=False, unique=True),
     Column("status", String(16), nullable=False, default="active"),
     Column("created_at", Float, nullable=False),
+    # Revision 0002 (issue 28): the name pages show, and its case-folded key
+    # (unique: display names are unique ignoring case; arena.server.sessions).
+    Column("display_name", String(64), nullable=True),
+    Column("display_key", String(64), nullable=True),
+    Index("ix_participants_display_key", "display_key", unique=True),
 )
 
 #: API tokens: only their SHA-256 (hex) is stored; several per participant.
@@ -204,6 +209,41 @@ ratings = Table(
 
 
 # -- issue 28 (web: sessions, invites, display names) tables go below this line --
+
+#: A session's and a sign-in link's roles.
+SIGN_IN_ROLES: Final = ("participant", "organiser")
+
+#: Browser sessions (:mod:`arena.server.sessions`): only the SHA-256 (hex) of
+#: the session id is stored; ``role`` in :data:`SIGN_IN_ROLES`
+#: (``participant_id`` set for a participant); ``ended_at`` set at sign-out,
+#: at a later sign-in from the same browser, or by the organiser.
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("sha256", String(64), nullable=False, unique=True),
+    Column("role", String(16), nullable=False),
+    Column("participant_id", Integer, ForeignKey("participants.id"), nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Column("ended_at", Float, nullable=True),
+    Index("ix_sessions_participant", "participant_id"),
+)
+
+#: One-time sign-in links: the organiser's (``serve --init``,
+#: ``--organiser-link``) and participants' invites; the SHA-256 (hex) of the
+#: link's secret only; ``used_at`` set when it is exchanged for a session.
+invites = Table(
+    "invites",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("sha256", String(64), nullable=False, unique=True),
+    Column("role", String(16), nullable=False),
+    Column("participant_id", Integer, ForeignKey("participants.id"), nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Column("used_at", Float, nullable=True),
+)
 
 
 # -- issue 28 (web: organiser actions, visibility) tables go below this line --

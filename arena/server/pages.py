@@ -10,9 +10,11 @@ Pages (docs/server-web.md, "Who sees what", is the table):
   stderr of each seat the viewer may see), ``/environment``;
 * ``/tables/{n}/seats/{s}?rotation=R``: one seat's stderr and transcript;
   ``.../stderr`` and ``.../transcript`` download them;
-* ``/submissions`` (a participant's own, the organiser's everyone's, with
-  the upload form), ``/submissions/{id}`` (its steps), ``/submissions/{id}/output``
-  (the check's report; ``/output.txt`` downloads it);
+* ``/submissions`` (a participant's own, the organiser's everyone's; the
+  upload form is on the participant's page, ``/me``:
+  :mod:`arena.server.signin`), ``/submissions/{id}`` (its steps),
+  ``/submissions/{id}/output`` (the check's report; ``/output.txt``
+  downloads it);
 * the organiser's: ``/participants`` (suspend, restore), ``/voids``,
   ``/actions``, ``/tables/{n}/manage`` (play again, void with a reason).
 
@@ -26,17 +28,17 @@ same origin, no forms, no pop-ups); a download is ``text/plain`` with
 through :func:`~arena.protocol.codec.clean_text`; JSON reaches a page only
 through ``json_script`` / ``tojson``.
 
-Forms (``POST``): the organiser's actions and the upload, each checked
-against the session's form token (:func:`form_token_ok`; the sign-in layer
-checks ``Origin`` too), answered with ``303`` to the page it changed.
+Forms (``POST``): the organiser's actions, each checked for this site's
+``Origin`` and the session's form token (:func:`form_ok`), answered with
+``303`` to the page it changed.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import trio
 
@@ -45,14 +47,37 @@ from arena.protocol.codec import clean_text, visible_text
 from arena.report.outputs import json_script, replay_data
 from arena.server import actions, db, store, visibility, webstore
 from arena.server.environment import environment
-from arena.server.uploads import UploadError, check_length, read_capped, store_upload
 from arena.server.viewer import Viewer, viewer_of
 
 if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
-    from arena.server.web import WebConfig
+#: The server's Content-Security-Policy (:data:`arena.server.web.SERVER_CSP`,
+#: the same text: the live view's, with forms posting to this site only).
+SERVER_CSP: Final = SECURITY_HEADERS["Content-Security-Policy"].replace(
+    "form-action 'none'", "form-action 'self'"
+)
+
+
+class PageConfig(Protocol):
+    """What the pages read of :class:`arena.server.web.WebConfig`."""
+
+    @property
+    def database(self) -> db.Database:
+        """The competition's database."""
+
+    @property
+    def pages(self) -> str:
+        """``"signed-in"`` or ``"public"``."""
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """Seconds since the epoch."""
+
+
+#: Renders a template with its context (:func:`arena.server.web.render`).
+Render = Callable[..., str]
 
 #: Characters of a stderr, transcript or check report shown on a page (the
 #: download holds it all, as the record or the database keeps it).
@@ -81,24 +106,31 @@ TEMPLATES: Final = (
 )
 
 
-def csp(sandbox: str | None = None, forms: bool = False) -> str:
-    """The live view's ``Content-Security-Policy`` with ``form-action
-    'self'`` when the page posts forms, and ``sandbox`` (plus its
-    allowances, e.g. ``"allow-scripts"``; ``""`` for none) on a page that
-    shows a bot's output."""
-    policy = SECURITY_HEADERS["Content-Security-Policy"]
-    if forms:
-        policy = policy.replace("form-action 'none'", "form-action 'self'")
-    if sandbox is not None:
-        policy += "; sandbox" + (f" {sandbox}" if sandbox else "")
-    return policy
+def csp(sandbox: str | None = None) -> str:
+    """The server's ``Content-Security-Policy`` (:data:`SERVER_CSP`); on a
+    page that shows a bot's output, ``sandbox`` (plus its allowances, e.g.
+    ``"allow-scripts"``; ``""`` for none) and no form at all
+    (``form-action 'none'``)."""
+    if sandbox is None:
+        return SERVER_CSP
+    policy = SERVER_CSP.replace("form-action 'self'", "form-action 'none'")
+    return policy + "; sandbox" + (f" {sandbox}" if sandbox else "")
+
+
+def form_ok(request: Request, viewer: Viewer, given: str | None) -> bool:
+    """Whether a form's ``POST`` may be taken: it comes from this site's own
+    pages (``Origin``, or ``Sec-Fetch-Site: same-origin``:
+    :func:`arena.server.signin.same_origin`) and carries the viewer's
+    session's form token (:func:`form_token_ok`). The one check of every
+    form of these pages."""
+    from arena.server.signin import same_origin
+
+    return same_origin(request.headers, request.url.scheme) and form_token_ok(viewer, given)
 
 
 def form_token_ok(viewer: Viewer, given: str | None) -> bool:
     """Whether a form's ``form_token`` is the viewer's session's (compared in
-    constant time); never for a viewer without one. The one local check of
-    every form of these pages (the sign-in layer adds its own ``Origin``
-    check before them)."""
+    constant time); never for a viewer without one."""
     want = viewer.form_token
     if not want or not isinstance(given, str):
         return False
@@ -167,18 +199,13 @@ def _int(value: Any, default: int = -1) -> int:
         return default
 
 
-def routes(config: WebConfig) -> list[Any]:
+def routes(config: PageConfig, render: Render) -> list[Any]:
     """The pages' Starlette routes for ``config`` (its ``pages`` setting says
-    who sees the public ones); their templates loaded now."""
-    from starlette.datastructures import Headers
-    from starlette.formparsers import MultiPartException, MultiPartParser
+    who sees the public ones), rendering with ``render`` (autoescaped
+    templates; :data:`TEMPLATES` are this module's)."""
     from starlette.responses import HTMLResponse, RedirectResponse, Response
     from starlette.routing import Route
 
-    from arena.server.web import render
-
-    for name in TEMPLATES:
-        render_check(name)
     database = config.database
 
     def page(
@@ -186,12 +213,11 @@ def routes(config: WebConfig) -> list[Any]:
         template: str,
         status: int = 200,
         sandbox: str | None = None,
-        forms: bool = False,
         **context: Any,
     ) -> Response:
         viewer = viewer_of(request.scope)
         body = render(template, viewer=viewer, pages=config.pages, **context)
-        return HTMLResponse(body, status, headers={"Content-Security-Policy": csp(sandbox, forms)})
+        return HTMLResponse(body, status, headers={"Content-Security-Policy": csp(sandbox)})
 
     def refusal(request: Request, decision: str, what: str) -> Response:
         if decision == visibility.SIGN_IN:
@@ -386,69 +412,11 @@ def routes(config: WebConfig) -> list[Any]:
         return page(
             request,
             "submissions.html.j2",
-            forms=True,
             title="Submissions" if viewer.organiser else "Your submissions",
             submissions=rows,
             me=me,
             error=clean_text(request.query_params.get("error", ""), 300),
         )
-
-    async def upload(request: Request) -> Response:
-        viewer = viewer_of(request.scope)
-        if viewer.role != "participant" or viewer.participant_id is None:
-            return refusal(
-                request, visibility.SIGN_IN if not viewer.signed_in else visibility.HIDDEN, "form"
-            )
-        try:
-            check_length(request.headers.get("content-length"), config.limits)
-            body = await read_capped(request.stream(), config.limits)
-        except UploadError as exc:
-            return back("/submissions", str(exc))
-
-        async def again() -> AsyncGenerator[bytes, None]:
-            yield body
-
-        try:
-            form = await MultiPartParser(
-                Headers(raw=request.scope["headers"]), again(), max_files=1, max_fields=4
-            ).parse()
-        except MultiPartException as exc:
-            return back("/submissions", f"a form that cannot be read: {exc.message}")
-        token = form.get("form_token")
-        if not form_token_ok(viewer, token if isinstance(token, str) else None):
-            return forbidden(request)
-        files = [v for _, v in form.multi_items() if not isinstance(v, str)]
-        if len(files) != 1:
-            return back("/submissions", "the form holds no file: choose one .py file or one zip")
-        data = bytes(await files[0].read())
-        await form.close()
-        pid = viewer.participant_id
-
-        def status(conn: Any) -> tuple[str, int]:
-            p = store.participant_by_id(conn, pid)
-            wait = webstore.retry_after(conn, pid, config.rate, config.clock())
-            return (p.status if p else "revoked"), wait
-
-        state, wait = await database.read_async(status)
-        if state != "active":
-            return back("/submissions", f"you are {state}: no submissions taken")
-        if wait:
-            return back("/submissions", f"too many submissions: try again in {wait} s")
-        try:
-            stored = await trio.to_thread.run_sync(
-                store_upload, data, config.uploads, config.limits
-            )
-        except UploadError as exc:
-            return back("/submissions", str(exc))
-
-        def add(conn: Any) -> int:
-            row, _ = store.add_submission(
-                conn, pid, stored.sha256, stored.kind, stored.size, config.clock()
-            )
-            return row.id
-
-        sid = await database.write_async(add)
-        return RedirectResponse(f"/submissions/{sid}", 303)
 
     def back(path: str, error: str) -> Response:
         from urllib.parse import urlencode
@@ -461,7 +429,8 @@ def routes(config: WebConfig) -> list[Any]:
             "missing.html.j2",
             403,
             title="Refused",
-            text="this form's token is not your session's: reload the page and send it again",
+            text="refused: this form does not come from this site's page with your session's "
+            "token: reload the page and send it again",
         )
 
     def submission_data(conn: Any, sid: int) -> dict[str, Any] | None:
@@ -493,7 +462,6 @@ def routes(config: WebConfig) -> list[Any]:
         return page(
             request,
             "submission.html.j2",
-            forms=True,
             title=f"Submission {found['row'].id}",
             s=found["json"],
             participant=found["participant"],
@@ -534,7 +502,6 @@ def routes(config: WebConfig) -> list[Any]:
             return page(
                 request,
                 template,
-                forms=True,
                 title=title,
                 error=clean_text(request.query_params.get("error", ""), 300),
                 **data,
@@ -598,7 +565,6 @@ def routes(config: WebConfig) -> list[Any]:
         return page(
             request,
             "manage.html.j2",
-            forms=True,
             title=f"Table {number}: the organiser's actions",
             error=clean_text(request.query_params.get("error", ""), 300),
             **found,
@@ -614,7 +580,7 @@ def routes(config: WebConfig) -> list[Any]:
             )
         form = await request.form(max_files=0, max_fields=8)
         token = form.get("form_token")
-        if not form_token_ok(viewer, token if isinstance(token, str) else None):
+        if not form_ok(request, viewer, token if isinstance(token, str) else None):
             return forbidden(request)
         kind = str(request.path_params["kind"])
         target = _int(request.path_params["target"])
@@ -658,8 +624,7 @@ def routes(config: WebConfig) -> list[Any]:
         Route("/tables/{number}/seats/{seat}/stderr", seat_stderr),
         Route("/tables/{number}/seats/{seat}/transcript", seat_transcript),
         Route("/environment", environment_page),
-        Route("/submissions", submissions_page, methods=["GET"]),
-        Route("/submissions", upload, methods=["POST"]),
+        Route("/submissions", submissions_page),
         Route("/submissions/{id}", submission_page),
         Route("/submissions/{id}/output", output_page),
         Route("/submissions/{id}/output.txt", output_download),
@@ -695,15 +660,7 @@ def _targets(conn: Any) -> dict[int, str]:
     return out
 
 
-def render_check(name: str) -> None:
-    """Load template ``name`` (a missing or broken one fails at start, not
-    at a request)."""
-    from arena.server.web import _templates
-
-    _templates().get_template(name)
-
-
-async def refused(request: Request, config: WebConfig, name: str) -> Response | None:
+async def refused(request: Request, config: PageConfig, name: str) -> Response | None:
     """The refusal of a route that lives in :mod:`arena.server.web` (the
     live standings ``/events``, ``/api/standings``, ``/api/environment``)
     for this request's viewer, or ``None`` when it may be answered. An API

@@ -61,12 +61,14 @@ def token_hash(token: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ParticipantRow:
-    """A participant: ``status`` in :data:`arena.server.db.PARTICIPANT_STATES`."""
+    """A participant: ``status`` in :data:`arena.server.db.PARTICIPANT_STATES`;
+    ``display_name`` the name pages show (:mod:`arena.server.sessions`)."""
 
     id: int
     name: str
     status: str
     created_at: float
+    display_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +180,9 @@ class StandingRow:
 
 
 def _participant(row: Row[Any]) -> ParticipantRow:
-    return ParticipantRow(row.id, row.name, row.status, row.created_at)
+    return ParticipantRow(
+        row.id, row.name, row.status, row.created_at, row.display_name or row.name
+    )
 
 
 def _submission(row: Row[Any]) -> SubmissionRow:
@@ -211,19 +215,41 @@ def get_meta(conn: Connection, key: str) -> str | None:
 # --- participants and tokens ------------------------------------------------
 
 
-def add_participant(conn: Connection, name: str, now: float) -> ParticipantRow:
-    """A new active participant.
+def add_participant(
+    conn: Connection, name: str, now: float, display_name: str | None = None
+) -> ParticipantRow:
+    """A new active participant; its display name is ``display_name``
+    (already checked: :func:`arena.server.sessions.check_display_name`) or
+    ``name`` itself.
 
     Raises:
-        StoreError: the name is taken.
+        StoreError: the name is taken, or the display name is, ignoring case.
     """
     if participant_by_name(conn, name) is not None:
         raise StoreError(f"a participant named {name!r} exists already")
+    shown = name if display_name is None else display_name
+    if display_name_taken(conn, shown):
+        raise StoreError(f"the display name {shown!r} is taken (ignoring case)")
     pid = conn.execute(
-        insert(db.participants).values(name=name, status="active", created_at=now)
+        insert(db.participants).values(
+            name=name,
+            status="active",
+            created_at=now,
+            display_name=shown,
+            display_key=shown.casefold(),
+        )
     ).inserted_primary_key
     assert pid is not None
-    return ParticipantRow(int(pid[0]), name, "active", now)
+    return ParticipantRow(int(pid[0]), name, "active", now, shown)
+
+
+def display_name_taken(conn: Connection, shown: str, other_than: int | None = None) -> bool:
+    """Whether a participant (but ``other_than``) has the display name
+    ``shown``, ignoring case (``str.casefold``)."""
+    where = db.participants.c.display_key == shown.casefold()
+    if other_than is not None:
+        where = and_(where, db.participants.c.id != other_than)
+    return conn.execute(select(db.participants.c.id).where(where)).first() is not None
 
 
 def add_token(conn: Connection, participant_id: int, sha256: str, now: float) -> int:
@@ -298,7 +324,7 @@ def set_participant_status(conn: Connection, name: str, status: str, now: float)
             )
             .values(status="retired", reason="participant revoked")
         )
-    return ParticipantRow(p.id, p.name, status, p.created_at)
+    return ParticipantRow(p.id, p.name, status, p.created_at, p.display_name)
 
 
 # --- submissions -------------------------------------------------------------

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import trio
+from sqlalchemy import select
 
 from arena.core.resources import templates_dir
 from arena.live.server import (
@@ -61,9 +62,10 @@ from arena.live.server import (
 )
 from arena.protocol.codec import clean_text
 from arena.report.outputs import SCRIPT_FILE, STYLE_FILE
-from arena.server import store, webstore
+from arena.server import db, sessions, signin, store, webstore
 from arena.server.db import Database
 from arena.server.environment import environment
+from arena.server.sessions import SiteSettings
 from arena.server.uploads import (
     StoredUpload,
     UploadError,
@@ -72,12 +74,25 @@ from arena.server.uploads import (
     read_capped,
     store_upload,
 )
+from arena.server.viewer import viewer_of
 from arena.server.webstore import RateLimit
 
 #: Seconds Hypercorn waits for a request's bytes before closing the connection
 #: (it has no limit by default: a client sending one byte a minute holds a
 #: connection forever).
 READ_TIMEOUT: Final = 30
+#: Seconds Hypercorn keeps an idle connection open; its idle timer runs from
+#: a connection's start (or its previous response) until a request's head is
+#: complete, so it also bounds the time a client may take to send the head
+#: (a byte a second is dropped after it).
+KEEP_ALIVE_TIMEOUT: Final = 5.0
+#: The HSTS header sent over TLS (a year; the site's names only).
+HSTS: Final = "max-age=31536000"
+#: The server's Content-Security-Policy: the live view's, with forms allowed
+#: to post to this site only (the sign-in and upload forms).
+SERVER_CSP: Final = SECURITY_HEADERS["Content-Security-Policy"].replace(
+    "form-action 'none'", "form-action 'self'"
+)
 #: Seconds between two looks at the database for the live standings.
 POLL_SECONDS: Final = 1.0
 #: Query parameters that look like a token (refused: a token goes in the header only).
@@ -100,6 +115,10 @@ class WebConfig:
         poll_seconds: seconds between two looks at the database for the live pages.
         pages: who sees the pages: ``"signed-in"`` (the default) or ``"public"``
             (competition.toml's ``[web] pages``; :mod:`arena.server.visibility`).
+        site: the sign-in side's settings (cookies, sign-in rate, storage
+            quota, body cap of forms, stream caps).
+        proxy: the address of the one reverse proxy whose forwarded headers
+            are trusted (``--behind-proxy``), or ``None``.
     """
 
     database: Database
@@ -110,6 +129,8 @@ class WebConfig:
     clock: Callable[[], float] = time.time
     poll_seconds: float = POLL_SECONDS
     pages: str = "signed-in"
+    site: SiteSettings = field(default_factory=SiteSettings)
+    proxy: str | None = None
 
 
 class ApiError(Exception):
@@ -124,48 +145,113 @@ class ApiError(Exception):
 # -- the security wrapper ------------------------------------------------------------
 
 
+class BodyTooLarge(Exception):
+    """A request body passed its route's cap while it was read (413)."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(f"the request's body is over the limit of {cap} bytes")
+        self.cap = cap
+
+
 class Guard:
     """An ASGI wrapper: on loopback, a request whose ``Host`` is not a
     loopback name is refused (403, DNS rebinding); every response gets the
-    live view's :data:`~arena.live.server.SECURITY_HEADERS`."""
+    live view's :data:`~arena.live.server.SECURITY_HEADERS` (with
+    :data:`SERVER_CSP`), and HSTS over TLS; every request's body is capped:
+    ``body_cap(path)`` bytes (a ``Content-Length`` over it is refused with
+    413 before anything is read; a body without one raises
+    :class:`BodyTooLarge` from ``receive`` as it passes the cap)."""
 
-    def __init__(self, app: Any, loopback: bool) -> None:
+    def __init__(
+        self, app: Any, loopback: bool, body_cap: Callable[[str], int] | None = None
+    ) -> None:
         self.app = app
         self.loopback = loopback
-        self.headers = [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+        self.body_cap = body_cap
+        headers = {**SECURITY_HEADERS, "Content-Security-Policy": SERVER_CSP}
+        self.headers = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+
+    async def _refuse(self, send: Any, status: int, text: str) -> None:
+        body = text.encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    *self.headers,
+                    (b"content-type", b"text/plain; charset=utf-8"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         """Serve one ASGI connection."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        raw = scope.get("headers", [])
         if self.loopback:
-            hosts = [v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"]
+            hosts = [v.decode("latin-1") for k, v in raw if k == b"host"]
             if len(hosts) != 1 or not loopback_name(host_name(hosts[0])):
-                body = b"403: this server answers to a loopback host name only\n"
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 403,
-                        "headers": [
-                            *self.headers,
-                            (b"content-type", b"text/plain; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode()),
-                        ],
-                    }
+                await self._refuse(
+                    send, 403, "403: this server answers to a loopback host name only\n"
                 )
-                await send({"type": "http.response.body", "body": body})
                 return
+        extra = self.headers
+        if scope.get("scheme") == "https":
+            extra = [*extra, (b"strict-transport-security", HSTS.encode())]
+        if self.body_cap is not None:
+            cap = self.body_cap(str(scope.get("path", "")))
+            lengths = [v for k, v in raw if k == b"content-length"]
+            if any(not v.strip().isdigit() or int(v) > cap for v in lengths):
+                await self._refuse(send, 413, f"413: a request body here is at most {cap} bytes\n")
+                return
+            seen = 0
+            inner = receive
+
+            async def receive(_inner: Any = inner) -> Any:
+                nonlocal seen
+                message = await _inner()
+                if message.get("type") == "http.request":
+                    seen += len(message.get("body", b""))
+                    if seen > cap:
+                        raise BodyTooLarge(cap)
+                return message
 
         async def send_secured(message: Any) -> None:
             if message["type"] == "http.response.start":
                 given = list(message.get("headers", []))
                 present = {k.lower() for k, _ in given}
-                extra = [(k, v) for k, v in self.headers if k not in present]
-                message = {**message, "headers": given + extra}
+                added = [(k, v) for k, v in extra if k not in present]
+                message = {**message, "headers": given + added}
             await send(message)
 
         await self.app(scope, receive, send_secured)
+
+
+class TrustedProxy:
+    """An ASGI wrapper for ``--behind-proxy ADDRESS``: a request from
+    ``address`` (the proxy) has its client address, scheme and host taken
+    from its ``X-Forwarded-For``, ``-Proto`` and ``-Host`` (the last hop:
+    Hypercorn's :class:`~hypercorn.middleware.ProxyFixMiddleware`); from any
+    other peer those headers are ignored."""
+
+    def __init__(self, app: Any, address: str) -> None:
+        from hypercorn.middleware import ProxyFixMiddleware
+
+        self.app = app
+        self.address = address
+        self.fixed = ProxyFixMiddleware(app, mode="legacy", trusted_hops=1)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Serve one ASGI connection."""
+        client = scope.get("client")
+        if scope["type"] == "http" and client and client[0] == self.address:
+            await self.fixed(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
 
 # -- the live feed ---------------------------------------------------------------------
@@ -333,7 +419,9 @@ def preload() -> None:
     import python_multipart  # noqa: F401
     from starlette import formparsers  # noqa: F401
 
-    for name in TEMPLATES:
+    from arena.server import pages
+
+    for name in (*TEMPLATES, *signin.TEMPLATES, *pages.TEMPLATES):
         _templates().get_template(name)
     _assets()
 
@@ -448,10 +536,41 @@ def make_app(config: WebConfig) -> Any:
         wait = webstore.retry_after(conn, participant_id, config.rate, config.clock())
         if wait:
             raise _rate_error(wait, config.rate)
+        _check_quota(conn, participant_id, stored.size, stored.sha256, config.site.quota_bytes)
         row, superseded = store.add_submission(
             conn, participant_id, stored.sha256, stored.kind, stored.size, config.clock()
         )
         return {**webstore.submission_json(conn, row, True), "superseded": superseded}
+
+    def may_submit(conn: Any, participant_id: int, size: int) -> None:
+        wait = webstore.retry_after(conn, participant_id, config.rate, config.clock())
+        if wait:
+            raise _rate_error(wait, config.rate)
+        _check_quota(conn, participant_id, size, None, config.site.quota_bytes)
+
+    async def accept(participant_id: int, data: bytes) -> dict[str, Any]:
+        """Store an upload of a participant and record its submission: the
+        API's and the upload form's one path (rate limit, quota, caps).
+
+        Raises:
+            ApiError: refused (status and one line).
+        """
+        await database.read_async(may_submit, participant_id, len(data))
+        try:
+            stored = await trio.to_thread.run_sync(
+                store_upload, data, config.uploads, config.limits
+            )
+        except UploadError as exc:
+            raise ApiError(exc.status, str(exc)) from None
+        return await database.write_async(add, participant_id, stored)
+
+    async def accept_form(participant_id: int, data: bytes) -> dict[str, Any]:
+        # A suspended or revoked participant submits nothing (as through the API).
+        person = await database.read_async(store.participant_by_id, participant_id)
+        if person is None or person.status != "active":
+            state = person.status if person else "unknown"
+            raise ApiError(403, f"you are {state}: no submissions taken")
+        return await accept(participant_id, data)
 
     async def submit(request: Request) -> Response:
         try:
@@ -462,13 +581,7 @@ def make_app(config: WebConfig) -> Any:
             if wait:
                 raise _rate_error(wait, config.rate)
             data = await upload_bytes(request)
-            try:
-                stored = await trio.to_thread.run_sync(
-                    store_upload, data, config.uploads, config.limits
-                )
-            except UploadError as exc:
-                raise ApiError(exc.status, str(exc)) from None
-            made = await database.write_async(add, who.id, stored)
+            made = await accept(who.id, data)
         except ApiError as exc:
             return error(exc)
         return JSONResponse(made, 201)
@@ -521,9 +634,26 @@ def make_app(config: WebConfig) -> Any:
     async def favicon(request: Request) -> Response:
         return Response(status_code=204)
 
+    caps = config.site.stream_caps()
+
     async def events(request: Request) -> Response:
         if (refused := await pages.refused(request, config, "events")) is not None:
             return refused
+        who = viewer_of(request.scope)
+        place = caps.acquire(who.session_sha256, signin.client_address(request))
+        if place is None:
+            wait = sessions.STREAM_RETRY_SECONDS
+            return JSONResponse(
+                {
+                    "error": f"too many event streams open (at most {caps.per_session} per "
+                    f"session, {caps.per_address} per address without one, {caps.total} in "
+                    f"all): try again in {wait} s"
+                },
+                429,
+                headers={"Retry-After": str(wait)},
+            )
+
+        held: str = place
 
         async def stream() -> AsyncIterator[bytes]:
             sent: dict[str, int] = {}
@@ -546,9 +676,16 @@ def make_app(config: WebConfig) -> Any:
             finally:
                 feed.pusher.streams -= 1
 
-        return StreamingResponse(
-            stream(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"}
-        )
+        class Capped(StreamingResponse):
+            # The place is given back when the response ends, however it ends
+            # (a stream never started included).
+            async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+                try:
+                    await super().__call__(scope, receive, send)
+                finally:
+                    caps.release(held)
+
+        return Capped(stream(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
 
     async def failed(request: Request, exc: Exception) -> Response:
         # The server's log: one JSON object a line, never a token or a body.
@@ -556,16 +693,23 @@ def make_app(config: WebConfig) -> Any:
             "t": round(time.time(), 3),
             "event": "web-error",
             "method": request.method,
-            "path": request.url.path[:200],
+            "path": signin.loggable_path(request.url.path)[:200],
             "error": f"{type(exc).__name__}: {exc}"[:500],
         }
         print(json.dumps(line, ensure_ascii=True), file=sys.stderr, flush=True)
         return JSONResponse({"error": "the server failed (its log says why)"}, 500)
 
+    async def too_large(request: Request, exc: Exception) -> Response:
+        message = str(exc)
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": message}, 413)
+        return Response(f"413: {message}\n", 413, media_type="text/plain")
+
     app = Starlette(
-        exception_handlers={Exception: failed},
+        exception_handlers={Exception: failed, BodyTooLarge: too_large},
         routes=[
-            *pages.routes(config),  # the pages: arena/server/pages.py, visibility.py
+            *signin.routes(database, config.site, config.clock, render, accept_form, config.limits),
+            *pages.routes(config, render),  # the pages: arena/server/pages.py, visibility.py
             Route("/events", events),
             Route("/api/environment", environment_api),
             Route("/api/standings", standings_api),
@@ -576,9 +720,44 @@ def make_app(config: WebConfig) -> Any:
             Route("/favicon.ico", favicon),
         ],
     )
-    guarded = Guard(app, config.loopback)
-    guarded.feed = feed  # type: ignore[attr-defined]
+
+    def body_cap(path: str) -> int:
+        # An upload's own cap (read_capped's, with its message) comes first.
+        if path in signin.UPLOAD_PATHS:
+            return config.limits.body_bytes + config.site.form_bytes
+        return config.site.form_bytes
+
+    guarded: Any = Guard(
+        signin.SignIn(app, database, config.site, config.clock), config.loopback, body_cap
+    )
+    if config.proxy is not None:
+        guarded = TrustedProxy(guarded, config.proxy)
+    guarded.feed = feed
+    guarded.streams = caps
     return guarded
+
+
+def _check_quota(conn: Any, participant_id: int, size: int, sha256: str | None, quota: int) -> None:
+    """Refuse (413) an upload of ``size`` bytes that would take the
+    participant's stored submissions over ``quota`` bytes (a file they
+    already stored, same ``sha256``, adds nothing)."""
+    used = sessions.stored_bytes(conn, participant_id)
+    if sha256 is not None:
+        held = conn.execute(
+            select(db.submissions.c.id).where(
+                db.submissions.c.participant_id == participant_id,
+                db.submissions.c.sha256 == sha256,
+            )
+        ).first()
+        if held is not None:
+            return
+    if used + size > quota:
+        mib = sessions.MIB
+        raise ApiError(
+            413,
+            f"your stored submissions would be {(used + size) / mib:.1f} MiB, over your "
+            f"quota of {quota / mib:g} MiB",
+        )
 
 
 def _rate_error(wait: int, rate: RateLimit) -> ApiError:
@@ -590,18 +769,35 @@ def _rate_error(wait: int, rate: RateLimit) -> ApiError:
     )
 
 
-def hypercorn_config(bind: str) -> Any:
+def hypercorn_config(
+    bind: str,
+    read_timeout: float = READ_TIMEOUT,
+    keep_alive_timeout: float = KEEP_ALIVE_TIMEOUT,
+    certfile: Path | None = None,
+    keyfile: Path | None = None,
+    server_names: tuple[str, ...] = (),
+) -> Any:
     """Hypercorn's configuration for the web process: ``bind`` (``HOST:PORT``
-    or ``fd://N``, a socket bound by the runner), :data:`READ_TIMEOUT`
-    seconds to read a request (Hypercorn has no limit by default), no access
-    log (tokens never reach a log)."""
+    or ``fd://N``, a socket bound by the runner); ``read_timeout`` seconds
+    for each read of a request (Hypercorn has no limit by default) and
+    ``keep_alive_timeout`` seconds for an idle connection, which also bounds
+    a request's head (:data:`KEEP_ALIVE_TIMEOUT`); TLS from ``certfile`` and
+    ``keyfile`` (PEM; both or neither); ``server_names``: the host names
+    served (a request naming another is refused by Hypercorn; none: any);
+    no access log (tokens never reach a log)."""
     from hypercorn.config import Config
 
     config = Config()
     config.bind = [bind]
-    config.read_timeout = READ_TIMEOUT
-    config.keep_alive_timeout = 5.0
+    config.read_timeout = read_timeout  # type: ignore[assignment]
+    config.keep_alive_timeout = keep_alive_timeout
     config.accesslog = None
     config.errorlog = None
     config.graceful_timeout = 1.0
+    if (certfile is None) != (keyfile is None):
+        raise ValueError("TLS needs both a certificate file and its key file")
+    if certfile is not None and keyfile is not None:
+        config.certfile = str(certfile)
+        config.keyfile = str(keyfile)
+    config.server_names = list(server_names)
     return config

@@ -1,5 +1,5 @@
 """The pages' forms and hostile output (issue 28): the organiser's action
-forms and the upload form, each checked against the session's form token;
+forms, each checked for this site's Origin and the session's form token;
 a bot's stderr holding markup, ANSI escapes, a bidirectional override and
 CRLF-forged log lines shown as text on a sandboxed page; the runner's log
 one JSON object a line whatever a bot writes. httpx against the app under
@@ -14,17 +14,18 @@ from typing import Any
 import httpx
 import trio
 from test_runner_logic import Script, _competition, _game, _run, scripted
-from test_visibility import ORGANISER, OTHER, PARTICIPANT, wrap
-from test_web import BOT_PY, Server, play_table, server
+from test_visibility import ORGANISER, OTHER, PARTICIPANT, app_as
+from test_web import Server, play_table, server
 
 from arena.protocol.faults import Fault
 from arena.protocol.records import GameSpec
-from arena.server import actions, db, store
+from arena.server import actions, db
 from arena.server.viewer import Viewer
-from arena.server.web import make_app
+from arena.server.web import SERVER_CSP
 
 __all__ = ["scripted", "server"]
 
+ORIGIN = "http://127.0.0.1"
 HOSTILE = (
     "<script>alert(1)</script>\n"
     '<img src=x onerror="alert(2)">\n'
@@ -36,8 +37,10 @@ HOSTILE = (
 
 def run_as(server: Server, viewer: Viewer, test: Any) -> None:
     async def main() -> None:
-        transport = httpx.ASGITransport(app=wrap(make_app(server.config), viewer))
-        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        transport = httpx.ASGITransport(app=app_as(server.config, viewer))
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://127.0.0.1", headers={"Origin": ORIGIN}
+        ) as client:
             await test(client)
 
     trio.run(main)
@@ -56,8 +59,14 @@ def test_the_organiser_s_forms_record_actions_with_the_form_token_only(server: S
     async def organiser(client: httpx.AsyncClient) -> None:
         r = await client.get("/tables/0/manage")
         assert r.status_code == 200 and 'name="form_token" value="ft-o"' in r.text
-        assert "form-action 'self'" in r.headers["content-security-policy"]
+        assert r.headers["content-security-policy"] == SERVER_CSP
         r = await client.post("/actions/void/0", data={"reason": "collusion"})
+        assert r.status_code == 403 and _actions(server) == []
+        r = await client.post(  # the right token from another site's page
+            "/actions/void/0",
+            data={"reason": "collusion", "form_token": "ft-o"},
+            headers={"Origin": "http://attacker.example"},
+        )
         assert r.status_code == 403 and _actions(server) == []
         r = await client.post("/actions/void/0", data={"reason": "collusion", "form_token": "ft-a"})
         assert r.status_code == 403 and _actions(server) == []
@@ -91,32 +100,6 @@ def test_the_organiser_s_forms_record_actions_with_the_form_token_only(server: S
 
     run_as(server, PARTICIPANT, participant)
     assert len(_actions(server)) == 2
-
-
-def test_a_participant_uploads_through_the_page_with_the_form_token(server: Server) -> None:
-    server.config.pages = "signed-in"
-    server.add("ann")
-    server.add("bob")
-
-    async def test(client: httpx.AsyncClient) -> None:
-        page = await client.get("/submissions")
-        assert page.status_code == 200 and 'id="upload"' in page.text
-        files = {"file": ("x.py", BOT_PY, "text/x-python")}
-        r = await client.post("/submissions", files=files, data={"form_token": "wrong"})
-        assert r.status_code == 403
-        r = await client.post("/submissions", files=files, data={"form_token": "ft-a"})
-        assert (r.status_code, r.headers["location"]) == (303, "/submissions/1")
-        r = await client.get("/submissions/1")
-        assert r.status_code == 200 and 'id="status">queued<' in r.text
-        r = await client.post(
-            "/submissions", files={"file": ("x.py", BOT_PY + b"#", "")}, data={"form_token": "ft-a"}
-        )
-        assert r.status_code == 303 and "too+many+submissions" in r.headers["location"]
-
-    run_as(server, PARTICIPANT, test)
-    rows = server.database.run_read(store.submissions_of, 1)
-    assert [(s.id, s.kind, s.size) for s in rows] == [(1, "py", len(BOT_PY))]
-    assert server.database.run_read(store.submissions_of, 2) == []
 
 
 def _hostile(server: Server) -> None:
@@ -157,7 +140,7 @@ def test_hostile_stderr_is_text_on_sandboxed_pages(server: Server) -> None:
             r = await client.get(path)
             assert r.status_code == 200, path
             policy = r.headers["content-security-policy"]
-            assert policy.startswith("default-src 'self'; script-src 'self'")
+            assert policy.startswith(SERVER_CSP.replace("form-action 'self'", "form-action 'none'"))
             assert "; sandbox" in policy and "allow-same-origin" not in policy
             assert "allow-forms" not in policy and "form-action 'none'" in policy
             _assert_shown_as_text(r.text)

@@ -16,10 +16,10 @@ import pytest
 import trio
 from test_web import SECRET_OUTPUT, Clock, Server, play_table
 
-from arena.server import db, store
+from arena.server import db, signin, store
 from arena.server.migrate import migrate
 from arena.server.viewer import ANONYMOUS, SCOPE_KEY, Viewer
-from arena.server.web import WebConfig, make_app
+from arena.server.web import WebConfig, make_app, render
 
 DOC = Path(__file__).parents[2] / "docs" / "server-web.md"
 ROLES = ("anyone", "participant", "organiser")
@@ -63,7 +63,7 @@ def test_the_doc_table_names_every_page_route() -> None:
     documented = {row["page"].replace("N", "{number}").replace("S", "{seat}") for row in ROWS}
     routed = {
         re.sub(r"\{(number|id)\}", "{number}", r.path)
-        for r in pages.routes(config)
+        for r in pages.routes(config, render)
         if isinstance(r, Route) and r.methods and "GET" in r.methods
     }
     routed |= {"/events", "/api/standings", "/api/environment"}
@@ -71,15 +71,26 @@ def test_the_doc_table_names_every_page_route() -> None:
     assert len(ROWS) == 18
 
 
-def wrap(app: Any, viewer: Viewer) -> Any:
-    """The app with ``viewer`` in every request's scope, as the sign-in layer puts it."""
+def app_as(config: WebConfig, viewer: Viewer) -> Any:
+    """The application with ``viewer`` in every request's scope: the
+    sign-in layer (arena.server.signin.SignIn, which reads the session
+    cookie) replaced, where it stands, by one that puts ``viewer`` there."""
 
-    async def with_viewer(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and viewer is not ANONYMOUS:
-            scope = {**scope, SCOPE_KEY: viewer}
-        await app(scope, receive, send)
+    class Given:
+        def __init__(self, app: Any, *args: Any) -> None:
+            self.app = app
 
-    return with_viewer
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http":
+                scope = {**scope, SCOPE_KEY: viewer}
+            await self.app(scope, receive, send)
+
+    real = signin.SignIn
+    signin.SignIn = Given  # type: ignore[misc]
+    try:
+        return make_app(config)
+    finally:
+        signin.SignIn = real  # type: ignore[misc]
 
 
 async def request(
@@ -190,7 +201,7 @@ def test_who_sees_what_as_the_doc_says(
     server.config.pages = setting
     cell = row[setting] if role == "anyone" else row[role]
     mine, other = paths(row["page"], competition["seats"])
-    app = wrap(make_app(server.config), viewer_for(role))
+    app = app_as(server.config, viewer_for(role))
 
     async def main() -> None:
         status, headers, body = await request(app, mine)
@@ -257,7 +268,7 @@ def test_beside_the_replay_each_viewer_sees_only_the_seats_they_may(
     seats = competition["seats"]
 
     async def shown(viewer: Viewer) -> set[str]:
-        _, _, body = await request(wrap(make_app(server.config), viewer), "/tables/0?rotation=0")
+        _, _, body = await request(app_as(server.config, viewer), "/tables/0?rotation=0")
         return {label for label in seats if f"stderr-of-{label}" in body}
 
     async def main() -> None:

@@ -23,7 +23,13 @@ from arena.live.server import SECURITY_HEADERS
 from arena.server import db, store
 from arena.server.migrate import migrate
 from arena.server.uploads import UploadLimits
-from arena.server.web import READ_TIMEOUT, WebConfig, hypercorn_config, make_app
+from arena.server.web import (
+    READ_TIMEOUT,
+    SERVER_CSP,
+    WebConfig,
+    hypercorn_config,
+    make_app,
+)
 from arena.server.webstore import RateLimit
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "games.jsonl"
@@ -394,11 +400,15 @@ def test_security_headers_and_host_check(server: Server) -> None:
         for path in ("/", "/api/standings", "/nowhere", "/static/server.js", "/api/submissions"):
             r = await client.get(path)
             for name, value in SECURITY_HEADERS.items():
-                assert r.headers[name] == value, (path, name)
+                # The live view's, but forms may post to this site (issue 28's sign-in).
+                expected = SERVER_CSP if name == "Content-Security-Policy" else value
+                assert r.headers[name] == expected, (path, name)
+            assert "strict-transport-security" not in r.headers  # plain HTTP: no HSTS
+        assert "form-action 'self'" in SERVER_CSP
         assert "<script>" not in (await client.get("/")).text  # no inline script
         r = await client.get("/", headers={"Host": "attacker.example"})
         assert r.status_code == 403
-        assert r.headers["Content-Security-Policy"] == SECURITY_HEADERS["Content-Security-Policy"]
+        assert r.headers["Content-Security-Policy"] == SERVER_CSP
         assert (await client.get("/", headers={"Host": "localhost:8000"})).status_code == 200
 
     run(server, test)
