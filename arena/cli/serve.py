@@ -40,11 +40,16 @@ def add_serve_command(sub: Any) -> None:
     admin.add_argument(
         "--list", action="store_true", help="list participants and void tables with their reasons"
     )
+    admin.add_argument(
+        "--organiser-link",
+        action="store_true",
+        help="print a new one-time organiser sign-in link (expires after 24 hours)",
+    )
     serve.add_argument(
         "--settings",
         type=Path,
         metavar="FILE",
-        help="--init: the competition's settings (TOML: [game], [limits], [ladder], [gate])",
+        help="--init: the competition's settings (TOML: [game], [limits], [ladder], [gate], [web])",
     )
     serve.add_argument(
         "--token-file",
@@ -62,6 +67,20 @@ def add_serve_command(sub: Any) -> None:
         metavar="HOST:PORT",
         default="127.0.0.1:8000",
         help="where the web process listens (default 127.0.0.1:8000)",
+    )
+    serve.add_argument(
+        "--certfile", type=Path, metavar="FILE", help="serve TLS with this PEM certificate chain"
+    )
+    serve.add_argument("--keyfile", type=Path, metavar="FILE", help="the certificate's PEM key")
+    serve.add_argument(
+        "--behind-proxy",
+        metavar="ADDRESS",
+        help="a TLS reverse proxy at this IP address: its X-Forwarded-* headers alone are trusted",
+    )
+    serve.add_argument(
+        "--public-name",
+        metavar="HOST",
+        help="the host name the site answers to (a request for another is refused)",
     )
     serve.add_argument(
         "--cores",
@@ -85,6 +104,23 @@ def serve_command(args: argparse.Namespace) -> int:
         raise CliError("--settings goes with --init")
     if args.token_file is not None and args.add is None:
         raise CliError("--token-file goes with --add")
+    from arena.live.server import LiveError, parse_address
+    from arena.server.webproc import Hosting, WebProcessError
+
+    hosting = Hosting(
+        certfile=args.certfile,
+        keyfile=args.keyfile,
+        behind_proxy=args.behind_proxy,
+        public_name=args.public_name,
+    )
+    try:
+        address = parse_address(args.listen)
+        admin = (args.init, args.add, args.revoke, args.suspend, args.list, args.organiser_link)
+        if not any(x for x in admin if x):
+            hosting.check(address.host)  # a non-loopback address needs TLS or a proxy
+    except (LiveError, WebProcessError) as exc:
+        raise CliError(str(exc).replace("--live", "--listen"), EXIT_USAGE) from None
+    site_url = hosting.public_url(address.host, address.port)
     try:
         if args.init:
             settings = (
@@ -97,6 +133,11 @@ def serve_command(args: argparse.Namespace) -> int:
             for line in folder.describe_settings(made.settings):
                 print(f"  {line}")
             print(f"key SHA-256: {made.key_sha256}")
+            comp = folder.open_folder(args.folder)
+            try:
+                _print_organiser_link(comp, site_url)
+            finally:
+                comp.close()
             return EXIT_OK
         comp = folder.open_folder(args.folder)
         try:
@@ -121,12 +162,30 @@ def serve_command(args: argparse.Namespace) -> int:
                 for line in folder.listing(comp):
                     print(line)
                 return EXIT_OK
+            if args.organiser_link:
+                _print_organiser_link(comp, site_url)
+                return EXIT_OK
         finally:
             comp.close()
         from arena.server.runner import serve_forever
 
-        return serve_forever(args.folder, listen=args.listen, user=args.user, cores=args.cores)
+        return serve_forever(
+            args.folder, listen=args.listen, user=args.user, cores=args.cores, hosting=hosting
+        )
     except folder.FolderError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     finally:
         sys.stdout.flush()
+
+
+def _print_organiser_link(comp: Any, site_url: str) -> None:
+    """Make a one-time organiser link and print it (shell access to the
+    server is the organiser's proof); only its SHA-256 is stored."""
+    import time
+
+    from arena.server import sessions
+
+    with comp.database.write() as conn:
+        secret = sessions.organiser_link(conn, time.time())
+    print("organiser sign-in link (one use, expires after 24 hours; shown once):")
+    print(f"{site_url}/signin/{secret}")

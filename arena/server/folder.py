@@ -39,6 +39,7 @@ from arena.sandbox.entrants import SAMPLE_BOTS
 from arena.sandbox.isolation import Limits
 from arena.server import db, store
 from arena.server.migrate import MigrationResult, migrate
+from arena.server.sessions import MIB, SiteSettings, display_name_from
 
 SETTINGS_NAME: Final = "competition.toml"
 KEY_NAME: Final = "key"
@@ -129,14 +130,30 @@ PAGES_SETTINGS: Final = ("signed-in", "public")
 
 
 @dataclass(frozen=True)
-class PageSettings:
-    """The web pages' settings: ``pages``, who may see the standings, the
-    finished tables, their replays and the Environment page: ``"signed-in"``
-    (the default, for classes: participants and the organiser) or
-    ``"public"`` (anyone). The API with a bearer token works under either
-    (docs/server-web.md, "Who sees what")."""
+class WebSection:
+    """The web process's sign-in side (issue 28): ``quota_mib`` (a
+    participant's stored submissions at most, MiB), ``sign_in_per_minute``
+    (link exchanges and token sign-ins per client address), ``session_days``
+    (a session's life) and ``invite_days`` (an invite's); and ``pages``, who
+    may see the standings, the finished tables, their replays and the
+    Environment page: ``"signed-in"`` (the default, for classes:
+    participants and the organiser) or ``"public"`` (anyone; the API with a
+    bearer token works under either: docs/server-web.md, "Who sees what")."""
 
     pages: str = "signed-in"
+    quota_mib: int = 200
+    sign_in_per_minute: int = 10
+    session_days: float = 7.0
+    invite_days: float = 7.0
+
+    def site(self) -> SiteSettings:
+        """As the web process's :class:`~arena.server.sessions.SiteSettings`."""
+        return SiteSettings(
+            sign_in_per_minute=self.sign_in_per_minute,
+            session_seconds=self.session_days * 86400,
+            invite_seconds=self.invite_days * 86400,
+            quota_bytes=self.quota_mib * MIB,
+        )
 
 
 @dataclass(frozen=True)
@@ -148,7 +165,7 @@ class CompetitionSettings:
     limits: LimitSettings = field(default_factory=LimitSettings)
     ladder: LadderSettings = field(default_factory=LadderSettings)
     gate: GateSettings = field(default_factory=GateSettings)
-    web: PageSettings = field(default_factory=PageSettings)
+    web: WebSection = field(default_factory=WebSection)
 
     def __post_init__(self) -> None:
         g = self.game
@@ -190,6 +207,9 @@ class CompetitionSettings:
             for key, value in asdict(section).items():
                 if value < 0:
                     raise FolderError(f"{key} must be 0 or more, got {value}")
+        for key, value in asdict(self.web).items():
+            if key != "pages" and not 0 < value < math.inf:
+                raise FolderError(f"[web] {key} must be above 0, got {value}")
 
     @property
     def house_labels(self) -> tuple[str, ...]:
@@ -231,7 +251,7 @@ class CompetitionSettings:
             "limits": LimitSettings,
             "ladder": LadderSettings,
             "gate": GateSettings,
-            "web": PageSettings,
+            "web": WebSection,
         }
         parts: dict[str, Any] = {}
         for section, value in data.items():
@@ -553,7 +573,7 @@ def add_participant(comp: Competition, name: str, now: float | None = None) -> t
     stamp = time.time() if now is None else now
     try:
         with comp.database.write() as conn:
-            p = store.add_participant(conn, name, stamp)
+            p = store.add_participant(conn, name, stamp, display_name_from(name))
             store.add_token(conn, p.id, store.token_hash(token), stamp)
     except store.StoreError as exc:
         raise FolderError(str(exc)) from None

@@ -858,9 +858,12 @@ def start_runner(root: Path, config: RunnerConfig) -> Runner:
     return runner
 
 
-def serve_forever(root: Path, listen: str, user: str | None, cores: int | None) -> int:
+def serve_forever(
+    root: Path, listen: str, user: str | None, cores: int | None, hosting: Any = None
+) -> int:
     """``hearts-arena serve DIR``: run the runner (and the web process) until
-    stopped; returns the exit code.
+    stopped; returns the exit code. ``hosting``: the web process's TLS,
+    proxy and public name (:class:`arena.server.webproc.Hosting`).
 
     Raises:
         FolderError: the server cannot start (one line).
@@ -881,7 +884,7 @@ def serve_forever(root: Path, listen: str, user: str | None, cores: int | None) 
     except ImportError:
         webproc = None
     web = (
-        webproc.spawn_web(runner.comp.paths, listen, user, live=live)
+        webproc.spawn_web(runner.comp.paths, listen, user, live=live, hosting=hosting)
         if webproc is not None
         else None
     )

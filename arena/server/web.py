@@ -86,6 +86,10 @@ READ_TIMEOUT: Final = 30
 #: complete, so it also bounds the time a client may take to send the head
 #: (a byte a second is dropped after it).
 KEEP_ALIVE_TIMEOUT: Final = 5.0
+#: Seconds a request's body may take to arrive from its first read (Hypercorn's
+#: read timeout bounds each read, not a body trickled a byte at a time);
+#: a 16 MiB upload at 1 Mbit/s takes 134 s.
+BODY_SECONDS: Final = 300.0
 #: The HSTS header sent over TLS (a year; the site's names only).
 HSTS: Final = "max-age=31536000"
 #: The server's Content-Security-Policy: the live view's, with forms allowed
@@ -146,11 +150,13 @@ class ApiError(Exception):
 
 
 class BodyTooLarge(Exception):
-    """A request body passed its route's cap while it was read (413)."""
+    """A request body passed its route's cap while it was read (413), or
+    took longer than :data:`BODY_SECONDS` to arrive (``status`` 408)."""
 
-    def __init__(self, cap: int) -> None:
-        super().__init__(f"the request's body is over the limit of {cap} bytes")
+    def __init__(self, cap: int, status: int = 413, message: str | None = None) -> None:
+        super().__init__(message or f"the request's body is over the limit of {cap} bytes")
         self.cap = cap
+        self.status = status
 
 
 class Guard:
@@ -163,11 +169,16 @@ class Guard:
     :class:`BodyTooLarge` from ``receive`` as it passes the cap)."""
 
     def __init__(
-        self, app: Any, loopback: bool, body_cap: Callable[[str], int] | None = None
+        self,
+        app: Any,
+        loopback: bool,
+        body_cap: Callable[[str], int] | None = None,
+        body_seconds: float = BODY_SECONDS,
     ) -> None:
         self.app = app
         self.loopback = loopback
         self.body_cap = body_cap
+        self.body_seconds = body_seconds
         headers = {**SECURITY_HEADERS, "Content-Security-Policy": SERVER_CSP}
         self.headers = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
 
@@ -205,20 +216,34 @@ class Guard:
         if self.body_cap is not None:
             cap = self.body_cap(str(scope.get("path", "")))
             lengths = [v for k, v in raw if k == b"content-length"]
-            if any(not v.strip().isdigit() or int(v) > cap for v in lengths):
+            if any(not v.strip().isdigit() for v in lengths):
+                await self._refuse(send, 400, "400: Content-Length is not a number of bytes\n")
+                return
+            if any(int(v) > cap for v in lengths):
                 await self._refuse(send, 413, f"413: a request body here is at most {cap} bytes\n")
                 return
             seen = 0
+            began: float | None = None
             inner = receive
+            limit = self.body_seconds
+
+            whole = False
 
             async def receive(_inner: Any = inner) -> Any:
-                nonlocal seen
-                message = await _inner()
-                if message.get("type") == "http.request":
-                    seen += len(message.get("body", b""))
-                    if seen > cap:
-                        raise BodyTooLarge(cap)
-                return message
+                nonlocal seen, began, whole
+                if whole:  # the body is in: what follows is the wait for a disconnect
+                    return await _inner()
+                if began is None:
+                    began = trio.current_time()
+                with trio.move_on_at(began + limit):
+                    message = await _inner()
+                    if message.get("type") == "http.request":
+                        seen += len(message.get("body", b""))
+                        if seen > cap:
+                            raise BodyTooLarge(cap)
+                        whole = not message.get("more_body", False)
+                    return message
+                raise BodyTooLarge(cap, 408, f"the request's body took over {limit:g} s to arrive")
 
         async def send_secured(message: Any) -> None:
             if message["type"] == "http.response.start":
@@ -700,10 +725,10 @@ def make_app(config: WebConfig) -> Any:
         return JSONResponse({"error": "the server failed (its log says why)"}, 500)
 
     async def too_large(request: Request, exc: Exception) -> Response:
-        message = str(exc)
+        message, status = str(exc), int(getattr(exc, "status", 413))
         if request.url.path.startswith("/api/"):
-            return JSONResponse({"error": message}, 413)
-        return Response(f"413: {message}\n", 413, media_type="text/plain")
+            return JSONResponse({"error": message}, status)
+        return Response(f"{status}: {message}\n", status, media_type="text/plain")
 
     app = Starlette(
         exception_handlers={Exception: failed, BodyTooLarge: too_large},

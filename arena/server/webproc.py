@@ -32,14 +32,16 @@ import os
 import pwd
 import signal
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
-from arena.live.server import LiveError, parse_address
-from arena.server.folder import CompetitionPaths, CompetitionSettings
+from arena.live.server import Address, LiveError, parse_address
+from arena.server.folder import CompetitionPaths, CompetitionSettings, FolderError
+from arena.server.sessions import SiteSettings
 from arena.server.uploads import UploadLimits
+from arena.server.web import KEEP_ALIVE_TIMEOUT, READ_TIMEOUT
 from arena.server.webstore import RateLimit
 
 #: Where the web process listens by default.
@@ -56,6 +58,80 @@ class WebProcessError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class Hosting:
+    """How the site faces the network (``serve``'s ``--certfile``,
+    ``--keyfile``, ``--behind-proxy``, ``--public-name``).
+
+    Attributes:
+        certfile, keyfile: PEM files: Hypercorn serves TLS (both or neither).
+        behind_proxy: the reverse proxy's address, whose ``X-Forwarded-*``
+            headers alone are trusted (it terminates TLS).
+        public_name: the host name the site answers to (Hypercorn's
+            ``server_names``: a request naming another host is refused).
+        read_timeout: seconds Hypercorn waits for each read of a request.
+        keep_alive_timeout: seconds an idle connection stays open, and at
+            most the time a request's head may take to arrive.
+    """
+
+    certfile: Path | None = None
+    keyfile: Path | None = None
+    behind_proxy: str | None = None
+    public_name: str | None = None
+    read_timeout: float = READ_TIMEOUT
+    keep_alive_timeout: float = KEEP_ALIVE_TIMEOUT
+
+    @property
+    def tls(self) -> bool:
+        """Whether Hypercorn serves TLS."""
+        return self.certfile is not None
+
+    @property
+    def secure(self) -> bool:
+        """Whether browsers reach the site over TLS (here or at the proxy)."""
+        return self.tls or self.behind_proxy is not None
+
+    def check(self, host: str) -> None:
+        """Refuse what cannot be served safely on ``host``.
+
+        Raises:
+            WebProcessError: one of the two TLS files without the other, a
+                file missing, a proxy that is not an IP address, or an
+                address other than loopback without TLS or a proxy.
+        """
+        if (self.certfile is None) != (self.keyfile is None):
+            raise WebProcessError("--certfile and --keyfile go together")
+        for given in (self.certfile, self.keyfile):
+            if given is not None and not given.is_file():
+                raise WebProcessError(f"TLS file {given}: no such file")
+        if self.tls and self.behind_proxy is not None:
+            raise WebProcessError("give TLS files or --behind-proxy, not both")
+        if self.behind_proxy is not None:
+            import ipaddress
+
+            try:
+                ipaddress.ip_address(self.behind_proxy)
+            except ValueError:
+                raise WebProcessError(
+                    f"--behind-proxy {self.behind_proxy}: give the proxy's IP address"
+                ) from None
+        if not Address(host, 0).loopback and not self.secure:
+            raise WebProcessError(
+                f"refusing to serve on {host} without TLS: give --certfile and --keyfile, "
+                "or --behind-proxy ADDRESS (or listen on 127.0.0.1)"
+            )
+
+    def public_url(self, host: str, port: int) -> str:
+        """The site's address as people reach it: ``https://NAME`` behind a
+        proxy with a public name, else this server's scheme, host and port."""
+        if self.public_name and self.behind_proxy is not None:
+            return f"https://{self.public_name}"
+        scheme = "https" if self.tls else "http"
+        name = self.public_name or (f"[{host}]" if ":" in host else host)
+        default = 443 if self.tls else 80
+        return f"{scheme}://{name}" + ("" if port == default else f":{port}")
+
+
+@dataclass(frozen=True)
 class WebSettings:
     """What the web process serves (paths absolute).
 
@@ -66,6 +142,8 @@ class WebSettings:
         user: the user to run as when started as root (``None``: stay as is;
             refused as root).
         limits: the upload caps; ``rate`` the submissions allowed.
+        hosting: TLS, a proxy, the public name, Hypercorn's timeouts.
+        site: the sign-in side's settings (``secure`` is set from ``hosting``).
         pages: who sees the pages (competition.toml's ``[web] pages``).
     """
 
@@ -76,6 +154,8 @@ class WebSettings:
     user: str | None = None
     limits: UploadLimits = field(default_factory=UploadLimits)
     rate: RateLimit = field(default_factory=RateLimit)
+    hosting: Hosting = field(default_factory=Hosting)
+    site: SiteSettings = field(default_factory=SiteSettings)
     pages: str = "signed-in"
 
 
@@ -141,11 +221,12 @@ def _child(
         os.nice(10)  # the games come first
     try:
         app, database = _prepare(settings)
+        tls = _tls_context(settings.hosting)  # the key file read before the drop
         if os.geteuid() == 0 and settings.user is not None:
             drop_to(settings.user)
             die_with_parent(parent)  # a change of credentials clears the request (prctl(2))
         database.close()  # connections made from now on are the user's
-        _serve(app, database, sock, ready, stop, live)
+        _serve(app, database, sock, ready, stop, live, settings.hosting, tls)
     except WebProcessError as exc:
         ready.send(("error", str(exc)))
     except BaseException as exc:
@@ -162,7 +243,6 @@ def _prepare(settings: WebSettings) -> tuple[Any, Any]:
     driver's modules; SQLite gives any WAL file it makes the database's owner."""
     import hypercorn.trio  # noqa: F401
 
-    from arena.live.server import Address
     from arena.server import web
     from arena.server.db import Database
     from arena.server.environment import environment
@@ -175,7 +255,12 @@ def _prepare(settings: WebSettings) -> tuple[Any, Any]:
         settings.uploads,
         limits=settings.limits,
         rate=settings.rate,
-        loopback=Address(settings.host, settings.port).loopback,
+        # Behind a proxy or with a public name, Host names the site, not loopback.
+        loopback=Address(settings.host, settings.port).loopback
+        and settings.hosting.behind_proxy is None
+        and settings.hosting.public_name is None,
+        site=replace(settings.site, secure=settings.hosting.secure),
+        proxy=settings.hosting.behind_proxy,
         pages=settings.pages,
     )
     app = web.make_app(config)
@@ -184,25 +269,57 @@ def _prepare(settings: WebSettings) -> tuple[Any, Any]:
     return app, database
 
 
+def _tls_context(hosting: Hosting) -> Any:
+    """Hypercorn's TLS context, made now (its key file may be readable only
+    before the change of user); ``None`` without TLS."""
+    if not hosting.tls:
+        return None
+    from arena.server.web import hypercorn_config
+
+    config = hypercorn_config("127.0.0.1:0", certfile=hosting.certfile, keyfile=hosting.keyfile)
+    try:
+        return config.create_ssl_context()
+    except (OSError, ValueError) as exc:
+        raise WebProcessError(f"TLS files {hosting.certfile}, {hosting.keyfile}: {exc}") from None
+
+
+def _server_names(name: str | None, port: int) -> tuple[str, ...]:
+    """Hypercorn's ``server_names`` for ``--public-name NAME`` (it compares the
+    whole ``Host`` header): ``NAME`` and ``NAME:PORT``; none without a name."""
+    return (name, f"{name}:{port}") if name else ()
+
+
 def _serve(
-    app: Any, database: Any, sock: socket.socket, ready: Any, stop: Any, live: Any = None
+    app: Any,
+    database: Any,
+    sock: socket.socket,
+    ready: Any,
+    stop: Any,
+    live: Any = None,
+    hosting: Hosting | None = None,
+    tls: Any = None,
 ) -> None:
     import trio
     from hypercorn.trio import serve
 
     from arena.server.web import hypercorn_config, receive_table_states
 
+    hosting = hosting or Hosting()
+    config = hypercorn_config(
+        f"fd://{sock.fileno()}",
+        read_timeout=hosting.read_timeout,
+        keep_alive_timeout=hosting.keep_alive_timeout,
+        certfile=hosting.certfile,
+        keyfile=hosting.keyfile,
+        server_names=_server_names(hosting.public_name, sock.getsockname()[1]),
+    )
+    if tls is not None:
+        config.create_ssl_context = lambda: tls  # made before the change of user
+
     async def main() -> None:
         shutdown = trio.Event()
         async with trio.open_nursery() as nursery:
-            await nursery.start(
-                partial(
-                    serve,
-                    app,
-                    hypercorn_config(f"fd://{sock.fileno()}"),
-                    shutdown_trigger=shutdown.wait,
-                )
-            )
+            await nursery.start(partial(serve, app, config, shutdown_trigger=shutdown.wait))
             if live is not None:  # the tables in play, from the runner's games
                 nursery.start_soon(receive_table_states, app.feed, live)
             ready.send(("ready", os.getpid()))
@@ -231,11 +348,12 @@ class WebProcess:
     def __init__(self, settings: WebSettings, live: Any = None) -> None:
         if os.geteuid() == 0 and settings.user is None:
             raise WebProcessError("serve as root needs --user USER: the web process runs as USER")
+        settings.hosting.check(settings.host)
         self.settings = settings
         self._sock = listen_socket(settings.host, settings.port)
         port = self._sock.getsockname()[1]
         host = f"[{settings.host}]" if ":" in settings.host else settings.host
-        self.url = f"http://{host}:{port}"
+        self.url = f"{'https' if settings.hosting.tls else 'http'}://{host}:{port}"
         self.pid = 0
         ctx = multiprocessing.get_context("spawn")
         self._stop = ctx.Event()
@@ -291,12 +409,15 @@ def spawn_web(
     listen: str | None = None,
     user: str | None = None,
     live: Any = None,
+    hosting: Hosting | None = None,
 ) -> WebProcess:
     """Start the web process; it serves when this returns. ``settings`` is a
     :class:`WebSettings`, or a competition folder's paths served on ``listen``
     (``[HOST:]PORT``, default ``127.0.0.1:8000``) as ``user`` (the runner's call).
     ``live``: the bounded queue the runner's games send their public table
     states on (:mod:`arena.game.feed`); the web process shows them live.
+    ``hosting``: TLS, a proxy, the public name (with a folder's paths; the
+    site's settings come from its ``competition.toml``, section ``[web]``).
 
     Raises:
         WebProcessError: as root without ``user``, an address that cannot be
@@ -307,9 +428,20 @@ def spawn_web(
             address = parse_address(listen or DEFAULT_LISTEN)
         except LiveError as exc:
             raise WebProcessError(str(exc).replace("--live", "--listen")) from None
-        pages = CompetitionSettings.read(settings.settings).web.pages
+        try:
+            web_settings = CompetitionSettings.read(settings.settings).web
+            site = web_settings.site()
+        except FolderError as exc:
+            raise WebProcessError(str(exc)) from None
         settings = WebSettings(
-            settings.database, settings.uploads, address.host, address.port, user, pages=pages
+            settings.database,
+            settings.uploads,
+            address.host,
+            address.port,
+            user,
+            hosting=hosting or Hosting(),
+            site=site,
+            pages=web_settings.pages,
         )
     web = WebProcess(settings, live)
     web.start()

@@ -70,13 +70,24 @@ def test_the_organiser_s_forms_record_actions_with_the_form_token_only(server: S
         assert r.status_code == 403 and _actions(server) == []
         r = await client.post("/actions/void/0", data={"reason": "collusion", "form_token": "ft-a"})
         assert r.status_code == 403 and _actions(server) == []
+        for fetch_site in ("cross-site", "same-site"):  # Origin: null, another page's
+            r = await client.post(
+                "/actions/void/0",
+                data={"reason": "collusion", "form_token": "ft-o"},
+                headers={"Origin": "null", "Sec-Fetch-Site": fetch_site},
+            )
+            assert r.status_code == 403 and _actions(server) == []
         r = await client.post("/actions/void/0", data={"reason": " ", "form_token": "ft-o"})
         assert r.status_code == 303 and "give+a+reason" in r.headers["location"]
         r = await client.post(
             "/actions/void/0", data={"reason": "collusion\u202e", "form_token": "ft-o"}
         )
         assert (r.status_code, r.headers["location"]) == (303, "/tables/0/manage")
-        r = await client.post("/actions/suspend/2", data={"form_token": "ft-o"})
+        r = await client.post(  # Chromium's own form under Referrer-Policy: no-referrer
+            "/actions/suspend/2",
+            data={"form_token": "ft-o"},
+            headers={"Origin": "null", "Sec-Fetch-Site": "same-origin"},
+        )
         assert (r.status_code, r.headers["location"]) == (303, "/participants")
         (suspend, void) = _actions(server)
         assert (void.kind, void.status, void.reason, void.table_id) == (

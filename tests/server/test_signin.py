@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 import trio
+import trio.testing
 
 from arena.server import db, sessions, store
 from arena.server.migrate import migrate
@@ -545,3 +546,104 @@ def test_forwarded_headers_trusted_from_the_proxy_only(site: Site) -> None:
         )
 
     run(site, test, base="http://arena.example")
+
+
+def test_migration_0002_fills_display_names(tmp_path: Path) -> None:
+    """A database at revision 0001 with participants "Ann" and "ann" (names
+    were unique, not ignoring case) gets display names unique ignoring case,
+    after its backup copy."""
+    from alembic import command
+    from sqlalchemy import insert, select
+
+    from arena.server import migrate as migration
+
+    path = tmp_path / db.DATABASE_NAME
+    db.set_wal(path)
+    database = db.Database(path)
+    try:
+        config = migration._config()
+        with database.writer.begin() as conn:
+            config.attributes["connection"] = conn
+            command.upgrade(config, "0001")
+        with database.writer.begin() as conn:
+            for name in ("Ann", "ann", "=sum(A1)"):
+                # the 0001 columns only (the table object knows 0002's too)
+                conn.execute(
+                    insert(db.participants).values(name=name, status="active", created_at=0.0)
+                )
+        result = migration.migrate(database)
+        assert (result.before, result.after) == ("0001", db.SCHEMA_VERSION)
+        assert result.backup is not None and result.backup.is_file()
+        with database.read() as conn:
+            shown = conn.execute(
+                select(db.participants.c.display_name, db.participants.c.display_key).order_by(
+                    db.participants.c.id
+                )
+            ).all()
+        assert [tuple(r) for r in shown] == [
+            ("Ann", "ann"),
+            ("ann (2)", "ann (2)"),
+            ("=sum(A1)", "=sum(a1)"),
+        ]
+    finally:
+        database.close()
+
+
+def test_add_gives_a_display_name_unique_ignoring_case(tmp_path: Path) -> None:
+    """serve --add NAME: the display name is NAME without a formula's first
+    character; a name whose display name is taken ignoring case is refused."""
+    from arena.server import folder
+
+    root = tmp_path / "srv"
+    folder.init_folder(root, web_user=None)
+    comp = folder.open_folder(root)
+    try:
+        folder.add_participant(comp, "Ann")
+        folder.add_participant(comp, "=cmd|calc")
+        with pytest.raises(folder.FolderError, match="display name 'ann' is taken"):
+            folder.add_participant(comp, "ann")
+        with comp.database.read() as conn:
+            assert store.participant_by_name(conn, "Ann").display_name == "Ann"
+            assert store.participant_by_name(conn, "=cmd|calc").display_name == "cmd|calc"
+            assert store.participant_by_name(conn, "ann") is None
+    finally:
+        comp.close()
+
+
+def test_a_trickled_body_is_cut_off(site: Site) -> None:
+    """A body sent a chunk every 90 s (each read within Hypercorn's read
+    timeout) is refused with 408 once BODY_SECONDS have passed since its
+    first read (Trio's MockClock: no wall time), before it is complete."""
+    from arena.server.web import BODY_SECONDS
+
+    app = make_app(site.config)
+    sent: list[dict[str, Any]] = []
+    chunks = 0
+
+    async def receive() -> dict[str, Any]:
+        nonlocal chunks
+        await trio.sleep(90)
+        chunks += 1
+        return {"type": "http.request", "body": b"t", "more_body": True}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http", "method": "POST", "path": "/signin", "raw_path": b"/signin",
+        "query_string": b"", "scheme": "http", "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 5000), "root_path": "", "http_version": "1.1",
+        "asgi": {"version": "3.0"},
+        "headers": [
+            (b"host", b"127.0.0.1"), (b"origin", b"http://127.0.0.1"),
+            (b"content-type", b"application/x-www-form-urlencoded"),
+        ],
+    }  # fmt: skip
+
+    async def main() -> None:
+        await app(scope, receive, send)
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 408
+    assert chunks == int(BODY_SECONDS // 90) == 3  # at 90, 180 and 270 s; then cut off
+    assert b"took over 300 s" in b"".join(m.get("body", b"") for m in sent[1:])
