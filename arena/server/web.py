@@ -440,6 +440,8 @@ TEMPLATES: Final = (
 def preload() -> None:
     """Load every template, asset and lazily imported library now (the web
     process does before it drops its privileges)."""
+    import anyio._backends._trio
+    import anyio._core._tasks  # noqa: F401
     import jinja2.ext  # noqa: F401
     import python_multipart  # noqa: F401
     from starlette import formparsers  # noqa: F401

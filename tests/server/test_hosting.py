@@ -185,6 +185,7 @@ def test_tls_in_the_web_process_with_hsts_and_the_public_name(folder: Path, tmp_
         port=0,
         user=USER if ROOT else None,
         hosting=Hosting(certfile=certfile, keyfile=keyfile, public_name="localhost"),
+        pages="public",  # read anonymously here (docs/server-web.md, who sees what)
     )
     web = spawn_web(settings)
     try:
