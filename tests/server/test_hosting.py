@@ -101,7 +101,7 @@ def test_a_slow_client_is_dropped_after_the_timeouts(folder: Path) -> None:
     answered. No wall-time assertion: what is asserted is how much of the
     head got through and that the server closed the connection."""
     database = db.Database(folder / "db" / db.DATABASE_NAME)
-    app = make_app(WebConfig(database, folder / "uploads"))
+    app = make_app(WebConfig(database, folder / "uploads", pages="public"))  # read anonymously
     head = b"GET /api/standings HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"y" * 20 + b"\r\n\r\n"
 
     async def main() -> tuple[int, bytes, bytes, bytes]:
