@@ -289,6 +289,36 @@ invites = Table(
 
 # -- issue 28 (web: organiser actions, visibility) tables go below this line --
 
+#: An organiser action's kinds (:mod:`arena.server.actions`).
+ACTION_KINDS: Final = ("suspend", "restore", "revalidate", "replay", "void")
+#: An organiser action's states: recorded by the web process (``pending``),
+#: then ``applied`` or ``refused`` (with ``result``, one line) by the runner.
+ACTION_STATES: Final = ("pending", "applied", "refused")
+
+#: Organiser actions, recorded by the web process and applied by the runner:
+#: ``kind`` in :data:`ACTION_KINDS` on a participant, a submission or a
+#: ladder table; ``reason`` the organiser's (a void's reason; cleaned);
+#: ``result`` one line; ``refold`` (a replay or void of a table that was
+#: folded: ``{"from": t, "through": n, "ratings": {entrant: [mu, sigma, games]}}``,
+#: the fold made again from table t, recorded at ``refolded_at``).
+actions = Table(
+    "actions",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("participant_id", Integer, ForeignKey("participants.id"), nullable=True),
+    Column("submission_id", Integer, ForeignKey("submissions.id"), nullable=True),
+    Column("table_id", Integer, ForeignKey("tables.id"), nullable=True),
+    Column("reason", Text, nullable=True),
+    Column("status", String(16), nullable=False, default="pending"),
+    Column("result", Text, nullable=True),
+    Column("requested_at", Float, nullable=False),
+    Column("applied_at", Float, nullable=True),
+    Column("refold", JSON, nullable=True),
+    Column("refolded_at", Float, nullable=True),
+    Index("ix_actions_status", "status"),
+)
+
 
 # -- issue 29 (Dask workers, lost work) tables go below this line --
 

@@ -166,13 +166,22 @@ class ClassSettings:
     challenges_per_day: int = 5
 
 
+#: Who may see the pages (``[web] pages``; :mod:`arena.server.visibility`).
+PAGES_SETTINGS: Final = ("signed-in", "public")
+
+
 @dataclass(frozen=True)
 class WebSection:
     """The web process's sign-in side (issue 28): ``quota_mib`` (a
     participant's stored submissions at most, MiB), ``sign_in_per_minute``
     (link exchanges and token sign-ins per client address), ``session_days``
-    (a session's life) and ``invite_days`` (an invite's)."""
+    (a session's life) and ``invite_days`` (an invite's); and ``pages``, who
+    may see the standings, the finished tables, their replays and the
+    Environment page: ``"signed-in"`` (the default, for classes:
+    participants and the organiser) or ``"public"`` (anyone; the API with a
+    bearer token works under either: docs/server-web.md, "Who sees what")."""
 
+    pages: str = "signed-in"
     quota_mib: int = 200
     sign_in_per_minute: int = 10
     session_days: float = 7.0
@@ -231,12 +240,17 @@ class CompetitionSettings:
                     f"[ladder] house_bots: {bot!r} is not a sample bot "
                     f"(sample:{', sample:'.join(sorted(SAMPLE_BOTS))})"
                 )
+        if self.web.pages not in PAGES_SETTINGS:
+            raise FolderError(
+                f"[web] pages must be one of {', '.join(map(repr, PAGES_SETTINGS))}, "
+                f"got {self.web.pages!r}"
+            )
         for section in (self.limits, self.gate):
             for key, value in asdict(section).items():
                 if value < 0:
                     raise FolderError(f"{key} must be 0 or more, got {value}")
         for key, value in asdict(self.web).items():
-            if not 0 < value < math.inf:
+            if key != "pages" and not 0 < value < math.inf:
                 raise FolderError(f"[web] {key} must be above 0, got {value}")
         _check_class(self.klass)
 
@@ -246,10 +260,15 @@ class CompetitionSettings:
         return tuple(store.house_label(b) for b in self.ladder.house_bots)
 
     def referee(self) -> RefereeSettings:
-        """The referee's settings of every game."""
+        """The referee's settings of every game: each seat's transcript kept
+        in the record (its owner and the organiser read it beside the replay,
+        :mod:`arena.server.pages`; capped by the referee's ``transcript_cap``)."""
         g = self.game
         return RefereeSettings(
-            time_limit=g.time_limit, startup_time=g.startup_time, strikes=g.strikes
+            time_limit=g.time_limit,
+            startup_time=g.startup_time,
+            strikes=g.strikes,
+            transcripts=True,
         )
 
     def to_toml(self) -> str:

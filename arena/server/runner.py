@@ -63,7 +63,7 @@ from arena.sandbox.cores import CoreGate
 from arena.sandbox.entrants import Entrant, EntrantError, parse_entrant, remove_tmpdirs_of_run
 from arena.sandbox.isolation import IsolationError, kill_all
 from arena.sandbox.launcher import RUN_VARIABLE, Launcher, LaunchOptions
-from arena.server import classes, db, deadline, downloads, export, gate, ladder, store
+from arena.server import actions, classes, db, deadline, downloads, export, gate, ladder, store
 from arena.server.folder import (
     Competition,
     CompetitionSettings,
@@ -417,6 +417,7 @@ class Runner:
     async def _schedule(self, nursery: trio.Nursery) -> None:
         while True:
             await self._release_retired()
+            await actions.apply_pending(self.database, self._fold, self._playing, self.log)
             started = await self._start_tables(nursery)
             # Once idle, one more look: what the idle check read may be newer
             # than what the choosers read (the writer stored a table's end in

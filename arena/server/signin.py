@@ -128,10 +128,12 @@ class SignIn:
 
 def same_origin(headers: Any, scheme: str) -> bool:
     """Whether a request comes from this site's own pages: its ``Origin`` is
-    ``scheme://Host``, or it has none and says ``Sec-Fetch-Site: same-origin``."""
+    ``scheme://Host``, or it has none (or ``null``: what Chromium sends for a
+    form posted from a page under ``Referrer-Policy: no-referrer``, as every
+    page here is) and says ``Sec-Fetch-Site: same-origin``."""
     origin = headers.get("origin")
     host = headers.get("host", "")
-    if origin is not None:
+    if origin is not None and origin != "null":
         return bool(host) and origin.lower() == f"{scheme}://{host}".lower()
     return str(headers.get("sec-fetch-site", "")).lower() == "same-origin"
 

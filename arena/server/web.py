@@ -69,7 +69,7 @@ from arena.live.server import (
     loopback_name,
 )
 from arena.protocol.codec import clean_text
-from arena.report.outputs import SCRIPT_FILE, STYLE_FILE, json_script, replay_data
+from arena.report.outputs import SCRIPT_FILE, STYLE_FILE
 from arena.server import classapi, db, downloads, sessions, signin, store, webstore
 from arena.server.db import Database
 from arena.server.environment import environment
@@ -125,6 +125,8 @@ class WebConfig:
         loopback: refuse a request whose ``Host`` is not a loopback name (403).
         clock: seconds since the epoch (``time.time``; a test's own clock).
         poll_seconds: seconds between two looks at the database for the live pages.
+        pages: who sees the pages: ``"signed-in"`` (the default) or ``"public"``
+            (competition.toml's ``[web] pages``; :mod:`arena.server.visibility`).
         site: the sign-in side's settings (cookies, sign-in rate, storage
             quota, body cap of forms, stream caps).
         proxy: the address of the one reverse proxy whose forwarded headers
@@ -138,6 +140,7 @@ class WebConfig:
     loopback: bool = True
     clock: Callable[[], float] = time.time
     poll_seconds: float = POLL_SECONDS
+    pages: str = "signed-in"
     site: SiteSettings = field(default_factory=SiteSettings)
     proxy: str | None = None
 
@@ -445,11 +448,15 @@ TEMPLATES: Final = (
 def preload() -> None:
     """Load every template, asset and lazily imported library now (the web
     process does before it drops its privileges)."""
+    import anyio._backends._trio
+    import anyio._core._tasks  # noqa: F401
     import jinja2.ext  # noqa: F401
     import python_multipart  # noqa: F401
     from starlette import formparsers  # noqa: F401
 
-    for name in (*TEMPLATES, *signin.TEMPLATES):
+    from arena.server import pages
+
+    for name in (*TEMPLATES, *signin.TEMPLATES, *pages.TEMPLATES):
         _templates().get_template(name)
     _assets()
 
@@ -515,8 +522,10 @@ def make_app(config: WebConfig) -> Any:
     from starlette.datastructures import Headers
     from starlette.formparsers import MultiPartException, MultiPartParser
     from starlette.requests import Request
-    from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+    from starlette.responses import JSONResponse, Response, StreamingResponse
     from starlette.routing import Route
+
+    from arena.server import pages
 
     database = config.database
     feed = Feed(database, config.poll_seconds)
@@ -644,60 +653,13 @@ def make_app(config: WebConfig) -> Any:
         return JSONResponse(found)
 
     async def standings_api(request: Request) -> Response:
+        if (refused := await pages.refused(request, config, "api-standings")) is not None:
+            return refused
         return JSONResponse(await database.read_async(webstore.standings_json))
 
-    async def index(request: Request) -> Response:
-        data = await database.read_async(webstore.standings_json)
-        return HTMLResponse(render("standings.html.j2", title="Standings", data=data))
-
-    async def tables_page(request: Request) -> Response:
-        rows = await database.read_async(webstore.finished_tables_json, TABLES_SHOWN)
-        return HTMLResponse(render("tables.html.j2", title="Finished tables", tables=rows))
-
-    async def table_page(request: Request) -> Response:
-        try:
-            number = int(request.path_params["number"])
-            rotation = int(request.query_params.get("rotation", "0"))
-        except ValueError:
-            number, rotation = -1, 0
-        found = await database.read_async(_done_table, number)
-        if found is None or not 0 <= rotation < len(found[1]):
-            return HTMLResponse(
-                render(
-                    "missing.html.j2",
-                    title="Not finished",
-                    text=f"ladder table {request.path_params['number']} is not finished (a "
-                    "table is shown once its four games are done)",
-                ),
-                404,
-            )
-        table, records, names = found
-        record = records[rotation]
-        data = replay_data(_public(record, names))
-        return HTMLResponse(
-            render(
-                "table.html.j2",
-                title=f"Table {table.number}",
-                table=table,
-                rotation=rotation,
-                games=[
-                    {
-                        "rotation": i,
-                        "seats": [webstore.shown_name(s, names) for s in r.get("seats", [])],
-                        "scores": r.get("scores", []),
-                    }
-                    for i, r in enumerate(records)
-                ],
-                seating=[webstore.shown_name(s, names) for s in table.seating],
-                replay_json=json_script(data),
-            )
-        )
-
-    async def environment_page(request: Request) -> Response:
-        found = await trio.to_thread.run_sync(environment)
-        return HTMLResponse(render("environment.html.j2", title="Environment", env=found))
-
     async def environment_api(request: Request) -> Response:
+        if (refused := await pages.refused(request, config, "api-environment")) is not None:
+            return refused
         return JSONResponse(await trio.to_thread.run_sync(environment))
 
     async def static(request: Request) -> Response:
@@ -712,6 +674,8 @@ def make_app(config: WebConfig) -> Any:
     caps = config.site.stream_caps()
 
     async def events(request: Request) -> Response:
+        if (refused := await pages.refused(request, config, "events")) is not None:
+            return refused
         who = viewer_of(request.scope)
         place = caps.acquire(who.session_sha256, signin.client_address(request))
         if place is None:
@@ -782,11 +746,8 @@ def make_app(config: WebConfig) -> Any:
         exception_handlers={Exception: failed, BodyTooLarge: too_large},
         routes=[
             *signin.routes(database, config.site, config.clock, render, accept_form, config.limits),
-            Route("/", index),
+            *pages.routes(config, render),  # the pages: arena/server/pages.py, visibility.py
             Route("/events", events),
-            Route("/tables", tables_page),
-            Route("/tables/{number}", table_page),
-            Route("/environment", environment_page),
             Route("/api/environment", environment_api),
             Route("/api/standings", standings_api),
             Route("/api/submissions", submit, methods=["POST"]),
@@ -845,31 +806,6 @@ def _rate_error(wait: int, rate: RateLimit) -> ApiError:
         f"try again in {wait} s",
         {"Retry-After": str(wait)},
     )
-
-
-def _done_table(
-    conn: Any, number: int
-) -> tuple[store.TableRow, list[dict[str, Any]], dict[str, str]] | None:
-    """A ladder table whose four games are done, its records and the names
-    of its entrants; ``None`` otherwise."""
-    table = store.table_by_number(conn, "ladder", number)
-    if table is None or table.status != "done":
-        return None
-    records = store.table_records(conn, table.id)
-    if len(records) != 4:
-        return None
-    return table, records, webstore.entrant_names(conn)
-
-
-def _public(record: dict[str, Any], names: dict[str, str]) -> Any:
-    """A game record as a public page may show it: no stderr, no
-    transcripts, the seats named by participant."""
-    shown = {k: v for k, v in record.items() if k not in ("stderr", "transcripts")}
-    shown["seats"] = [webstore.shown_name(str(s), names) for s in record.get("seats", [])]
-    shown["bot_names"] = [
-        clean_text(n) if isinstance(n, str) else None for n in record.get("bot_names", [])
-    ]
-    return shown
 
 
 def hypercorn_config(

@@ -152,6 +152,7 @@ class WebSettings:
         limits: the upload caps; ``rate`` the submissions allowed.
         hosting: TLS, a proxy, the public name, Hypercorn's timeouts.
         site: the sign-in side's settings (``secure`` is set from ``hosting``).
+        pages: who sees the pages (competition.toml's ``[web] pages``).
     """
 
     database: Path | DatabaseLocation
@@ -163,6 +164,7 @@ class WebSettings:
     rate: RateLimit = field(default_factory=RateLimit)
     hosting: Hosting = field(default_factory=Hosting)
     site: SiteSettings = field(default_factory=SiteSettings)
+    pages: str = "signed-in"
 
 
 def die_with_parent(parent: int) -> None:
@@ -268,6 +270,7 @@ def _prepare(settings: WebSettings) -> tuple[Any, Any]:
         and settings.hosting.public_name is None,
         site=replace(settings.site, secure=settings.hosting.secure),
         proxy=settings.hosting.behind_proxy,
+        pages=settings.pages,
     )
     app = web.make_app(config)
     web.preload()
@@ -457,7 +460,8 @@ def spawn_web(
         except LiveError as exc:
             raise WebProcessError(str(exc).replace("--live", "--listen")) from None
         try:
-            site = CompetitionSettings.read(settings.settings).web.site()
+            web_settings = CompetitionSettings.read(settings.settings).web
+            site = web_settings.site()
         except FolderError as exc:
             raise WebProcessError(str(exc)) from None
         settings = WebSettings(
@@ -468,6 +472,7 @@ def spawn_web(
             user,
             hosting=hosting or Hosting(),
             site=site,
+            pages=web_settings.pages,
         )
     web = WebProcess(settings, live)
     web.start()

@@ -499,14 +499,14 @@ depends_on = None
 
 def upgrade() -> None:
     with op.batch_alter_table("participants") as batch:
-        batch.add_column(sa.Column("display_name", sa.String(64), nullable=True))
+        batch.add_column(sa.Column("synthetic_note", sa.String(64), nullable=True))
     op.create_table("extra", sa.Column("id", sa.Integer, primary_key=True))
 
 
 def downgrade() -> None:
     op.drop_table("extra")
     with op.batch_alter_table("participants") as batch:
-        batch.drop_column("display_name")
+        batch.drop_column("synthetic_note")
 '''
 
 
@@ -525,7 +525,7 @@ def test_the_previous_revision_step_holds_for_a_revision_added_later(
         _step_keeps_rows(d, location)
         with d.read() as conn:
             columns = {c["name"] for c in inspect(conn).get_columns("participants")}
-        assert "display_name" in columns
+        assert "synthetic_note" in columns
     finally:
         d.close()
 

@@ -102,7 +102,7 @@ def test_a_slow_client_is_dropped_after_the_timeouts(folder: Path) -> None:
     answered. No wall-time assertion: what is asserted is how much of the
     head got through and that the server closed the connection."""
     database = db.Database(folder / "db" / db.DATABASE_NAME)
-    app = make_app(WebConfig(database, folder / "uploads"))
+    app = make_app(WebConfig(database, folder / "uploads", pages="public"))  # read anonymously
     head = b"GET /api/standings HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"y" * 20 + b"\r\n\r\n"
 
     async def main() -> tuple[int, bytes, bytes, bytes]:
@@ -190,7 +190,12 @@ def test_tls_as_the_web_process_serves_it_with_hsts_and_the_public_name(
     database.close()
     hosting = Hosting(certfile=certfile, keyfile=keyfile, public_name="localhost")
     settings = WebSettings(
-        folder / "db" / db.DATABASE_NAME, folder / "uploads", port=0, hosting=hosting
+        folder / "db" / db.DATABASE_NAME,
+        folder / "uploads",
+        port=0,
+        user=USER if ROOT else None,
+        hosting=hosting,
+        pages="public",  # read anonymously here (docs/server-web.md, who sees what)
     )
     hosting.check(settings.host)
     sock = listen_socket("127.0.0.1", 0)

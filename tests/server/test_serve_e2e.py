@@ -50,7 +50,8 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Path]]:
     top.chmod(0o711)  # the web process's user goes through it to db/ and uploads/
     comp = top / "comp"
     user = ["--user", "nobody"] if ROOT else []
-    made = arena("serve", str(comp), "--init", *user)
+    (top / "settings.toml").write_text('[web]\npages = "public"\n')  # pages read anonymously
+    made = arena("serve", str(comp), "--init", "--settings", str(top / "settings.toml"), *user)
     assert made.returncode == 0, made.stderr
     for name in ("ann", "bob", "cy"):
         added = arena("serve", str(comp), "--add", name, "--token-file", str(top / name))

@@ -452,6 +452,7 @@ def test_event_stream_caps(site: Site) -> None:
     total; a closed stream gives its place back."""
     site.config.site = SiteSettings(streams_total=9)
     site.config.poll_seconds = 3600
+    site.config.pages = "public"  # streams without a session (docs/server-web.md, who sees what)
 
     async def main() -> None:
         app = make_app(site.config)

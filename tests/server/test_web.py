@@ -76,7 +76,13 @@ def server(tmp_path: Path) -> Any:
     uploads = tmp_path / "uploads"
     uploads.mkdir()
     clock = Clock()
-    config = WebConfig(database, uploads, clock=clock, limits=UploadLimits(body_bytes=64 * 1024))
+    config = WebConfig(
+        database,
+        uploads,
+        clock=clock,
+        limits=UploadLimits(body_bytes=64 * 1024),
+        pages="public",  # these tests are anonymous; who sees what is test_visibility.py's
+    )
     yield Server(database, config, clock)
     database.close()
 

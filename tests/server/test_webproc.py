@@ -71,7 +71,11 @@ def _ids(user: str) -> tuple[int, int]:
 
 def settings(top: Path) -> WebSettings:
     return WebSettings(
-        top / "db" / db.DATABASE_NAME, top / "uploads", port=0, user=USER if ROOT else None
+        top / "db" / db.DATABASE_NAME,
+        top / "uploads",
+        port=0,
+        user=USER if ROOT else None,
+        pages="public",  # read anonymously here (docs/server-web.md, who sees what)
     )
 
 
@@ -141,7 +145,11 @@ def test_as_root_runs_as_the_user_and_cannot_open_the_key(folder: Path) -> None:
 @needs_root
 def test_as_root_without_a_user_is_refused(folder: Path) -> None:
     with pytest.raises(WebProcessError, match="needs --user USER"):
-        spawn_web(WebSettings(folder / "db" / db.DATABASE_NAME, folder / "uploads", port=0))
+        spawn_web(
+            WebSettings(
+                folder / "db" / db.DATABASE_NAME, folder / "uploads", port=0, pages="public"
+            )
+        )
 
 
 def test_an_address_in_use_is_one_line(folder: Path) -> None:
@@ -151,14 +159,14 @@ def test_an_address_in_use_is_one_line(folder: Path) -> None:
         port = taken.getsockname()[1]
         s = settings(folder)
         with pytest.raises(WebProcessError, match=f"cannot listen on 127.0.0.1:{port}"):
-            spawn_web(WebSettings(s.database, s.uploads, port=port, user=s.user))
+            spawn_web(WebSettings(s.database, s.uploads, port=port, user=s.user, pages="public"))
 
 
 PARENT = """
 import sys, time
 from pathlib import Path
 from arena.server.webproc import WebSettings, spawn_web
-web = spawn_web(WebSettings(Path(sys.argv[1]), Path(sys.argv[2]), port=0, user=sys.argv[3] or None))
+web = spawn_web(WebSettings(Path(sys.argv[1]), Path(sys.argv[2]), port=0, user=sys.argv[3] or None, pages="public"))
 print(web.url.rsplit(":", 1)[1], web.pid, flush=True)
 time.sleep(600)
 """
@@ -209,7 +217,7 @@ def test_a_port_below_1024_is_bound_by_root_and_served_by_the_user(folder: Path)
     if port is None:
         pytest.skip("no free port below 1024")
     s = settings(folder)
-    web = spawn_web(WebSettings(s.database, s.uploads, port=port, user=USER))
+    web = spawn_web(WebSettings(s.database, s.uploads, port=port, user=USER, pages="public"))
     try:
         assert web.url == f"http://127.0.0.1:{port}"
         assert status_ids(web.pid)["Uid"] == [_ids(USER)[0]] * 4
