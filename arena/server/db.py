@@ -57,7 +57,7 @@ from sqlalchemy import (
 T = TypeVar("T")
 
 #: The head Alembic revision: the schema this code reads and writes.
-SCHEMA_VERSION: Final = "0001"
+SCHEMA_VERSION: Final = "0004"
 #: Seconds a connection waits for the other process's write lock.
 BUSY_TIMEOUT_SECONDS: Final = 30.0
 #: The database's file name inside the competition folder's ``db/``.
@@ -210,6 +210,26 @@ ratings = Table(
 
 
 # -- issue 29 (Dask workers, lost work) tables go below this line --
+
+#: A worker's states in :data:`workers`.
+WORKER_STATES: Final = ("admitted", "refused", "flagged")
+
+#: The Dask workers the runner has seen (issue 29): one row per event, by
+#: ``address`` (``tls://host:port``) and ``name``; ``status`` in
+#: :data:`WORKER_STATES`: ``admitted`` (its join checked), ``refused`` (its
+#: join check failed: retired), ``flagged`` (a record it returned was refused
+#: by the server's re-check: retired); ``reason`` one line.
+workers = Table(
+    "workers",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("address", String(256), nullable=False),
+    Column("name", String(256), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("reason", Text, nullable=True),
+    Column("at", Float, nullable=False),
+    Index("ix_workers_status", "status"),
+)
 
 
 # -- issue 30 (deadline, final, gauntlet, challenges) tables go below this line --

@@ -13,9 +13,10 @@ Structure (:class:`Runner`):
 * the scheduler's first step each round gives back the launcher's private
   copy (and group) of every submission that no longer plays, once no chosen
   or playing table seats it (:meth:`Runner._release_retired`);
-* one task per table, playing its four games through :func:`play_games`
-  (the one seam to the tournament layer's runner); each record goes to a
-  memory channel;
+* one task per table, playing its four games through :attr:`Runner.tables`
+  (:mod:`arena.server.tables`: in this loop, or one Dask task per table);
+  each record, re-checked (:mod:`arena.server.recheck`), goes to a memory
+  channel;
 * one **writer** task that reads the channel and writes: a game's record,
   then at a table's end its state (done or void), the gate step it decided,
   the fold as far as it reaches (ratings per submission, in table order, void
@@ -46,7 +47,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -57,13 +58,13 @@ from sqlalchemy import Connection, select, update
 from arena.core.keys import MasterKey
 from arena.game.feed import QUEUE_SIZE, LiveFeed
 from arena.protocol.codec import clean_text
-from arena.protocol.records import GameRecordJSON, GameSpec
+from arena.protocol.records import GameRecordJSON
 from arena.sandbox import cgroups, seal
 from arena.sandbox.cores import CoreGate
-from arena.sandbox.entrants import Entrant, EntrantError, parse_entrant, remove_tmpdirs_of_run
+from arena.sandbox.entrants import remove_tmpdirs_of_run
 from arena.sandbox.isolation import IsolationError, kill_all
 from arena.sandbox.launcher import RUN_VARIABLE, Launcher, LaunchOptions
-from arena.server import db, gate, ladder, store
+from arena.server import db, gate, ladder, recheck, store, tables
 from arena.server.folder import (
     Competition,
     CompetitionSettings,
@@ -72,7 +73,7 @@ from arena.server.folder import (
     open_folder,
     submission_dir,
 )
-from arena.tournament.runner import DealLocks, TournamentRunner, TournamentSettings
+from arena.tournament.runner import DealLocks, TournamentSettings
 
 #: Plays of one table at most (a restart replays it; a third stop voids it).
 MAX_TABLE_ATTEMPTS: Final = 3
@@ -89,26 +90,6 @@ def _log_line(out: TextIO, event: str, fields: dict[str, Any]) -> None:
     entry = {"t": round(time.time(), 3), "event": event, **fields}
     out.write(json.dumps(entry, sort_keys=False) + "\n")
     out.flush()
-
-
-async def play_games(
-    entrants: Sequence[Entrant],
-    settings: TournamentSettings,
-    launcher: Launcher,
-    games: Sequence[GameSpec],
-    deal_locks: DealLocks,
-    on_record: Callable[[GameRecordJSON], None],
-    live: LiveFeed | None = None,
-) -> None:
-    """Play ``games`` (one table's four) in this Trio loop and hand each record
-    to ``on_record``: the runner's one seam to the tournament layer (today
-    :class:`arena.tournament.runner.TournamentRunner`; the async executors'
-    ``play(games, on_record)`` fits here unchanged). ``live``: the feed that
-    sends each game's public table state to the web process (the live view's
-    bounded queue, :mod:`arena.game.feed`). Cancellable: bot processes are
-    closed before it returns."""
-    runner = TournamentRunner(list(entrants), settings, launcher, on_record, deal_locks, live=live)
-    await runner.run(list(games))
 
 
 @dataclass
@@ -131,6 +112,14 @@ class RunnerConfig:
         live: the bounded queue (``multiprocessing`` ``Queue(QUEUE_SIZE)``,
             :mod:`arena.game.feed`) the web process reads the public states
             of the tables in play from, or ``None``.
+        executor: where tables are played: ``"local"`` (in this loop) or
+            ``"dask"`` (:mod:`arena.server.dask_tables`).
+        scheduler: with ``"dask"``, the organiser's scheduler
+            (``tls://HOST:PORT``), or ``None`` for a local cluster.
+        workers: a local cluster's worker processes (``None``: one per core).
+        dask_task: the function each Dask table task runs (``None``: the
+            real one, :func:`arena.server.dask_tables.play_table_task`; tests
+            give a wrapper that kills or tampers).
     """
 
     slots: int = 1
@@ -141,6 +130,10 @@ class RunnerConfig:
     log: TextIO = field(default_factory=lambda: sys.stderr)
     cores: int = 0
     live: Any = None
+    executor: str = "local"
+    scheduler: str | None = None
+    workers: int | None = None
+    dask_task: Any = None
 
 
 @dataclass(frozen=True)
@@ -150,6 +143,13 @@ class _Finished:
     table_id: int
     records: list[GameRecordJSON]
     void_reason: str | None
+    #: The table's ``attempt`` this play was (a result of another is a late
+    #: duplicate: dropped).
+    attempt: int = 0
+    #: Where it was played (a Dask worker's address), ``None`` here.
+    worker: str | None = None
+    #: The re-check's refusal that flags ``worker``, or ``None``.
+    flag: str | None = None
 
 
 class Runner:
@@ -179,9 +179,9 @@ class Runner:
         self._wake = trio.Event()
         self._playing: set[int] = set()  # table ids in flight
         self._send, self._receive = trio.open_memory_channel[_Finished](64)
-        self._game_send, self._game_receive = trio.open_memory_channel[tuple[int, GameRecordJSON]](
-            256
-        )
+        self._game_send, self._game_receive = trio.open_memory_channel[
+            tuple[int, int, GameRecordJSON]
+        ](256)
         self.tournament = TournamentSettings(
             key=key,
             target_score=self.settings.game.target_score,
@@ -193,6 +193,11 @@ class Runner:
         )
         self._watchdog: Any = None
         self.live = LiveFeed(config.live) if config.live is not None else None
+        #: Where tables are played (:mod:`arena.server.tables`); a Dask
+        #: player replaces it in :func:`start_runner` (made outside the loop).
+        self.tables: tables.TablePlayer = tables.InProcessTables(
+            self.launcher, self._launcher_lock, self.deal_locks, self.live
+        )
 
     # -- the log ----------------------------------------------------------------
 
@@ -301,6 +306,7 @@ class Runner:
         self.log(
             "start",
             sealed=self.launcher.sealed,
+            executor=self.tables.kind,
             slots=self.config.slots,
             uid=os.geteuid(),
             weaker=self.weaker(),
@@ -315,6 +321,8 @@ class Runner:
                 await self._schedule(nursery)
                 nursery.cancel_scope.cancel()
         finally:
+            with trio.CancelScope(shield=True):
+                await self.tables.aclose()
             self.launcher.close()
             self._end_bots()
             self.log("stop")
@@ -337,10 +345,6 @@ class Runner:
                 continue
             await self._check(queued[0])
             self._poke()
-
-    def _entrant(self, sub: store.SubmissionRow) -> Entrant:
-        folder = submission_dir(self.comp.paths, sub.sha256)
-        return parse_entrant(gate.submission_entrant(sub.label, sub.kind, folder))
 
     async def _check(self, sub: store.SubmissionRow) -> None:
         try:
@@ -603,32 +607,15 @@ class Runner:
         self._playing.add(table.id)
         nursery.start_soon(self._play_table, table)
 
-    def _specs(self, table: store.TableRow) -> list[GameSpec]:
-        if table.numbering == "validation":
-            assert table.submission_id is not None
-            return ladder.validation_specs(
-                self.key, table.number, table.submission_id, table.seating
-            )
-        g = self.settings.game
-        return ladder.ladder_specs(self.key, table.number, table.seating, g.hands, g.target_score)
-
-    def _entrants(self, conn: Connection, table: store.TableRow) -> list[Entrant]:
-        house = dict(zip(self.settings.house_labels, self.settings.ladder.house_bots, strict=True))
-        out = []
-        for name in table.seating:
-            if name in house:
-                out.append(parse_entrant(f"{name}={house[name]}"))
-                continue
-            sid = store.submission_of(name)
-            sub = store.submission(conn, sid) if sid is not None else None
-            if sub is None:
-                raise FolderError(f"table {table.number}: unknown entrant {name}")
-            out.append(self._entrant(sub))
-        return out
-
     async def _play_table(self, table: store.TableRow) -> None:
+        """Play one table through :attr:`tables` (in process or on Dask), each
+        record re-checked (:mod:`arena.server.recheck`) before it goes to the
+        writer; its end (done or void) to the writer once."""
         records: list[GameRecordJSON] = []
         void: str | None = None
+        worker: str | None = None
+        flag: str | None = None
+        attempt = table.attempt
         try:
             if table.attempt >= MAX_TABLE_ATTEMPTS:
                 void = f"the server stopped it {table.attempt} times"
@@ -636,41 +623,60 @@ class Runner:
             await self.database.write_async(
                 store.set_table_status, table.id, "playing", time.time()
             )
+            attempt += 1
             self.log(
                 "table", numbering=table.numbering, number=table.number, seating=list(table.seating)
             )
             try:
-                entrants = await self.database.read_async(self._entrants, table)
-                async with self._launcher_lock:
-                    await trio.to_thread.run_sync(self.launcher.check, entrants)
-            except (IsolationError, EntrantError, FolderError, OSError) as exc:
+                seats = await self.database.read_async(
+                    tables.table_seats, self.comp.paths, self.settings, table
+                )
+                prepared = await self.tables.prepare(seats)
+            except FolderError as exc:
                 void = f"a sandbox could not start: {exc}"
+                return
+            except tables.TableVoid as exc:
+                void = str(exc)
                 return
             settings = (
                 self.validation_tournament if table.numbering == "validation" else self.tournament
             )
+            specs = tables.table_specs(self.key, self.settings, table)
+            refused: list[str] = []
 
             def on_record(record: GameRecordJSON) -> None:
+                problem = recheck.check_record(record, specs, settings.referee.max_tiebreak_hands)
+                if problem is not None:
+                    refused.append(problem)
+                    return
+                if refused:
+                    return
                 records.append(record)
-                self._game_send.send_nowait((table.id, record))
+                self._game_send.send_nowait((table.id, attempt, record))
 
             budget = self._budget(table)
-            specs = self._specs(table)
             for run in range(gate.STEP_RUNS):
                 records.clear()
                 try:
                     with trio.move_on_after(budget) as scope:
-                        await play_games(
-                            entrants,
-                            settings,
-                            self.launcher,
-                            specs,
-                            self.deal_locks,
-                            on_record,
-                            live=self.live,
-                        )
+                        worker = await self.tables.play(table, prepared, specs, settings, on_record)
+                except tables.TableVoid as exc:
+                    void = str(exc)
+                    return
                 except Exception as exc:  # the server's failure, never the bots'
                     void = f"the server could not play it: {type(exc).__name__}: {exc}"
+                    return
+                if refused:
+                    records.clear()
+                    void = f"its record was refused by the server's re-check: {refused[0]}"
+                    flag = refused[0]
+                    self.log(
+                        "worker_flagged",
+                        worker=worker or "this process",
+                        numbering=table.numbering,
+                        number=table.number,
+                        reason=flag,
+                    )
                     return
                 if not scope.cancelled_caught:
                     break
@@ -694,35 +700,45 @@ class Runner:
                 now = time.time()
                 await self.database.write_async(store.set_table_status, table.id, "chosen", now)
                 await self.database.write_async(store.set_table_status, table.id, "playing", now)
+                attempt += 1
             if len(records) != ladder.ROTATIONS:
                 void = f"the server played {len(records)} of its 4 games"
         finally:
             with trio.CancelScope(shield=True):
                 if void is not None or len(records) == ladder.ROTATIONS:
-                    await self._send.send(_Finished(table.id, records, void))
+                    await self._send.send(_Finished(table.id, records, void, attempt, worker, flag))
                 else:
                     self._playing.discard(table.id)
 
     # -- the writer ----------------------------------------------------------------
 
+    @staticmethod
+    def _add_game(conn: Connection, table_id: int, attempt: int, record: GameRecordJSON) -> bool:
+        """Store one re-checked game of a table in play, once: a record of a
+        table no longer playing, or of another attempt (a late duplicate from
+        a worker presumed dead), is dropped (``False``)."""
+        table = store.table_by_id(conn, table_id)
+        if table is None or table.status != "playing" or table.attempt != attempt:
+            return False
+        store.add_game(conn, table_id, int(record["rotation"]), dict(record))
+        return True
+
     async def _game_writer(self) -> None:
-        async for table_id, record in self._game_receive:
-            await self.database.write_async(
-                store.add_game, table_id, int(record["rotation"]), dict(record)
-            )
+        async for table_id, attempt, record in self._game_receive:
+            await self.database.write_async(self._add_game, table_id, attempt, record)
 
     async def _writer(self) -> None:
         async for done in self._receive:
             # Every game of the table is written before its end.
             while True:
                 try:
-                    table_id, record = self._game_receive.receive_nowait()
+                    table_id, attempt, record = self._game_receive.receive_nowait()
                 except trio.WouldBlock:
                     break
-                await self.database.write_async(
-                    store.add_game, table_id, int(record["rotation"]), dict(record)
-                )
+                await self.database.write_async(self._add_game, table_id, attempt, record)
             events = await self.database.write_async(self._finish_table, done, time.time())
+            if done.flag is not None and done.worker is not None:
+                await self.tables.flag(done.worker, done.flag)
             for event, fields in events:
                 self.log(event, **fields)
             self._playing.discard(done.table_id)
@@ -734,6 +750,9 @@ class Runner:
         events: list[tuple[str, dict[str, Any]]] = []
         table = store.table_by_id(conn, done.table_id)
         assert table is not None
+        if table.status in ("done", "void") or table.attempt != done.attempt:
+            # Accepted once per table: a late duplicate is dropped.
+            return [("duplicate", {"numbering": table.numbering, "number": table.number})]
         for rec in done.records:
             store.add_game(conn, table.id, int(rec["rotation"]), dict(rec))
         if table.numbering == "validation":

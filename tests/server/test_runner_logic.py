@@ -1,5 +1,5 @@
 """The runner's bookkeeping (arena/server/runner.py) with its one seam to the
-tournament layer, ``play_games``, replaced by scripted games: validation
+tournament layer, ``arena.server.tables.play_games``, replaced by scripted games: validation
 replayed after a house bot's fault, void tables never rated or charged, the
 fault budget, the server's own failures. Real SQLite; no bot process."""
 
@@ -20,7 +20,8 @@ import trio.testing
 
 from arena.protocol.faults import Fault
 from arena.protocol.records import GameSpec
-from arena.server import folder, runner, store
+from arena.server import folder, recheck, runner, store
+from arena.server import tables as server_tables
 from arena.server.runner import RunnerConfig, start_runner
 
 Script = Callable[[GameSpec], dict[str, Any]]
@@ -79,8 +80,10 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Script | Except
             on_record(script(spec))
             await trio.lowlevel.checkpoint()
 
-    monkeypatch.setattr(runner, "play_games", play)
+    monkeypatch.setattr(server_tables, "play_games", play)
     monkeypatch.setattr(runner.Launcher, "check", lambda self, entrants: None)
+    # Scripted records have no hands to replay: the re-check is test_recheck's.
+    monkeypatch.setattr(recheck, "check_record", lambda *args: None)
     return plan
 
 
@@ -258,7 +261,7 @@ def test_a_validation_past_its_time_budget_is_the_servers_and_runs_again(
         .read_text()
         .replace("validation_seconds = 900.0", "validation_seconds = 1.0")
     )
-    real = runner.play_games
+    real = server_tables.play_games
     calls = []
 
     async def slow_once(*args: Any, **kw: Any) -> None:
@@ -267,7 +270,7 @@ def test_a_validation_past_its_time_budget_is_the_servers_and_runs_again(
             await trio.sleep_forever()
         await real(*args, **kw)
 
-    monkeypatch.setattr(runner, "play_games", slow_once)
+    monkeypatch.setattr(server_tables, "play_games", slow_once)
     _run(root, 0)
     tables = _read(root, store.tables_in, "validation")
     assert [(t.status, t.void_reason) for t in tables] == [
@@ -311,7 +314,7 @@ HANG = 10**7
 def _hang_at(monkeypatch: pytest.MonkeyPatch, deal: str, times: int) -> list[str]:
     """Make the first ``times`` plays of the table dealt ``deal`` hang; the
     deal keys of every play, in order."""
-    real = runner.play_games
+    real = server_tables.play_games
     plays: list[str] = []
 
     async def play(*args: Any, **kw: Any) -> None:
@@ -322,7 +325,7 @@ def _hang_at(monkeypatch: pytest.MonkeyPatch, deal: str, times: int) -> list[str
             await trio.sleep(HANG)
         await real(*args, **kw)
 
-    monkeypatch.setattr(runner, "play_games", play)
+    monkeypatch.setattr(server_tables, "play_games", play)
     return plays
 
 
@@ -401,7 +404,7 @@ def test_the_runner_sends_table_states_over_the_live_queue(
 
     root = tmp_path / "c"
     _competition(root, 2)
-    real = runner.play_games
+    real = server_tables.play_games
     feeds: list[Any] = []
 
     async def play(*args: Any, live: Any = None) -> None:
@@ -412,7 +415,7 @@ def test_the_runner_sends_table_states_over_the_live_queue(
         live.flush()
         await real(*args)
 
-    monkeypatch.setattr(runner, "play_games", play)
+    monkeypatch.setattr(server_tables, "play_games", play)
     sent: queue_module.Queue[dict[str, Any]] = queue_module.Queue(100)
     r = start_runner(
         root,
@@ -510,7 +513,8 @@ def test_the_launcher_lets_go_of_each_submission_that_retires(
             on_record(_game(spec, crashed=crashed))
             await trio.lowlevel.checkpoint()
 
-    monkeypatch.setattr(runner, "play_games", play)
+    monkeypatch.setattr(recheck, "check_record", lambda *args: None)
+    monkeypatch.setattr(server_tables, "play_games", play)
     log = io.StringIO()
     r = start_runner(
         root, RunnerConfig(sandbox=None, ladder_tables=2, exit_when_idle=True, log=log)
