@@ -64,7 +64,7 @@ from arena.sandbox.cores import CoreGate
 from arena.sandbox.entrants import remove_tmpdirs_of_run
 from arena.sandbox.isolation import IsolationError, kill_all
 from arena.sandbox.launcher import RUN_VARIABLE, Launcher, LaunchOptions
-from arena.server import db, gate, ladder, recheck, store, tables
+from arena.server import db, gate, ladder, recheck, store, tables, workers
 from arena.server.folder import (
     Competition,
     CompetitionSettings,
@@ -318,6 +318,7 @@ class Runner:
                 nursery.start_soon(self._writer)
                 nursery.start_soon(self._game_writer)
                 nursery.start_soon(self._gate)
+                nursery.start_soon(self.tables.watch, self._worker_report)
                 await self._schedule(nursery)
                 nursery.cancel_scope.cancel()
         finally:
@@ -710,6 +711,16 @@ class Runner:
                 else:
                     self._playing.discard(table.id)
 
+    async def _worker_report(
+        self, address: str, name: str, status: str, reason: str | None
+    ) -> None:
+        """A worker admitted or refused at its join, or flagged by the
+        re-check: logged (``worker``) and stored for ``serve --list``."""
+        self.log("worker", address=address, name=name, status=status, reason=reason or "")
+        await self.database.write_async(
+            workers.record_worker, address, name, status, reason, time.time()
+        )
+
     # -- the writer ----------------------------------------------------------------
 
     @staticmethod
@@ -738,6 +749,7 @@ class Runner:
                 await self.database.write_async(self._add_game, table_id, attempt, record)
             events = await self.database.write_async(self._finish_table, done, time.time())
             if done.flag is not None and done.worker is not None:
+                await self._worker_report(done.worker, "", "flagged", done.flag)
                 await self.tables.flag(done.worker, done.flag)
             for event, fields in events:
                 self.log(event, **fields)
@@ -873,12 +885,49 @@ def start_runner(root: Path, config: RunnerConfig) -> Runner:
     except BaseException:
         comp.close()
         raise
+    if config.executor == "dask":
+        try:
+            runner.tables = _dask_tables(runner, config)
+        except BaseException:
+            comp.close()
+            raise
     return runner
 
 
-def serve_forever(root: Path, listen: str, user: str | None, cores: int | None) -> int:
+def _dask_tables(runner: Runner, config: RunnerConfig) -> tables.TablePlayer:
+    """The Dask player (started here, outside the loop).
+
+    Raises:
+        FolderError: Dask is not installed or cannot start (one line).
+    """
+    from arena.tournament.work import ExecutorUnavailable, dask_available
+
+    if not dask_available():
+        raise FolderError(
+            "--executor dask needs Dask distributed: pip install 'hearts-arena[dask]'"
+        )
+    from arena.server.dask_tables import DaskTables
+
+    security = workers.runner_security(runner.comp.paths) if config.scheduler is not None else None
+    try:
+        return DaskTables.start(
+            runner.options, config.scheduler, security, config.workers, config.dask_task
+        )
+    except ExecutorUnavailable as exc:
+        raise FolderError(str(exc)) from None
+
+
+def serve_forever(
+    root: Path,
+    listen: str,
+    user: str | None,
+    cores: int | None,
+    executor: str = "local",
+    scheduler: str | None = None,
+) -> int:
     """``hearts-arena serve DIR``: run the runner (and the web process) until
-    stopped; returns the exit code.
+    stopped; returns the exit code. ``executor``/``scheduler``: where tables
+    are played (:class:`RunnerConfig`).
 
     Raises:
         FolderError: the server cannot start (one line).
@@ -889,7 +938,14 @@ def serve_forever(root: Path, listen: str, user: str | None, cores: int | None) 
     import multiprocessing
 
     live = multiprocessing.get_context("spawn").Queue(QUEUE_SIZE)
-    runner = start_runner(root, RunnerConfig(slots=slots, cores=slots, live=live))
+    if executor == "dask" and cores is None:
+        # Tables on the cluster: as many at once as a local cluster has
+        # workers (one per core); on the organiser's, Dask's queue decides.
+        slots = max(1, os.cpu_count() or 1) if scheduler is None else 64
+    config = RunnerConfig(
+        slots=slots, cores=slots, live=live, executor=executor, scheduler=scheduler
+    )
+    runner = start_runner(root, config)
     # The web process (arena/server/webproc.py, the web helper's) is spawned
     # here: spawn_web(runner.comp.paths, listen, user) once it exists.
     import importlib

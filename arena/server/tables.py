@@ -27,7 +27,7 @@ makes the table void with its one-line reason, never charged to a bot.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -197,6 +197,12 @@ class TablePlayer(Protocol):
         """
         ...
 
+    async def watch(self, report: Callable[[str, str, str, str | None], Awaitable[None]]) -> None:
+        """Hand each worker's join check to ``report(address, name, status,
+        reason)`` (``status`` ``"admitted"`` or ``"refused"``), for ever (a
+        task of the runner's nursery); in process there are no workers."""
+        ...
+
     async def flag(self, worker: str, reason: str) -> None:
         """``worker``'s record was refused by the re-check (``reason``, one
         line): a Dask player retires that worker and records it for
@@ -262,6 +268,10 @@ class InProcessTables:
             prepared, settings, self.launcher, specs, self.deal_locks, on_record, live=self.live
         )
         return None
+
+    async def watch(self, report: Callable[[str, str, str, str | None], Awaitable[None]]) -> None:
+        """See :meth:`TablePlayer.watch`: no workers here."""
+        await trio.sleep_forever()
 
     async def flag(self, worker: str, reason: str) -> None:
         """See :meth:`TablePlayer.flag`: nothing to retire here (logged by the runner)."""
