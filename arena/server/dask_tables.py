@@ -10,8 +10,11 @@ cluster of the organiser's machines as one task.
   ``table`` each.
 * **Submissions travel as archives** (:func:`seat_archive`): a ``.py`` as its
   bytes, a zip submission as a zip of its stored folder made the same way
-  every time; scattered once (``Client.scatter``, keyed by content), so Dask
-  sends each to a worker once and keeps it there while the server holds it.
+  every time (made once by the runner), carried by each table's task: the
+  scheduler holds them with the task, so a table rerun after its worker died
+  has them still. (``Client.scatter`` would send each to a worker once, but
+  scattered data that was only on a dead worker is lost and the scheduler
+  cancels the tasks needing it: seen in the four-kill test.)
   On the worker each archive is checked on arrival (its SHA-256, then
   :func:`arena.server.uploads.store_upload`'s checks, as an upload is) and
   cached under its SHA-256 in :func:`worker_cache`: no shared file system.
@@ -320,7 +323,7 @@ class DaskTables:
         self.options = options
         self.task = task or play_table_task
         self.expected = Expected(workers.arena_version(), workers.package_digest(), options)
-        self._archives: dict[str, Future[Any]] = {}  # archive SHA-256 -> scattered bytes
+        self._archives: dict[str, bytes] = {}  # archive SHA-256 -> its bytes
         self._seat_sha: dict[tuple[str, str], str] = {}  # (kind, submission SHA) -> archive SHA
         self._token = secrets.token_hex(4)
         self._reports: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
@@ -379,8 +382,8 @@ class DaskTables:
 
     # -- archives
 
-    def _archive_of(self, seat: SeatSource) -> tuple[str, Future[Any] | None]:
-        """The seat's archive SHA-256 and its scattered future (blocking)."""
+    def _archive_of(self, seat: SeatSource) -> tuple[str, bytes | None]:
+        """The seat's archive SHA-256 and bytes, made once (blocking)."""
         if seat.house is not None:
             return "", None
         known = self._seat_sha.get((seat.kind, seat.sha256))
@@ -388,24 +391,25 @@ class DaskTables:
             return known, self._archives[known]
         data = seat_archive(seat)
         sha = hashlib.sha256(data).hexdigest()
-        fut = self.client.scatter(data, hash=True)
         self._seat_sha[(seat.kind, seat.sha256)] = sha
-        self._archives[sha] = fut
-        return sha, fut
+        self._archives[sha] = data
+        return sha, data
 
-    async def prepare(self, seats: Sequence[SeatSource]) -> tuple[tuple[SeatSource, ...], Any]:
+    async def prepare(
+        self, seats: Sequence[SeatSource]
+    ) -> tuple[tuple[SeatSource, ...], list[tuple[str, bytes | None]]]:
         """See :meth:`arena.server.tables.TablePlayer.prepare`: each
-        submission's archive made and scattered once.
+        submission's archive made once (kept while the runner runs).
 
         Raises:
             TableVoid: a stored submission cannot be read.
         """
 
-        def scatter() -> list[tuple[str, Future[Any] | None]]:
+        def make() -> list[tuple[str, bytes | None]]:
             return [self._archive_of(s) for s in seats]
 
         try:
-            made = await trio.to_thread.run_sync(scatter)
+            made = await trio.to_thread.run_sync(make)
         except OSError as exc:
             raise TableVoid(f"a submission's files cannot be read: {exc}") from None
         return tuple(seats), made
@@ -413,7 +417,7 @@ class DaskTables:
     async def play(
         self,
         table: store.TableRow,
-        prepared: tuple[tuple[SeatSource, ...], list[tuple[str, Future[Any] | None]]],
+        prepared: tuple[tuple[SeatSource, ...], list[tuple[str, bytes | None]]],
         specs: Sequence[GameSpec],
         settings: TournamentSettings,
         on_record: RecordSink,
@@ -426,6 +430,27 @@ class DaskTables:
                 times (the four submissions named), or no sandbox there.
         """
         seats, made = prepared
+        names = ", ".join(seat.name for seat in seats)
+        outcome = await self._send(table, seats, made, specs, settings)
+        if isinstance(outcome, str):
+            raise TableVoid(f"{outcome} (its submissions: {names})")
+        assert isinstance(outcome, TableOutcome)
+        if outcome.void is not None:
+            raise TableVoid(outcome.void)
+        for record in outcome.records:
+            on_record(record)
+        return outcome.worker
+
+    async def _send(
+        self,
+        table: store.TableRow,
+        seats: tuple[SeatSource, ...],
+        made: list[tuple[str, bytes | None]],
+        specs: Sequence[GameSpec],
+        settings: TournamentSettings,
+    ) -> TableOutcome | str:
+        """Submit the table's task and wait for it (its done-callback wakes
+        the loop); its outcome, or the reason it was lost."""
         task = TableTask(
             table.numbering,
             table.number,
@@ -436,7 +461,7 @@ class DaskTables:
             self.options,
             self.expected,
         )
-        archives = {sha: fut for sha, fut in made if fut is not None}
+        archives = {sha: data for sha, data in made if data is not None}
         key = f"hearts-{table.numbering}-{table.number}-a{table.attempt}-{self._token}"
         key += f"-{secrets.token_hex(3)}"
 
@@ -467,19 +492,11 @@ class DaskTables:
                     await done.wait()
                 if fut.done():
                     break
-            outcome = await trio.to_thread.run_sync(self._result, fut)
+            return await trio.to_thread.run_sync(self._result, fut)
         except BaseException:
             with trio.CancelScope(shield=True), contextlib.suppress(Exception):
                 await trio.to_thread.run_sync(fut.cancel)
             raise
-        if isinstance(outcome, str):
-            names = ", ".join(seats[i].name for i in range(len(seats)))
-            raise TableVoid(f"{outcome} (its submissions: {names})")
-        if outcome.void is not None:
-            raise TableVoid(outcome.void)
-        for record in outcome.records:
-            on_record(record)
-        return outcome.worker
 
     @staticmethod
     def _result(fut: Future[Any]) -> TableOutcome | str:
