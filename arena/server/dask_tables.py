@@ -529,7 +529,7 @@ class DaskTables:
         admitted or refused worker to ``report``; a refused one retired."""
         while True:
             event = await trio.to_thread.run_sync(self._next_report, abandon_on_cancel=True)
-            if not isinstance(event, dict):
+            if not event:
                 continue
             address = str(event.get("address", ""))
             name = str(event.get("name", ""))
@@ -550,6 +550,7 @@ class DaskTables:
 
     def close(self) -> None:
         """Close the client and the local cluster (blocking; idempotent)."""
+        self._reports.put({})  # the watcher's thread, if abandoned, ends
         with contextlib.suppress(Exception):
             self.client.close()
         if self.cluster is not None:

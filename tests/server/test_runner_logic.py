@@ -172,6 +172,26 @@ def test_a_submission_faulting_at_validation_fails_it(
     assert _read(root, store.tables_in, "ladder") == []
 
 
+def test_a_void_first_ladder_table_does_not_stall_the_ladder(
+    tmp_path: Path, scripted: list[tuple[str, Script | Exception]]
+) -> None:
+    """Issue 29 (found by the four-kill Dask test): with table 0 void the fold
+    through 1 rates nothing and stores no row; table 2 (lag 1) is chosen from
+    it once table 1 is done, instead of waiting for ever."""
+    root = tmp_path / "c"
+    _competition(root, 2)
+    scripted.append(("L0", OSError(28, "No space left on device")))
+    _run(root, 3)
+    tables = _read(root, store.tables_in, "ladder")
+    assert [(t.number, t.status, t.fold_through) for t in tables] == [
+        (0, "void", 0),
+        (1, "done", 0),
+        (2, "done", 1),
+    ]
+    assert _read(root, store.fold_at, 1) == {}
+    assert _read(root, store.rated_through) == 3
+
+
 def test_void_ladder_tables_are_skipped_by_the_fold_and_never_charged(
     tmp_path: Path, scripted: list[tuple[str, Script | Exception]]
 ) -> None:
