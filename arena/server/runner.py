@@ -765,6 +765,9 @@ class Runner:
         if table.status in ("done", "void") or table.attempt != done.attempt:
             # Accepted once per table: a late duplicate is dropped.
             return [("duplicate", {"numbering": table.numbering, "number": table.number})]
+        if done.flag is not None:
+            # A record the re-check refused: nothing of the table is kept.
+            conn.execute(db.games.delete().where(db.games.c.table_id == table.id))
         for rec in done.records:
             store.add_game(conn, table.id, int(rec["rotation"]), dict(rec))
         if table.numbering == "validation":
