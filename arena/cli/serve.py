@@ -54,6 +54,25 @@ def add_serve_command(sub: Any) -> None:
         "the API (then hearts-arena export)",
     )
     serve.add_argument(
+        "--worker-cert",
+        nargs=2,
+        metavar=("NAME", "OUT"),
+        help="write OUT/NAME.pem and OUT/NAME.key for one Dask worker (or the scheduler), "
+        "signed by the competition's own authority, and OUT/ca.pem (then stop)",
+    )
+    serve.add_argument(
+        "--executor",
+        choices=("local", "dask"),
+        default="local",
+        help="where tables are played: in the runner (local, the default) or on Dask",
+    )
+    serve.add_argument(
+        "--scheduler",
+        metavar="tls://HOST:PORT",
+        help="--executor dask: the organiser's Dask scheduler (default: a local cluster, "
+        "one worker process per core)",
+    )
+    serve.add_argument(
         "--settings",
         type=Path,
         metavar="FILE",
@@ -128,6 +147,10 @@ def serve_command(args: argparse.Namespace) -> int:
         raise CliError("--settings goes with --init")
     if args.token_file is not None and args.add is None:
         raise CliError("--token-file goes with --add")
+    if args.scheduler is not None and args.executor != "dask":
+        raise CliError("--scheduler goes with --executor dask")
+    if args.scheduler is not None and not str(args.scheduler).startswith("tls://"):
+        raise CliError("--scheduler: the address must be tls://HOST:PORT (workers need TLS)")
     if args.database is not None and not args.init:
         raise CliError(
             "--database goes with --init: the folder records its database "
@@ -204,6 +227,19 @@ def serve_command(args: argparse.Namespace) -> int:
             if args.list:
                 for line in folder.listing(comp):
                     print(line)
+                from arena.server.workers import worker_lines
+
+                with comp.database.read() as conn:  # issue 29: refused and flagged workers
+                    for line in worker_lines(conn):
+                        print(line)
+                return EXIT_OK
+            if args.worker_cert is not None:
+                from arena.server.workers import issue_certificate
+
+                name, out = args.worker_cert
+                issued = issue_certificate(comp.paths, name, Path(out))
+                print(f"certificate {issued.cert} and key {issued.key} for {name}")
+                print(f"the competition's authority: {issued.ca}")
                 return EXIT_OK
             if args.organiser_link:
                 _print_organiser_link(comp, site_url)
@@ -231,6 +267,8 @@ def serve_command(args: argparse.Namespace) -> int:
             cores=args.cores,
             hosting=hosting,
             password_file=args.database_password_file,
+            executor=args.executor,
+            scheduler=args.scheduler,
         )
     except folder.FolderError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None

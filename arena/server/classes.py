@@ -108,19 +108,19 @@ async def start_tables(runner: Runner, nursery: trio.Nursery) -> int:
     return started
 
 
-def specs(runner: Runner, table: store.TableRow) -> list[GameSpec]:
+def specs(key: MasterKey, settings: CompetitionSettings, table: store.TableRow) -> list[GameSpec]:
     """The four games of a table of :data:`NUMBERINGS`, at the competition's
     game length: :func:`arena.server.final.specs`, :func:`arena.server.gauntlet.specs`,
     :func:`arena.server.challenges.specs`, or for practice ids ``p<n>-k<k>``."""
-    g = runner.settings.game
+    g = settings.game
     if table.numbering == "final":
-        return final.specs(runner.key, table, g.hands, g.target_score)
+        return final.specs(key, table, g.hands, g.target_score)
     if table.numbering == "gauntlet":
-        return gauntlet.specs(runner.key, table, g.hands, g.target_score)
+        return gauntlet.specs(key, table, g.hands, g.target_score)
     if table.numbering == "challenge":
-        return challenges.specs(runner.key, table, g.hands, g.target_score)
+        return challenges.specs(key, table, g.hands, g.target_score)
     return table_specs(
-        runner.key, table.deal_key, "p", table.number, table.seating, g.hands, g.target_score
+        key, table.deal_key, "p", table.number, table.seating, g.hands, g.target_score
     )
 
 

@@ -322,6 +322,26 @@ actions = Table(
 
 # -- issue 29 (Dask workers, lost work) tables go below this line --
 
+#: A worker's states in :data:`workers`.
+WORKER_STATES: Final = ("admitted", "refused", "flagged")
+
+#: The Dask workers the runner has seen (issue 29): one row per event, by
+#: ``address`` (``tls://host:port``) and ``name``; ``status`` in
+#: :data:`WORKER_STATES`: ``admitted`` (its join checked), ``refused`` (its
+#: join check failed: retired), ``flagged`` (a record it returned was refused
+#: by the server's re-check: retired); ``reason`` one line.
+workers = Table(
+    "workers",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("address", String(256), nullable=False),
+    Column("name", String(256), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("reason", Text, nullable=True),
+    Column("at", Float, nullable=False),
+    Index("ix_workers_status", "status"),
+)
+
 
 # -- issue 30 (deadline, final, gauntlet, challenges) tables go below this line --
 

@@ -827,6 +827,7 @@ def listing(comp: Competition) -> list[str]:
             f"  {t.numbering} table {t.number} ({t.deal_key}): "
             f"{clean_text(t.void_reason or 'void', 200)}"
         )
+        lines.append(f"    seats: {', '.join(clean_text(n, 40) for n in t.seating)}")
     return lines
 
 

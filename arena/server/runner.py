@@ -13,9 +13,10 @@ Structure (:class:`Runner`):
 * the scheduler's first step each round gives back the launcher's private
   copy (and group) of every submission that no longer plays, once no chosen
   or playing table seats it (:meth:`Runner._release_retired`);
-* one task per table, playing its four games through :func:`play_games`
-  (the one seam to the tournament layer's runner); each record goes to a
-  memory channel;
+* one task per table, playing its four games through :attr:`Runner.tables`
+  (:mod:`arena.server.tables`: in this loop, or one Dask task per table);
+  each record, re-checked (:mod:`arena.server.recheck`), goes to a memory
+  channel;
 * one **writer** task that reads the channel and writes: a game's record,
   then at a table's end its state (done or void), the gate step it decided,
   the fold as far as it reaches (ratings per submission, in table order, void
@@ -46,7 +47,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -57,13 +58,26 @@ from sqlalchemy import Connection, select, update
 from arena.core.keys import MasterKey
 from arena.game.feed import QUEUE_SIZE, LiveFeed
 from arena.protocol.codec import clean_text
-from arena.protocol.records import GameRecordJSON, GameSpec
+from arena.protocol.records import GameRecordJSON
 from arena.sandbox import cgroups, seal
 from arena.sandbox.cores import CoreGate
-from arena.sandbox.entrants import Entrant, EntrantError, parse_entrant, remove_tmpdirs_of_run
+from arena.sandbox.entrants import remove_tmpdirs_of_run
 from arena.sandbox.isolation import IsolationError, kill_all
 from arena.sandbox.launcher import RUN_VARIABLE, Launcher, LaunchOptions
-from arena.server import actions, classes, db, deadline, downloads, export, gate, ladder, store
+from arena.server import (
+    actions,
+    classes,
+    db,
+    deadline,
+    downloads,
+    export,
+    gate,
+    ladder,
+    recheck,
+    store,
+    tables,
+    workers,
+)
 from arena.server.folder import (
     Competition,
     CompetitionSettings,
@@ -73,7 +87,7 @@ from arena.server.folder import (
     submission_dir,
 )
 from arena.server.runlock import hold_runner_lock
-from arena.tournament.runner import DealLocks, TournamentRunner, TournamentSettings
+from arena.tournament.runner import DealLocks, TournamentSettings
 
 #: Plays of one table at most (a restart replays it; a third stop voids it).
 MAX_TABLE_ATTEMPTS: Final = 3
@@ -90,26 +104,6 @@ def _log_line(out: TextIO, event: str, fields: dict[str, Any]) -> None:
     entry = {"t": round(time.time(), 3), "event": event, **fields}
     out.write(json.dumps(entry, sort_keys=False) + "\n")
     out.flush()
-
-
-async def play_games(
-    entrants: Sequence[Entrant],
-    settings: TournamentSettings,
-    launcher: Launcher,
-    games: Sequence[GameSpec],
-    deal_locks: DealLocks,
-    on_record: Callable[[GameRecordJSON], None],
-    live: LiveFeed | None = None,
-) -> None:
-    """Play ``games`` (one table's four) in this Trio loop and hand each record
-    to ``on_record``: the runner's one seam to the tournament layer (today
-    :class:`arena.tournament.runner.TournamentRunner`; the async executors'
-    ``play(games, on_record)`` fits here unchanged). ``live``: the feed that
-    sends each game's public table state to the web process (the live view's
-    bounded queue, :mod:`arena.game.feed`). Cancellable: bot processes are
-    closed before it returns."""
-    runner = TournamentRunner(list(entrants), settings, launcher, on_record, deal_locks, live=live)
-    await runner.run(list(games))
 
 
 @dataclass
@@ -132,6 +126,14 @@ class RunnerConfig:
         live: the bounded queue (``multiprocessing`` ``Queue(QUEUE_SIZE)``,
             :mod:`arena.game.feed`) the web process reads the public states
             of the tables in play from, or ``None``.
+        executor: where tables are played: ``"local"`` (in this loop) or
+            ``"dask"`` (:mod:`arena.server.dask_tables`).
+        scheduler: with ``"dask"``, the organiser's scheduler
+            (``tls://HOST:PORT``), or ``None`` for a local cluster.
+        workers: a local cluster's worker processes (``None``: one per core).
+        dask_task: the function each Dask table task runs (``None``: the
+            real one, :func:`arena.server.dask_tables.play_table_task`; tests
+            give a wrapper that kills or tampers).
     """
 
     slots: int = 1
@@ -142,6 +144,10 @@ class RunnerConfig:
     log: TextIO = field(default_factory=lambda: sys.stderr)
     cores: int = 0
     live: Any = None
+    executor: str = "local"
+    scheduler: str | None = None
+    workers: int | None = None
+    dask_task: Any = None
 
 
 @dataclass(frozen=True)
@@ -151,6 +157,13 @@ class _Finished:
     table_id: int
     records: list[GameRecordJSON]
     void_reason: str | None
+    #: The table's ``attempt`` this play was (a result of another is a late
+    #: duplicate: dropped).
+    attempt: int = 0
+    #: Where it was played (a Dask worker's address), ``None`` here.
+    worker: str | None = None
+    #: The re-check's refusal that flags ``worker``, or ``None``.
+    flag: str | None = None
 
 
 class Runner:
@@ -180,9 +193,9 @@ class Runner:
         self._wake = trio.Event()
         self._playing: set[int] = set()  # table ids in flight
         self._send, self._receive = trio.open_memory_channel[_Finished](64)
-        self._game_send, self._game_receive = trio.open_memory_channel[tuple[int, GameRecordJSON]](
-            256
-        )
+        self._game_send, self._game_receive = trio.open_memory_channel[
+            tuple[int, int, GameRecordJSON]
+        ](256)
         self.tournament = TournamentSettings(
             key=key,
             target_score=self.settings.game.target_score,
@@ -194,6 +207,11 @@ class Runner:
         )
         self._watchdog: Any = None
         self.live = LiveFeed(config.live) if config.live is not None else None
+        #: Where tables are played (:mod:`arena.server.tables`); a Dask
+        #: player replaces it in :func:`start_runner` (made outside the loop).
+        self.tables: tables.TablePlayer = tables.InProcessTables(
+            self.launcher, self._launcher_lock, self.deal_locks, self.live
+        )
 
     # -- the log ----------------------------------------------------------------
 
@@ -302,6 +320,7 @@ class Runner:
         self.log(
             "start",
             sealed=self.launcher.sealed,
+            executor=self.tables.kind,
             slots=self.config.slots,
             uid=os.geteuid(),
             weaker=self.weaker(),
@@ -313,9 +332,12 @@ class Runner:
                 nursery.start_soon(self._writer)
                 nursery.start_soon(self._game_writer)
                 nursery.start_soon(self._gate)
+                nursery.start_soon(self.tables.watch, self._worker_report)
                 await self._schedule(nursery)
                 nursery.cancel_scope.cancel()
         finally:
+            with trio.CancelScope(shield=True):
+                await self.tables.aclose()
             self.launcher.close()
             self._end_bots()
             self.log("stop")
@@ -338,10 +360,6 @@ class Runner:
                 continue
             await self._check(queued[0])
             self._poke()
-
-    def _entrant(self, sub: store.SubmissionRow) -> Entrant:
-        folder = submission_dir(self.comp.paths, sub.sha256)
-        return parse_entrant(gate.submission_entrant(sub.label, sub.kind, folder))
 
     async def _check(self, sub: store.SubmissionRow) -> None:
         try:
@@ -632,35 +650,15 @@ class Runner:
         self._playing.add(table.id)
         nursery.start_soon(self._play_table, table)
 
-    def _specs(self, table: store.TableRow) -> list[GameSpec]:
-        if table.numbering in classes.NUMBERINGS:
-            return classes.specs(self, table)
-        if table.numbering == "validation":
-            assert table.submission_id is not None
-            return ladder.validation_specs(
-                self.key, table.number, table.submission_id, table.seating
-            )
-        g = self.settings.game
-        return ladder.ladder_specs(self.key, table.number, table.seating, g.hands, g.target_score)
-
-    def _entrants(self, conn: Connection, table: store.TableRow) -> list[Entrant]:
-        house = dict(zip(self.settings.house_labels, self.settings.ladder.house_bots, strict=True))
-        house.update(classes.extra_entrants(self.settings))
-        out = []
-        for name in table.seating:
-            if name in house:
-                out.append(parse_entrant(f"{name}={house[name]}"))
-                continue
-            sid = store.submission_of(name)
-            sub = store.submission(conn, sid) if sid is not None else None
-            if sub is None:
-                raise FolderError(f"table {table.number}: unknown entrant {name}")
-            out.append(self._entrant(sub))
-        return out
-
     async def _play_table(self, table: store.TableRow) -> None:
+        """Play one table through :attr:`tables` (in process or on Dask), each
+        record re-checked (:mod:`arena.server.recheck`) before it goes to the
+        writer; its end (done or void) to the writer once."""
         records: list[GameRecordJSON] = []
         void: str | None = None
+        worker: str | None = None
+        flag: str | None = None
+        attempt = table.attempt
         try:
             if table.attempt >= MAX_TABLE_ATTEMPTS:
                 void = f"the server stopped it {table.attempt} times"
@@ -668,41 +666,60 @@ class Runner:
             await self.database.write_async(
                 store.set_table_status, table.id, "playing", time.time()
             )
+            attempt += 1
             self.log(
                 "table", numbering=table.numbering, number=table.number, seating=list(table.seating)
             )
             try:
-                entrants = await self.database.read_async(self._entrants, table)
-                async with self._launcher_lock:
-                    await trio.to_thread.run_sync(self.launcher.check, entrants)
-            except (IsolationError, EntrantError, FolderError, OSError) as exc:
+                seats = await self.database.read_async(
+                    tables.table_seats, self.comp.paths, self.settings, table
+                )
+                prepared = await self.tables.prepare(seats)
+            except FolderError as exc:
                 void = f"a sandbox could not start: {exc}"
+                return
+            except tables.TableVoid as exc:
+                void = str(exc)
                 return
             settings = (
                 self.validation_tournament if table.numbering == "validation" else self.tournament
             )
+            specs = tables.table_specs(self.key, self.settings, table)
+            refused: list[str] = []
 
             def on_record(record: GameRecordJSON) -> None:
+                problem = recheck.check_record(record, specs, settings.referee.max_tiebreak_hands)
+                if problem is not None:
+                    refused.append(problem)
+                    return
+                if refused:
+                    return
                 records.append(record)
-                self._game_send.send_nowait((table.id, record))
+                self._game_send.send_nowait((table.id, attempt, record))
 
             budget = self._budget(table)
-            specs = self._specs(table)
             for run in range(gate.STEP_RUNS):
                 records.clear()
                 try:
                     with trio.move_on_after(budget) as scope:
-                        await play_games(
-                            entrants,
-                            settings,
-                            self.launcher,
-                            specs,
-                            self.deal_locks,
-                            on_record,
-                            live=None if table.numbering in classes.PRIVATE else self.live,
-                        )
+                        worker = await self.tables.play(table, prepared, specs, settings, on_record)
+                except tables.TableVoid as exc:
+                    void = str(exc)
+                    return
                 except Exception as exc:  # the server's failure, never the bots'
                     void = f"the server could not play it: {type(exc).__name__}: {exc}"
+                    return
+                if refused:
+                    records.clear()
+                    void = f"its record was refused by the server's re-check: {refused[0]}"
+                    flag = refused[0]
+                    self.log(
+                        "worker_flagged",
+                        worker=worker or "this process",
+                        numbering=table.numbering,
+                        number=table.number,
+                        reason=flag,
+                    )
                     return
                 if not scope.cancelled_caught:
                     break
@@ -726,35 +743,56 @@ class Runner:
                 now = time.time()
                 await self.database.write_async(store.set_table_status, table.id, "chosen", now)
                 await self.database.write_async(store.set_table_status, table.id, "playing", now)
+                attempt += 1
             if len(records) != ladder.ROTATIONS:
                 void = f"the server played {len(records)} of its 4 games"
         finally:
             with trio.CancelScope(shield=True):
                 if void is not None or len(records) == ladder.ROTATIONS:
-                    await self._send.send(_Finished(table.id, records, void))
+                    await self._send.send(_Finished(table.id, records, void, attempt, worker, flag))
                 else:
                     self._playing.discard(table.id)
 
+    async def _worker_report(
+        self, address: str, name: str, status: str, reason: str | None
+    ) -> None:
+        """A worker admitted or refused at its join, or flagged by the
+        re-check: logged (``worker``) and stored for ``serve --list``."""
+        self.log("worker", address=address, name=name, status=status, reason=reason or "")
+        await self.database.write_async(
+            workers.record_worker, address, name, status, reason, time.time()
+        )
+
     # -- the writer ----------------------------------------------------------------
 
+    @staticmethod
+    def _add_game(conn: Connection, table_id: int, attempt: int, record: GameRecordJSON) -> bool:
+        """Store one re-checked game of a table in play, once: a record of a
+        table no longer playing, or of another attempt (a late duplicate from
+        a worker presumed dead), is dropped (``False``)."""
+        table = store.table_by_id(conn, table_id)
+        if table is None or table.status != "playing" or table.attempt != attempt:
+            return False
+        store.add_game(conn, table_id, int(record["rotation"]), dict(record))
+        return True
+
     async def _game_writer(self) -> None:
-        async for table_id, record in self._game_receive:
-            await self.database.write_async(
-                store.add_game, table_id, int(record["rotation"]), dict(record)
-            )
+        async for table_id, attempt, record in self._game_receive:
+            await self.database.write_async(self._add_game, table_id, attempt, record)
 
     async def _writer(self) -> None:
         async for done in self._receive:
             # Every game of the table is written before its end.
             while True:
                 try:
-                    table_id, record = self._game_receive.receive_nowait()
+                    table_id, attempt, record = self._game_receive.receive_nowait()
                 except trio.WouldBlock:
                     break
-                await self.database.write_async(
-                    store.add_game, table_id, int(record["rotation"]), dict(record)
-                )
+                await self.database.write_async(self._add_game, table_id, attempt, record)
             events = await self.database.write_async(self._finish_table, done, time.time())
+            if done.flag is not None and done.worker is not None:
+                await self._worker_report(done.worker, "", "flagged", done.flag)
+                await self.tables.flag(done.worker, done.flag)
             for event, fields in events:
                 self.log(event, **fields)
             self._playing.discard(done.table_id)
@@ -766,6 +804,12 @@ class Runner:
         events: list[tuple[str, dict[str, Any]]] = []
         table = store.table_by_id(conn, done.table_id)
         assert table is not None
+        if table.status in ("done", "void") or table.attempt != done.attempt:
+            # Accepted once per table: a late duplicate is dropped.
+            return [("duplicate", {"numbering": table.numbering, "number": table.number})]
+        if done.flag is not None:
+            # A record the re-check refused: nothing of the table is kept.
+            conn.execute(db.games.delete().where(db.games.c.table_id == table.id))
         for rec in done.records:
             store.add_game(conn, table.id, int(rec["rotation"]), dict(rec))
         if table.numbering in classes.NUMBERINGS:
@@ -894,7 +938,36 @@ def start_runner(root: Path, config: RunnerConfig, password_file: Path | None = 
     except BaseException:
         comp.close()
         raise
+    if config.executor == "dask":
+        try:
+            runner.tables = _dask_tables(runner, config)
+        except BaseException:
+            comp.close()
+            raise
     return runner
+
+
+def _dask_tables(runner: Runner, config: RunnerConfig) -> tables.TablePlayer:
+    """The Dask player (started here, outside the loop).
+
+    Raises:
+        FolderError: Dask is not installed or cannot start (one line).
+    """
+    from arena.tournament.work import ExecutorUnavailable, dask_available
+
+    if not dask_available():
+        raise FolderError(
+            "--executor dask needs Dask distributed: pip install 'hearts-arena[dask]'"
+        )
+    from arena.server.dask_tables import DaskTables
+
+    security = workers.runner_security(runner.comp.paths) if config.scheduler is not None else None
+    try:
+        return DaskTables.start(
+            runner.options, config.scheduler, security, config.workers, config.dask_task
+        )
+    except ExecutorUnavailable as exc:
+        raise FolderError(str(exc)) from None
 
 
 def serve_forever(
@@ -904,10 +977,13 @@ def serve_forever(
     cores: int | None,
     password_file: Path | None = None,
     hosting: Any = None,
+    executor: str = "local",
+    scheduler: str | None = None,
 ) -> int:
     """``hearts-arena serve DIR``: run the runner (and the web process) until
     stopped; returns the exit code. ``hosting``: the web process's TLS,
-    proxy and public name (:class:`arena.server.webproc.Hosting`).
+    proxy and public name (:class:`arena.server.webproc.Hosting`);
+    ``executor``/``scheduler``: where tables are played (:class:`RunnerConfig`).
 
     Raises:
         FolderError: the server cannot start (one line).
@@ -918,7 +994,14 @@ def serve_forever(
     import multiprocessing
 
     live = multiprocessing.get_context("spawn").Queue(QUEUE_SIZE)
-    runner = start_runner(root, RunnerConfig(slots=slots, cores=slots, live=live), password_file)
+    if executor == "dask" and cores is None:
+        # Tables on the cluster: as many at once as a local cluster has
+        # workers (one per core); on the organiser's, Dask's queue decides.
+        slots = max(1, os.cpu_count() or 1) if scheduler is None else 64
+    config = RunnerConfig(
+        slots=slots, cores=slots, live=live, executor=executor, scheduler=scheduler
+    )
+    runner = start_runner(root, config, password_file)
     # The web process (arena/server/webproc.py, the web helper's) is spawned
     # here: spawn_web(runner.comp.paths, listen, user) once it exists.
     import importlib

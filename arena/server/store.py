@@ -680,11 +680,12 @@ def rated_through(conn: Connection) -> int:
 
 def fold_at(conn: Connection, through: int) -> dict[str, Rating] | None:
     """The fold over ladder tables ``0 .. through-1`` (entrant -> rating);
-    ``{}`` for ``through == 0`` (everyone at the prior); ``None`` when that
-    fold is not stored (not reached yet)."""
+    ``{}`` for ``through == 0`` (everyone at the prior), and for a point the
+    fold has passed with nothing rated yet (every table before it void: an
+    empty fold stores no row); ``None`` when that fold is not reached yet."""
     rows = conn.execute(select(db.ratings).where(db.ratings.c.through == through)).all()
     if not rows:
-        return {} if through == 0 else None
+        return {} if through == 0 or through <= rated_through(conn) else None
     return {r.entrant: Rating(r.mu, r.sigma, r.games) for r in rows}
 
 

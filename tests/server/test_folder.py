@@ -162,6 +162,8 @@ def test_revoke_suspend_and_list_with_void_tables(
     assert out[3:] == [
         "1 void tables",
         "  validation table 0 (V1): house bot house:low crashed (exit 1)",
+        "    seats: house:low, house:random, house:heuristic, s1",
+        "0 workers refused or flagged",
     ]
     comp = folder.open_folder(root)
     with comp.database.read() as conn:

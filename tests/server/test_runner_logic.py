@@ -1,5 +1,5 @@
 """The runner's bookkeeping (arena/server/runner.py) with its one seam to the
-tournament layer, ``play_games``, replaced by scripted games: validation
+tournament layer, ``arena.server.tables.play_games``, replaced by scripted games: validation
 replayed after a house bot's fault, void tables never rated or charged, the
 fault budget, the server's own failures. Real SQLite, then a real PostgreSQL
 database (every test runs on both: ``each_database``, tests/server/conftest.py);
@@ -22,7 +22,8 @@ import trio.testing
 
 from arena.protocol.faults import Fault
 from arena.protocol.records import GameSpec
-from arena.server import folder, runner, store
+from arena.server import folder, recheck, runner, store
+from arena.server import tables as server_tables
 from arena.server.runner import RunnerConfig, start_runner
 
 Script = Callable[[GameSpec], dict[str, Any]]
@@ -87,8 +88,10 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Script | Except
             on_record(script(spec))
             await trio.lowlevel.checkpoint()
 
-    monkeypatch.setattr(runner, "play_games", play)
+    monkeypatch.setattr(server_tables, "play_games", play)
     monkeypatch.setattr(runner.Launcher, "check", lambda self, entrants: None)
+    # Scripted records have no hands to replay: the re-check is test_recheck's.
+    monkeypatch.setattr(recheck, "check_record", lambda *args: None)
     return plan
 
 
@@ -175,6 +178,26 @@ def test_a_submission_faulting_at_validation_fails_it(
         "validation: crashed in game v0-k0: exited (exit code 3)",
     )
     assert _read(root, store.tables_in, "ladder") == []
+
+
+def test_a_void_first_ladder_table_does_not_stall_the_ladder(
+    tmp_path: Path, scripted: list[tuple[str, Script | Exception]]
+) -> None:
+    """Issue 29 (found by the four-kill Dask test): with table 0 void the fold
+    through 1 rates nothing and stores no row; table 2 (lag 1) is chosen from
+    it once table 1 is done, instead of waiting for ever."""
+    root = tmp_path / "c"
+    _competition(root, 2)
+    scripted.append(("L0", OSError(28, "No space left on device")))
+    _run(root, 3)
+    tables = _read(root, store.tables_in, "ladder")
+    assert [(t.number, t.status, t.fold_through) for t in tables] == [
+        (0, "void", 0),
+        (1, "done", 0),
+        (2, "done", 1),
+    ]
+    assert _read(root, store.fold_at, 1) == {}
+    assert _read(root, store.rated_through) == 3
 
 
 def test_void_ladder_tables_are_skipped_by_the_fold_and_never_charged(
@@ -266,7 +289,7 @@ def test_a_validation_past_its_time_budget_is_the_servers_and_runs_again(
         .read_text()
         .replace("validation_seconds = 900.0", "validation_seconds = 1.0")
     )
-    real = runner.play_games
+    real = server_tables.play_games
     calls = []
 
     async def slow_once(*args: Any, **kw: Any) -> None:
@@ -275,7 +298,7 @@ def test_a_validation_past_its_time_budget_is_the_servers_and_runs_again(
             await trio.sleep_forever()
         await real(*args, **kw)
 
-    monkeypatch.setattr(runner, "play_games", slow_once)
+    monkeypatch.setattr(server_tables, "play_games", slow_once)
     _run(root, 0)
     tables = _read(root, store.tables_in, "validation")
     assert [(t.status, t.void_reason) for t in tables] == [
@@ -319,7 +342,7 @@ HANG = 10**7
 def _hang_at(monkeypatch: pytest.MonkeyPatch, deal: str, times: int) -> list[str]:
     """Make the first ``times`` plays of the table dealt ``deal`` hang; the
     deal keys of every play, in order."""
-    real = runner.play_games
+    real = server_tables.play_games
     plays: list[str] = []
 
     async def play(*args: Any, **kw: Any) -> None:
@@ -330,7 +353,7 @@ def _hang_at(monkeypatch: pytest.MonkeyPatch, deal: str, times: int) -> list[str
             await trio.sleep(HANG)
         await real(*args, **kw)
 
-    monkeypatch.setattr(runner, "play_games", play)
+    monkeypatch.setattr(server_tables, "play_games", play)
     return plays
 
 
@@ -409,7 +432,7 @@ def test_the_runner_sends_table_states_over_the_live_queue(
 
     root = tmp_path / "c"
     _competition(root, 2)
-    real = runner.play_games
+    real = server_tables.play_games
     feeds: list[Any] = []
 
     async def play(*args: Any, live: Any = None) -> None:
@@ -420,7 +443,7 @@ def test_the_runner_sends_table_states_over_the_live_queue(
         live.flush()
         await real(*args)
 
-    monkeypatch.setattr(runner, "play_games", play)
+    monkeypatch.setattr(server_tables, "play_games", play)
     sent: queue_module.Queue[dict[str, Any]] = queue_module.Queue(100)
     r = start_runner(
         root,
@@ -518,7 +541,8 @@ def test_the_launcher_lets_go_of_each_submission_that_retires(
             on_record(_game(spec, crashed=crashed))
             await trio.lowlevel.checkpoint()
 
-    monkeypatch.setattr(runner, "play_games", play)
+    monkeypatch.setattr(recheck, "check_record", lambda *args: None)
+    monkeypatch.setattr(server_tables, "play_games", play)
     log = io.StringIO()
     r = start_runner(
         root, RunnerConfig(sandbox=None, ladder_tables=2, exit_when_idle=True, log=log)

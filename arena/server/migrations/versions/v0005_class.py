@@ -4,7 +4,7 @@ fold, challenges and who allows them. The numberings final, gauntlet, challenge 
 ``tables`` table as it is.
 
 Revision ID: 0005
-Revises: 0003
+Revises: 0004
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0005"
-down_revision: str | None = "0003"
+down_revision: str | None = "0004"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,559 @@
+"""The server's tables on Dask (``hearts-arena serve DIR --executor dask``):
+the :class:`~arena.server.tables.TablePlayer` that sends each table to a
+cluster of the organiser's machines as one task.
+
+* **One task per table** (:func:`play_table_task`): its four games in order
+  with the launch options and each game's table key and bot seeds, the
+  settings :meth:`~arena.tournament.runner.TournamentSettings.without_key`:
+  never the master key. Priorities: validation, then ladder
+  (:data:`arena.server.tables.PRIORITIES`); one unit of the worker resource
+  ``table`` each.
+* **Submissions travel as archives** (:func:`seat_archive`): a ``.py`` as its
+  bytes, a zip submission as a zip of its stored folder made the same way
+  every time (made once by the runner), carried by each table's task: the
+  scheduler holds them with the task, so a table rerun after its worker died
+  has them still. (``Client.scatter`` would send each to a worker once, but
+  scattered data that was only on a dead worker is lost and the scheduler
+  cancels the tasks needing it: seen in the four-kill test.)
+  On the worker each archive is checked on arrival (its SHA-256, then
+  :func:`arena.server.uploads.store_upload`'s checks, as an upload is) and
+  cached under its SHA-256 in :func:`worker_cache`: no shared file system.
+* **The join check** (:class:`AdmissionPlugin`, registered with the client,
+  so run on every worker present and on every worker that joins later):
+  :func:`arena.server.workers.admission_problem`. A worker that fails sets
+  its ``table`` resource to 0 (no table is scheduled there), reports on the
+  topic :data:`TOPIC`, and the runner retires it and records it (``serve
+  --list``). A task that lands on a worker not (yet) admitted is rescheduled.
+* **From Trio.** Every blocking client call runs in ``trio.to_thread``; a
+  table's future hands its completion back with a done-callback calling
+  ``TrioToken.run_sync_soon`` (and a look at the future every
+  :data:`POLL_SECONDS`, in case a callback of a rerun future never comes);
+  the local cluster is started outside the loop (:meth:`DaskTables.start`).
+* **Lost work.** Dask reruns a table whose worker died up to
+  ``allowed-failures`` (:data:`ALLOWED_FAILURES`) times; a worker silent for
+  ``worker-ttl`` (:data:`WORKER_TTL`) is presumed dead. A table lost once
+  more is void (:class:`~arena.server.tables.TableVoid`) with its four
+  submissions named. The database is the record (:mod:`arena.server.runner`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import io
+import logging
+import os
+import queue
+import secrets
+import stat
+import sys
+import tempfile
+import zipfile
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Final
+
+import dask
+import trio
+from distributed import Client, Future, LocalCluster, Reschedule, Security, WorkerPlugin, get_worker
+
+from arena.protocol.records import GameRecordJSON, GameSpec
+from arena.sandbox.isolation import IsolationError
+from arena.sandbox.launcher import Launcher, LaunchOptions
+from arena.server import store, uploads, workers
+from arena.server.tables import PRIORITIES, RecordSink, SeatSource, TableVoid
+from arena.server.workers import TABLE_RESOURCE, Expected
+from arena.tournament.runner import TournamentRunner, TournamentSettings
+
+#: The topic of the join check's reports (``Worker.log_event``).
+TOPIC: Final = "hearts-arena-workers"
+#: The admission plugin's name on each worker.
+PLUGIN_NAME: Final = "hearts-arena-admission"
+#: Times the scheduler reruns a table whose worker died before it is lost.
+ALLOWED_FAILURES: Final = 3
+#: A worker silent this long is presumed dead (Dask's ``worker-ttl``).
+WORKER_TTL: Final = "60s"
+#: Seconds to wait for the scheduler and for a first worker.
+CONNECT_TIMEOUT: Final = 60.0
+#: Seconds between two looks at a table's future besides its callback.
+POLL_SECONDS: Final = 2.0
+#: A fixed time for every entry of an archive (zip's first representable).
+ZIP_TIME: Final = (1980, 1, 1, 0, 0, 0)
+
+_log = logging.getLogger(__name__)
+
+
+def scheduler_config() -> dict[str, Any]:
+    """The Dask settings of the scheduler the runner relies on (a local
+    cluster gets them; the organiser's ``dask scheduler`` is started with
+    the same, docs/competition-server-dask.md)."""
+    return {
+        "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+        "distributed.scheduler.worker-ttl": WORKER_TTL,
+    }
+
+
+# -- archives ----------------------------------------------------------------------
+
+
+def seat_archive(seat: SeatSource) -> bytes:
+    """The bytes a submission's seat travels as: a ``.py`` submission's
+    ``bot.py`` (its SHA-256 is the submission's), a zip submission's stored
+    folder as a zip made the same way every time (names sorted, fixed
+    times, modes 0644 or 0755), which :func:`arena.server.uploads.store_upload`
+    accepts on the worker.
+
+    Raises:
+        OSError: the stored folder cannot be read.
+    """
+    assert seat.folder is not None
+    if seat.kind == "py":
+        return (seat.folder / uploads.PY_NAME).read_bytes()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for path in sorted(p for p in seat.folder.rglob("*") if p.is_file()):
+            rel = path.relative_to(seat.folder).as_posix()
+            info = zipfile.ZipInfo(rel, ZIP_TIME)
+            mode = 0o755 if path.stat().st_mode & stat.S_IXUSR else 0o644
+            info.external_attr = (stat.S_IFREG | mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, path.read_bytes())
+    return buf.getvalue()
+
+
+def worker_cache() -> Path:
+    """The worker's cache of submissions by archive SHA-256:
+    ``$TMPDIR/hearts-arena-worker-<uid>`` (0700, this user's own)."""
+    path = Path(tempfile.gettempdir()) / f"hearts-arena-worker-{os.geteuid()}"
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise IsolationError(f"{path} is not a private folder of this user's")
+    return path
+
+
+def unpack_archive(sha256: str, data: bytes) -> Path:
+    """A seat's archive on the worker, checked on arrival: its SHA-256 must
+    be ``sha256``, then it is checked and stored as an upload is
+    (:func:`arena.server.uploads.store_upload`) in :func:`worker_cache`,
+    under its SHA-256 (a second table finds it there).
+
+    Raises:
+        IsolationError: the bytes are not the archive named, or are refused.
+    """
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise IsolationError(f"archive {sha256[:12]}... arrived with other bytes")
+    try:
+        stored = uploads.store_upload(data, worker_cache())
+    except uploads.UploadError as exc:
+        raise IsolationError(f"archive {sha256[:12]}... refused on arrival: {exc}") from None
+    return stored.folder
+
+
+# -- the task on a worker ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TableTask:
+    """What a worker is sent to play one table (no master key).
+
+    Attributes:
+        numbering: ``"validation"`` or ``"ladder"``.
+        number: the table's number in its numbering.
+        seats: the four seats (house bot or submission kind and SHA-256).
+        archives: each seat's archive SHA-256 (``""`` for a house bot).
+        specs: the four games, each with its table key and bot seeds.
+        settings: the tournament settings without the key.
+        options: how bot processes are started.
+        expected: the join check's expectations (a task on a worker not
+            checked yet checks it first).
+    """
+
+    numbering: str
+    number: int
+    seats: tuple[SeatSource, ...]
+    archives: tuple[str, ...]
+    specs: tuple[GameSpec, ...]
+    settings: TournamentSettings
+    options: LaunchOptions
+    expected: Expected
+
+
+@dataclass(frozen=True)
+class TableOutcome:
+    """A table's task's result: the records (rotation order), the worker's
+    address, and ``void``: why the table could not be played there (a
+    sandbox that did not start), or ``None``."""
+
+    records: list[GameRecordJSON]
+    worker: str
+    void: str | None = None
+
+
+def _admitted(task: TableTask) -> str | None:
+    """The join check's result on this worker (run now if the plugin has not)."""
+    worker = get_worker()
+    plugin = worker.plugins.get(PLUGIN_NAME)
+    if isinstance(plugin, AdmissionPlugin) and plugin.checked:
+        return plugin.problem
+    return workers.admission_problem(
+        task.expected,
+        workers.arena_version(),
+        workers.package_digest(),
+        dict(worker.state.total_resources),
+    )
+
+
+def play_table_task(
+    task: TableTask,
+    archives: dict[str, bytes],
+    on_game: Callable[[GameRecordJSON], None] | None = None,
+) -> TableOutcome:
+    """Play one table on this worker (runs inside a Dask task, in a thread of
+    the worker): unpack each submission's archive (:func:`unpack_archive`),
+    start the bots with ``task.options`` (this worker's Python, sealed as
+    the server seals them), play the four games in order with Trio, close
+    every bot. ``on_game``: called with each record as it finishes (tests).
+
+    Raises:
+        distributed.Reschedule: this worker failed its join check (the
+            scheduler places the table elsewhere).
+    """
+    address = get_worker().address
+    if _admitted(task) is not None:
+        raise Reschedule()
+    # This machine's cores and a control-group run of the task's own; the
+    # server's run id, so a runner started again finds a local cluster's bots.
+    options = replace(
+        task.options,
+        gate=None,
+        cores=0,
+        cgroup_run=secrets.token_hex(8),
+        arena_python=sys.executable,
+    )
+    launcher = Launcher(options)
+    try:
+        try:
+            entrants = []
+            for seat, sha in zip(task.seats, task.archives, strict=True):
+                folder = unpack_archive(sha, archives[sha]) if sha else None
+                entrants.append(seat.entrant(folder))
+            launcher.check(entrants)
+        except (IsolationError, OSError, ValueError) as exc:
+            return TableOutcome([], address, f"a sandbox could not start on {address}: {exc}")
+        records: list[GameRecordJSON] = []
+
+        def sink(record: GameRecordJSON) -> None:
+            records.append(record)
+            if on_game is not None:
+                on_game(record)
+
+        settings = replace(task.settings, jobs=1)
+        runner = TournamentRunner(entrants, settings, launcher, sink)
+        trio.run(runner.run, list(task.specs))
+    finally:
+        launcher.close()
+    return TableOutcome(sorted(records, key=lambda r: int(r["rotation"])), address)
+
+
+class AdmissionPlugin(WorkerPlugin):
+    """The join check on every worker (see the module docstring): sets
+    :attr:`problem` (``None``: admitted) and :attr:`checked`."""
+
+    name = PLUGIN_NAME
+
+    def __init__(self, expected: Expected) -> None:
+        self.expected = expected
+        self.problem: str | None = None
+        self.checked = False
+
+    async def setup(self, worker: Any) -> None:
+        """Run the check in a thread of the worker; a failing worker gives up
+        its ``table`` resource; either way it reports on :data:`TOPIC`."""
+        resources = dict(worker.state.total_resources)
+        loop = asyncio.get_running_loop()
+        problem = await loop.run_in_executor(
+            None,
+            lambda: workers.admission_problem(
+                self.expected, workers.arena_version(), workers.package_digest(), resources
+            ),
+        )
+        self.problem = problem
+        self.checked = True
+        if problem is not None:
+            await worker.set_resources(**{TABLE_RESOURCE: 0})
+        worker.log_event(
+            TOPIC, {"address": worker.address, "name": str(worker.name), "problem": problem}
+        )
+
+
+# -- the server's side ---------------------------------------------------------------
+
+
+#: Called in the loop with a worker's report: ``(address, name, status, reason)``.
+WorkerReport = Callable[[str, str, str, str | None], Awaitable[None]]
+
+
+class DaskTables:
+    """Tables on a Dask cluster; see the module docstring. Made with
+    :meth:`start` outside the Trio loop.
+
+    Args:
+        client: the connected client.
+        cluster: the local cluster it started, or ``None``.
+        options: how bot processes are started on the workers.
+        task: the function each table task runs (default
+            :func:`play_table_task`; tests give a wrapper).
+    """
+
+    kind = "dask"
+
+    def __init__(
+        self,
+        client: Client,
+        cluster: LocalCluster | None,
+        options: LaunchOptions,
+        task: Callable[..., TableOutcome] | None = None,
+    ) -> None:
+        self.client = client
+        self.cluster = cluster
+        self.options = options
+        self.task = task or play_table_task
+        self.expected = Expected(workers.arena_version(), workers.package_digest(), options)
+        self._archives: dict[str, bytes] = {}  # archive SHA-256 -> its bytes
+        self._seat_sha: dict[tuple[str, str], str] = {}  # (kind, submission SHA) -> archive SHA
+        self._token = secrets.token_hex(4)
+        self._reports: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
+        self._retired: set[str] = set()
+        self.client.subscribe_topic(TOPIC, lambda event: self._reports.put(event[1]))
+        try:
+            self.client.register_plugin(AdmissionPlugin(self.expected), name=PLUGIN_NAME)
+        except Exception as exc:  # a worker's setup failed: it reported on the topic too
+            _log.debug("admission plugin: %s", exc)
+
+    @classmethod
+    def start(
+        cls,
+        options: LaunchOptions,
+        scheduler: str | None = None,
+        security: Security | None = None,
+        n_workers: int | None = None,
+        task: Callable[..., TableOutcome] | None = None,
+    ) -> DaskTables:
+        """Connect to ``scheduler`` (``tls://HOST:PORT``, with ``security``:
+        :func:`arena.server.workers.runner_security`), or start a local
+        cluster of ``n_workers`` worker processes (default: one per core),
+        one thread and ``table=1`` each, TLS with a throw-away authority,
+        dashboard off, with :func:`scheduler_config`. Blocking: call it
+        outside the loop.
+
+        Raises:
+            arena.tournament.work.ExecutorUnavailable: the scheduler cannot be
+                reached, or no worker joined within :data:`CONNECT_TIMEOUT`.
+        """
+        from arena.tournament.work import ExecutorUnavailable
+
+        cluster = None
+        try:
+            if scheduler is None:
+                with dask.config.set(scheduler_config()):
+                    cluster = LocalCluster(
+                        security=Security.temporary(),
+                        n_workers=n_workers or os.cpu_count() or 1,
+                        threads_per_worker=1,
+                        processes=True,
+                        resources={TABLE_RESOURCE: 1},
+                        dashboard_address=None,
+                        silence_logs=logging.ERROR,
+                    )
+                client = Client(cluster)
+            else:
+                client = Client(scheduler, security=security, timeout=CONNECT_TIMEOUT)
+            client.wait_for_workers(1, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError) as exc:
+            if cluster is not None:
+                cluster.close()
+            where = scheduler or "a local cluster"
+            raise ExecutorUnavailable(f"cannot start Dask on {where}: {exc}") from None
+        return cls(client, cluster, options, task)
+
+    # -- archives
+
+    def _archive_of(self, seat: SeatSource) -> tuple[str, bytes | None]:
+        """The seat's archive SHA-256 and bytes, made once (blocking)."""
+        if seat.house is not None:
+            return "", None
+        known = self._seat_sha.get((seat.kind, seat.sha256))
+        if known is not None and known in self._archives:
+            return known, self._archives[known]
+        data = seat_archive(seat)
+        sha = hashlib.sha256(data).hexdigest()
+        self._seat_sha[(seat.kind, seat.sha256)] = sha
+        self._archives[sha] = data
+        return sha, data
+
+    async def prepare(
+        self, seats: Sequence[SeatSource]
+    ) -> tuple[tuple[SeatSource, ...], list[tuple[str, bytes | None]]]:
+        """See :meth:`arena.server.tables.TablePlayer.prepare`: each
+        submission's archive made once (kept while the runner runs).
+
+        Raises:
+            TableVoid: a stored submission cannot be read.
+        """
+
+        def make() -> list[tuple[str, bytes | None]]:
+            return [self._archive_of(s) for s in seats]
+
+        try:
+            made = await trio.to_thread.run_sync(make)
+        except OSError as exc:
+            raise TableVoid(f"a submission's files cannot be read: {exc}") from None
+        return tuple(seats), made
+
+    async def play(
+        self,
+        table: store.TableRow,
+        prepared: tuple[tuple[SeatSource, ...], list[tuple[str, bytes | None]]],
+        specs: Sequence[GameSpec],
+        settings: TournamentSettings,
+        on_record: RecordSink,
+    ) -> str | None:
+        """See :meth:`arena.server.tables.TablePlayer.play`: one task on the
+        cluster; its records handed over when it is done.
+
+        Raises:
+            TableVoid: lost with a worker more than :data:`ALLOWED_FAILURES`
+                times (the four submissions named), or no sandbox there.
+        """
+        seats, made = prepared
+        names = ", ".join(seat.name for seat in seats)
+        outcome = await self._send(table, seats, made, specs, settings)
+        if isinstance(outcome, str):
+            raise TableVoid(f"{outcome} (its submissions: {names})")
+        assert isinstance(outcome, TableOutcome)
+        if outcome.void is not None:
+            raise TableVoid(outcome.void)
+        for record in outcome.records:
+            on_record(record)
+        return outcome.worker
+
+    async def _send(
+        self,
+        table: store.TableRow,
+        seats: tuple[SeatSource, ...],
+        made: list[tuple[str, bytes | None]],
+        specs: Sequence[GameSpec],
+        settings: TournamentSettings,
+    ) -> TableOutcome | str:
+        """Submit the table's task and wait for it (its done-callback wakes
+        the loop); its outcome, or the reason it was lost."""
+        task = TableTask(
+            table.numbering,
+            table.number,
+            seats,
+            tuple(sha for sha, _ in made),
+            tuple(specs),
+            settings.without_key(),
+            self.options,
+            self.expected,
+        )
+        archives = {sha: data for sha, data in made if data is not None}
+        key = f"hearts-{table.numbering}-{table.number}-a{table.attempt}-{self._token}"
+        key += f"-{secrets.token_hex(3)}"
+
+        def submit() -> Future[Any]:
+            return self.client.submit(
+                self.task,
+                task,
+                archives,
+                key=key,
+                resources={TABLE_RESOURCE: 1},
+                priority=PRIORITIES.get(table.numbering, 0),
+                pure=False,
+                retries=0,
+            )
+
+        fut = await trio.to_thread.run_sync(submit)
+        done = trio.Event()
+        token = trio.lowlevel.current_trio_token()
+
+        def arrived(_: Any) -> None:  # in the client's thread
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(done.set)
+
+        fut.add_done_callback(arrived)
+        try:
+            while not done.is_set():
+                with trio.move_on_after(POLL_SECONDS):
+                    await done.wait()
+                if fut.done():
+                    break
+            return await trio.to_thread.run_sync(self._result, fut)
+        except BaseException:
+            with trio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await trio.to_thread.run_sync(fut.cancel)
+            raise
+
+    @staticmethod
+    def _result(fut: Future[Any]) -> TableOutcome | str:
+        """The task's outcome, or why it was lost (blocking)."""
+        try:
+            result: TableOutcome = fut.result()
+        except Exception as exc:
+            if type(exc).__name__ == "KilledWorker":
+                return f"lost with a Dask worker {ALLOWED_FAILURES + 1} times"
+            return f"the cluster could not play it: {type(exc).__name__}: {str(exc)[:200]}"
+        return result
+
+    # -- workers
+
+    async def flag(self, worker: str, reason: str) -> None:
+        """See :meth:`arena.server.tables.TablePlayer.flag`: retire ``worker``."""
+        await self._retire(worker)
+
+    async def _retire(self, address: str) -> None:
+        if address in self._retired:
+            return
+        self._retired.add(address)
+        with contextlib.suppress(Exception):
+            await trio.to_thread.run_sync(
+                lambda: self.client.retire_workers(workers=[address], close_workers=True)
+            )
+
+    async def watch(self, report: WorkerReport) -> None:
+        """Take the join check's reports as workers join (for ever): each
+        admitted or refused worker to ``report``; a refused one retired."""
+        while True:
+            event = await trio.to_thread.run_sync(self._next_report, abandon_on_cancel=True)
+            if not event:
+                continue
+            address = str(event.get("address", ""))
+            name = str(event.get("name", ""))
+            problem = event.get("problem")
+            if problem is None:
+                await report(address, name, "admitted", None)
+                continue
+            await report(address, name, "refused", str(problem))
+            await self._retire(address)
+
+    def _next_report(self) -> dict[str, Any]:
+        return self._reports.get()
+
+    async def aclose(self) -> None:
+        """Close the client and the local cluster it started (in a thread)."""
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(self.close)
+
+    def close(self) -> None:
+        """Close the client and the local cluster (blocking; idempotent)."""
+        self._reports.put({})  # the watcher's thread, if abandoned, ends
+        with contextlib.suppress(Exception):
+            self.client.close()
+        if self.cluster is not None:
+            with contextlib.suppress(Exception):
+                self.cluster.close()
+            self.cluster = None
