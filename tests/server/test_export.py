@@ -28,6 +28,7 @@ from arena.core.keys import MasterKey
 from arena.game.referee import Referee, SeatSetup
 from arena.seats.stand_ins import InProcessSeat, Message
 from arena.server import downloads, export, folder, runner, store
+from arena.server import tables as server_tables
 from arena.server.runner import RunnerConfig, start_runner
 from arena.server.verifying import verify_server
 from arena.server.web import WebConfig, make_app
@@ -75,7 +76,7 @@ async def _play(
 @pytest.fixture(scope="module")
 def referee_seam() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(runner, "play_games", _play)
+        mp.setattr(server_tables, "play_games", _play)
         mp.setattr(runner.Launcher, "check", lambda self, entrants: None)
         yield
 
@@ -302,7 +303,7 @@ def test_closing_stops_new_tables_and_the_home_page_shows_the_key(
     played: Path, tmp_path: Path
 ) -> None:
     comp = folder.open_folder(played)
-    config = WebConfig(comp.database, comp.paths.uploads)
+    config = WebConfig(comp.database, comp.paths.uploads, pages="public")  # read anonymously
     pages: dict[str, Any] = {}
 
     async def fetch(name: str) -> None:
