@@ -48,15 +48,15 @@ BODY_CAP: Final = 4096
 
 
 @cache
-def settings_of(database_path: Path) -> CompetitionSettings:
-    """The settings of the competition whose database is ``database_path``
-    (``DIR/db/competition.sqlite3`` -> ``DIR/competition.toml``), the
-    defaults when there is no such file.
+def settings_of(uploads: Path) -> CompetitionSettings:
+    """The settings of the competition whose uploads folder is ``uploads``
+    (``DIR/uploads`` -> ``DIR/competition.toml``; the database may be
+    PostgreSQL's, so not its file), the defaults when there is no such file.
 
     Raises:
         FolderError: the file is there but not valid settings.
     """
-    path = Path(database_path).parent.parent / SETTINGS_NAME
+    path = Path(uploads).parent / SETTINGS_NAME
     return CompetitionSettings.read(path) if path.is_file() else CompetitionSettings()
 
 
@@ -70,7 +70,7 @@ def routes(config: Any, web: ModuleType) -> list[Any]:
     api_error = web.ApiError
 
     def settings() -> CompetitionSettings:
-        return settings_of(database.path)
+        return settings_of(config.uploads)
 
     def error(exc: Any) -> Response:
         return JSONResponse({"error": str(exc)}, exc.status, headers=exc.headers)

@@ -110,8 +110,9 @@ def table_download(
 
     Raises:
         DownloadError: 404 no such finished table; 403 the participant sat
-            not at it; 409 another table of its deal still in play, or no
-            table key kept for it.
+            not at it; 409 another table of its deal still in play, a
+            gauntlet deal not yet open (every participant's table of it done),
+            or no table key kept for it.
     """
     table = store.table_by_number(conn, numbering, number)
     if table is None or table.status != "done":
@@ -125,6 +126,15 @@ def table_download(
     ]
     if not mine:
         raise DownloadError(403, f"{numbering} table {number}: none of your submissions sat at it")
+    if table.numbering == "gauntlet":
+        from arena.server.gauntlet import deal_open  # scipy: only for a gauntlet's table
+
+        if not deal_open(conn, table.deal_key):
+            raise DownloadError(
+                409,
+                f"gauntlet deal {table.deal_key}: it opens once every participant's "
+                "table of it is done; try later",
+            )
     same_deal = conn.execute(
         select(db.tables.c.status).where(db.tables.c.deal_key == table.deal_key)
     ).scalars()

@@ -226,6 +226,7 @@ def results(
             {
                 "participant_id": p.id,
                 "participant": p.name,
+                "display_name": p.display_name,
                 "submission": sub.id,
                 "sha256": sub.sha256,
                 "deals": len(per_deal),
@@ -302,7 +303,7 @@ def grades_csv(conn: Connection, settings: CompetitionSettings) -> str:
         f = finals.get(g["submission"])
         own = {
             "participant_id": g["participant_id"],
-            "display_name": g["participant"],
+            "display_name": g["display_name"],
             "submission_id": g["submission"],
             "sha256": g["sha256"],
             "final_rank": f["rank"] if f else None,

@@ -38,6 +38,7 @@ from __future__ import annotations
 import hmac
 import json
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import trio
@@ -46,6 +47,8 @@ from arena.live.server import SECURITY_HEADERS
 from arena.protocol.codec import clean_text, visible_text
 from arena.report.outputs import json_script, replay_data
 from arena.server import actions, db, store, visibility, webstore
+from arena.server.classapi import settings_of
+from arena.server.deadline import deadline_json
 from arena.server.environment import environment
 from arena.server.viewer import Viewer, viewer_of
 
@@ -74,6 +77,10 @@ class PageConfig(Protocol):
     @property
     def clock(self) -> Callable[[], float]:
         """Seconds since the epoch."""
+
+    @property
+    def uploads(self) -> Path:
+        """The competition's uploads folder (its settings file is beside it)."""
 
 
 #: Renders a template with its context (:func:`arena.server.web.render`).
@@ -216,7 +223,12 @@ def routes(config: PageConfig, render: Render) -> list[Any]:
         **context: Any,
     ) -> Response:
         viewer = viewer_of(request.scope)
-        body = render(template, viewer=viewer, pages=config.pages, **context)
+        # The deadline on every page (issue 30), in UTC; the reader's time by
+        # /class/localtime.js where the page may run scripts.
+        site_deadline = deadline_json(settings_of(config.uploads), config.clock())
+        body = render(
+            template, viewer=viewer, pages=config.pages, site_deadline=site_deadline, **context
+        )
         return HTMLResponse(body, status, headers={"Content-Security-Policy": csp(sandbox)})
 
     def refusal(request: Request, decision: str, what: str) -> Response:

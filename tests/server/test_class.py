@@ -25,7 +25,18 @@ import trueskill
 
 from arena.protocol.faults import Fault
 from arena.protocol.records import GameSpec
-from arena.server import challenges, db, deadline, final, folder, gauntlet, recheck, runner, store
+from arena.server import (
+    challenges,
+    db,
+    deadline,
+    downloads,
+    final,
+    folder,
+    gauntlet,
+    recheck,
+    runner,
+    store,
+)
 from arena.server import tables as server_tables
 from arena.server.runner import RunnerConfig, start_runner
 
@@ -417,6 +428,11 @@ def test_the_gauntlet_gives_the_same_scores_for_the_same_submission(
     _write(root, store.set_table_status, tables[4].id, "playing", 0.0)  # p1's G1
     assert _read(root, gauntlet.deal_open, "G1") is False
     assert _read(root, gauntlet.deal_open, "G0") is True
+    # ... and so do its downloads: p0's G1 table waits for p1's, G0's is open.
+    with pytest.raises(downloads.DownloadError, match=r"gauntlet deal G1: it opens once"):
+        _read(root, downloads.table_download, settings, 1, "gauntlet", tables[1].number)
+    name, data = _read(root, downloads.table_download, settings, 1, "gauntlet", tables[0].number)
+    assert name.endswith(".zip") and data[:2] == b"PK"
 
 
 def test_the_grades_csv_neutralises_a_formula_looking_name(

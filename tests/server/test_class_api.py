@@ -111,6 +111,23 @@ def test_the_deadline_and_the_final_page_show_utc_and_a_time_element(comp: Any) 
     run(c, test)
 
 
+def test_every_page_shows_the_deadline_in_utc_with_a_time_element(comp: Any) -> None:
+    c, _ = comp
+    footer = (
+        '<span id="site-deadline">deadline <time class="local" '
+        'datetime="2030-06-01T10:00:00Z">2030-06-01 10:00:00 UTC</time></span>'
+    )
+
+    async def test(client: httpx.AsyncClient) -> None:
+        for path in ("/", "/tables", "/environment", "/submissions"):
+            page = await client.get(path)
+            assert page.status_code == 200, path
+            assert footer in page.text, path
+            assert '<script src="/class/localtime.js"></script>' in page.text, path
+
+    run(c, test, Viewer("organiser"))
+
+
 def test_pin_through_the_api_until_the_deadline(comp: Any) -> None:
     c, tokens = comp
 
