@@ -164,6 +164,9 @@ class _Finished:
     worker: str | None = None
     #: The re-check's refusal that flags ``worker``, or ``None``.
     flag: str | None = None
+    #: Send each game's end state to the live view once stored (a table
+    #: played elsewhere, whose games sent no state card by card).
+    show: bool = False
 
 
 class Runner:
@@ -333,6 +336,10 @@ class Runner:
                 nursery.start_soon(self._game_writer)
                 nursery.start_soon(self._gate)
                 nursery.start_soon(self.tables.watch, self._worker_report)
+                if self.live is not None and self.tables.kind != "in-process":
+                    # Remote tables' end states (in process each table's
+                    # tournament runner flushes the feed).
+                    nursery.start_soon(self.live.run)
                 await self._schedule(nursery)
                 nursery.cancel_scope.cancel()
         finally:
@@ -749,7 +756,15 @@ class Runner:
         finally:
             with trio.CancelScope(shield=True):
                 if void is not None or len(records) == ladder.ROTATIONS:
-                    await self._send.send(_Finished(table.id, records, void, attempt, worker, flag))
+                    # A remote table's games reach the live view when they are
+                    # stored (in process they were sent card by card); gauntlet
+                    # and challenge tables never (classes.PRIVATE).
+                    show = self.tables.kind != "in-process" and (
+                        table.numbering not in classes.PRIVATE
+                    )
+                    await self._send.send(
+                        _Finished(table.id, records, void, attempt, worker, flag, show)
+                    )
                 else:
                     self._playing.discard(table.id)
 
@@ -795,6 +810,10 @@ class Runner:
                 await self.tables.flag(done.worker, done.flag)
             for event, fields in events:
                 self.log(event, **fields)
+            duplicate = any(event == "duplicate" for event, _ in events)
+            if done.show and done.void_reason is None and self.live is not None and not duplicate:
+                for record in done.records:
+                    self.live.finished(record)
             self._playing.discard(done.table_id)
             self._poke()
 
