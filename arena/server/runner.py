@@ -369,10 +369,10 @@ class Runner:
             self._poke()
 
     async def _check(self, sub: store.SubmissionRow) -> None:
+        folder_ = submission_dir(self.comp.paths, sub.sha256)
+        seat = tables.SeatSource(sub.label, None, sub.kind, sub.sha256, folder_)
         try:
-            entrant_text = gate.submission_entrant(
-                sub.label, sub.kind, submission_dir(self.comp.paths, sub.sha256)
-            )
+            entrant_text = gate.submission_entrant(sub.label, sub.kind, folder_)
         except FolderError as exc:
             entrant_text = ""
             result = gate.StepResult(False, str(exc))
@@ -381,8 +381,15 @@ class Runner:
             self.log("check", submission=sub.id, run=run + 1)
             if not entrant_text:
                 break
-            argv = gate.check_argv(entrant_text, self.settings, self.config.check_python)
-            code, output = await self._run_check(argv)
+            # Where ranked tables run: a Dask worker, or this process.
+            budget = self.settings.gate.check_seconds or math.inf
+            remote = await self.tables.check(seat, self.settings, budget)
+            if remote is not None:
+                code, output = remote.code, remote.output
+                self.log("check_worker", submission=sub.id, worker=remote.worker)
+            else:
+                argv = gate.check_argv(entrant_text, self.settings, self.config.check_python)
+                code, output = await self._run_check(argv)
             result = gate.judge_check(code, output)
             if not result.server_fault:
                 break
