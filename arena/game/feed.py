@@ -20,11 +20,13 @@ from __future__ import annotations
 import functools
 import queue as queue_module
 import time
+from collections.abc import Sequence
 from typing import Any, Final
 
 import trio
 
 from arena.game.referee import EventSink, GameSpec
+from arena.protocol.records import GameRecordJSON
 
 #: Seconds between two sends of a table's state (at most ten a second).
 FLUSH_INTERVAL: Final = 0.1
@@ -32,6 +34,33 @@ FLUSH_INTERVAL: Final = 0.1
 FAULTS_SHOWN: Final = 8
 #: Room of the queue from the game processes to the view, in table states.
 QUEUE_SIZE: Final = 1000
+
+
+def _start_state(
+    game_id: str, game_index: int, deal_key: str, seats: Sequence[str]
+) -> dict[str, Any]:
+    """A game's state before its first deal (see :class:`TableState`)."""
+    return {
+        "game_id": game_id,
+        "game_index": game_index,
+        "deal_key": deal_key,
+        "seats": list(seats),
+        "hand": 0,
+        "direction": None,
+        "phase": "start",
+        "trick": [],
+        "trick_winner": None,
+        "tricks": [0, 0, 0, 0],
+        "points": [0, 0, 0, 0],
+        "scores": [0, 0, 0, 0],
+        "held": [0, 0, 0, 0],
+        "turn": None,
+        "kind": None,
+        "deadline": None,
+        "faults": [],
+        "fault_counts": [0, 0, 0, 0],
+        "updated": time.time(),
+    }
 
 
 class TableState:
@@ -53,27 +82,34 @@ class TableState:
 
     def __init__(self, game: GameSpec) -> None:
         self.game_id = game.game_id
-        self.state: dict[str, Any] = {
-            "game_id": game.game_id,
-            "game_index": game.game_index,
-            "deal_key": game.deal_key,
-            "seats": list(game.seats),
-            "hand": 0,
-            "direction": None,
-            "phase": "start",
-            "trick": [],
-            "trick_winner": None,
-            "tricks": [0, 0, 0, 0],
-            "points": [0, 0, 0, 0],
-            "scores": [0, 0, 0, 0],
-            "held": [0, 0, 0, 0],
-            "turn": None,
-            "kind": None,
-            "deadline": None,
-            "faults": [],
-            "fault_counts": [0, 0, 0, 0],
-            "updated": time.time(),
-        }
+        self.state = _start_state(game.game_id, game.game_index, game.deal_key, game.seats)
+
+    @classmethod
+    def from_record(cls, record: GameRecordJSON) -> TableState:
+        """The public end state of a finished game from its record (a game
+        played on a Dask worker sends no events here): phase ``"over"``, the
+        hands played, the final scores, every seat holding no card, the
+        faults (seat, reason, hand) and their counts per seat; no card of
+        a hand. Keys missing from the record keep their start values."""
+        table = cls.__new__(cls)
+        table.game_id = str(record["game_id"])
+        s = table.state = _start_state(
+            table.game_id, int(record["game_index"]), str(record["deal_key"]), record["seats"]
+        )
+        faults: list[list[Any]] = []
+        counts = [0, 0, 0, 0]
+        for f in record.get("faults", []):
+            seat = int(f["seat"])
+            faults.append([seat, str(f["reason"]), int(f.get("hand_number") or 0)])
+            counts[seat] += 1
+        s.update(
+            hand=len(record.get("hands", [])),
+            phase="over",
+            scores=[int(x) for x in record.get("scores", [0, 0, 0, 0])],
+            faults=faults[-FAULTS_SHOWN:],
+            fault_counts=counts,
+        )
+        return table
 
     def apply(self, event: dict[str, Any]) -> None:
         """Fold one referee event into the state (unknown kinds are ignored)."""
@@ -157,6 +193,13 @@ class LiveFeed:
 
     def _on_event(self, table: TableState, event: dict[str, Any]) -> None:
         table.apply(event)
+        self._dirty[table.game_id] = table
+
+    def finished(self, record: GameRecordJSON) -> None:
+        """Show a game played elsewhere (a Dask worker) when it is over: its
+        end state (:meth:`TableState.from_record`) sent at the next flush,
+        as a game played here ends. Never blocks."""
+        table = TableState.from_record(record)
         self._dirty[table.game_id] = table
 
     def flush(self) -> None:

@@ -40,13 +40,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import hashlib
 import io
 import logging
 import os
 import queue
 import secrets
+import signal
 import stat
+import subprocess
 import sys
 import tempfile
 import zipfile
@@ -62,8 +65,16 @@ from distributed import Client, Future, LocalCluster, Reschedule, Security, Work
 from arena.protocol.records import GameRecordJSON, GameSpec
 from arena.sandbox.isolation import IsolationError
 from arena.sandbox.launcher import Launcher, LaunchOptions
-from arena.server import store, uploads, workers
-from arena.server.tables import PRIORITIES, RecordSink, SeatSource, TableVoid
+from arena.server import gate, store, uploads, workers
+from arena.server.folder import CompetitionSettings
+from arena.server.tables import (
+    PRIORITIES,
+    PRIORITY_VALIDATION,
+    CheckRun,
+    RecordSink,
+    SeatSource,
+    TableVoid,
+)
 from arena.server.workers import TABLE_RESOURCE, Expected
 from arena.tournament.runner import TournamentRunner, TournamentSettings
 
@@ -193,14 +204,14 @@ class TableOutcome:
     void: str | None = None
 
 
-def _admitted(task: TableTask) -> str | None:
+def _admitted(expected: Expected) -> str | None:
     """The join check's result on this worker (run now if the plugin has not)."""
     worker = get_worker()
     plugin = worker.plugins.get(PLUGIN_NAME)
     if isinstance(plugin, AdmissionPlugin) and plugin.checked:
         return plugin.problem
     return workers.admission_problem(
-        task.expected,
+        expected,
         workers.arena_version(),
         workers.package_digest(),
         dict(worker.state.total_resources),
@@ -223,7 +234,7 @@ def play_table_task(
             scheduler places the table elsewhere).
     """
     address = get_worker().address
-    if _admitted(task) is not None:
+    if _admitted(task.expected) is not None:
         raise Reschedule()
     # This machine's cores and a control-group run of the task's own; the
     # server's run id, so a runner started again finds a local cluster's bots.
@@ -257,6 +268,80 @@ def play_table_task(
     finally:
         launcher.close()
     return TableOutcome(sorted(records, key=lambda r: int(r["rotation"])), address)
+
+
+@dataclass(frozen=True)
+class CheckTask:
+    """What a worker is sent to run a submission's ``check`` (the gate's first
+    step, where ranked tables run).
+
+    Attributes:
+        seat: the submission (its label, kind and SHA-256).
+        archive: its archive's SHA-256 (:func:`seat_archive`).
+        settings: the competition's settings (the check's limits; no key).
+        budget: seconds the check may run (``math.inf``: no budget).
+        expected: the join check's expectations.
+    """
+
+    seat: SeatSource
+    archive: str
+    settings: CompetitionSettings
+    budget: float
+    expected: Expected
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    # The check gets SIGTERM (its bots stopped) if the worker dies.
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def check_task(task: CheckTask, archive: bytes) -> CheckRun:
+    """Run one submission's check on this worker (inside a Dask task, in a
+    thread of the worker): its archive checked and unpacked
+    (:func:`unpack_archive`), then ``python -m arena check --sandbox`` with
+    the competition's limits (:func:`arena.server.gate.check_argv`, this
+    worker's Python), stopped at ``task.budget`` seconds (SIGTERM, SIGKILL
+    10 s later). An archive refused here is the server's fault (exit code
+    -1: :func:`arena.server.gate.judge_check` has it checked again).
+
+    Raises:
+        distributed.Reschedule: this worker failed its join check.
+    """
+    address = get_worker().address
+    if _admitted(task.expected) is not None:
+        raise Reschedule()
+    try:
+        folder = unpack_archive(task.archive, archive)
+        entrant = gate.submission_entrant(task.seat.name, task.seat.kind, folder)
+    except (IsolationError, OSError, ValueError) as exc:
+        return CheckRun(-1, f"the check could not start on {address}: {exc}", address)
+    argv = gate.check_argv(entrant, task.settings, sys.executable)
+    env = {k: v for k, v in os.environ.items() if k != "HEARTS_ARENA_TOKEN"}
+    timeout = None if task.budget == float("inf") else task.budget
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=_die_with_parent,
+        )
+        code: int | None
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        out.seek(0)
+        text = out.read(4 * gate.OUTPUT_CAP).decode("utf-8", errors="replace")
+    return CheckRun(code, text, address)
 
 
 class AdmissionPlugin(WorkerPlugin):
@@ -307,6 +392,7 @@ class DaskTables:
         options: how bot processes are started on the workers.
         task: the function each table task runs (default
             :func:`play_table_task`; tests give a wrapper).
+        check_fn: the function each check task runs (default :func:`check_task`).
     """
 
     kind = "dask"
@@ -317,11 +403,13 @@ class DaskTables:
         cluster: LocalCluster | None,
         options: LaunchOptions,
         task: Callable[..., TableOutcome] | None = None,
+        check_fn: Callable[..., CheckRun] | None = None,
     ) -> None:
         self.client = client
         self.cluster = cluster
         self.options = options
         self.task = task or play_table_task
+        self.check_fn = check_fn or check_task
         self.expected = Expected(workers.arena_version(), workers.package_digest(), options)
         self._archives: dict[str, bytes] = {}  # archive SHA-256 -> its bytes
         self._seat_sha: dict[tuple[str, str], str] = {}  # (kind, submission SHA) -> archive SHA
@@ -478,6 +566,12 @@ class DaskTables:
             )
 
         fut = await trio.to_thread.run_sync(submit)
+        outcome: TableOutcome | str = await self._wait(fut)
+        return outcome
+
+    async def _wait(self, fut: Future[Any]) -> Any:
+        """Wait for ``fut`` (its done-callback wakes the loop): its result, or
+        the reason it was lost (a string); cancelled with the caller."""
         done = trio.Event()
         token = trio.lowlevel.current_trio_token()
 
@@ -499,15 +593,52 @@ class DaskTables:
             raise
 
     @staticmethod
-    def _result(fut: Future[Any]) -> TableOutcome | str:
-        """The task's outcome, or why it was lost (blocking)."""
+    def _result(fut: Future[Any]) -> Any:
+        """The task's outcome, or why it was lost (a string; blocking)."""
         try:
-            result: TableOutcome = fut.result()
+            result = fut.result()
         except Exception as exc:
             if type(exc).__name__ == "KilledWorker":
                 return f"lost with a Dask worker {ALLOWED_FAILURES + 1} times"
             return f"the cluster could not play it: {type(exc).__name__}: {str(exc)[:200]}"
         return result
+
+    # -- checks
+
+    async def check(
+        self, seat: SeatSource, settings: CompetitionSettings, budget: float
+    ) -> CheckRun | None:
+        """See :meth:`arena.server.tables.TablePlayer.check`: one task
+        (:func:`check_task`, one unit of ``table``, before every table) with
+        the submission's archive; a check lost with its workers, or whose
+        files cannot be read, is the server's (exit code -1, run again once
+        by the runner)."""
+        try:
+            sha, data = await trio.to_thread.run_sync(self._archive_of, seat)
+        except OSError as exc:
+            return CheckRun(-1, f"the submission's files cannot be read: {exc}", "")
+        assert data is not None
+        task = CheckTask(seat, sha, settings, budget, self.expected)
+        key = f"hearts-check-{seat.name}-{self._token}-{secrets.token_hex(3)}"
+
+        def submit() -> Future[Any]:
+            return self.client.submit(
+                self.check_fn,
+                task,
+                data,
+                key=key,
+                resources={TABLE_RESOURCE: 1},
+                priority=PRIORITY_VALIDATION + 1,
+                pure=False,
+                retries=0,
+            )
+
+        fut = await trio.to_thread.run_sync(submit)
+        outcome = await self._wait(fut)
+        if isinstance(outcome, str):
+            return CheckRun(-1, f"the cluster could not run the check: {outcome}", "")
+        assert isinstance(outcome, CheckRun)
+        return outcome
 
     # -- workers
 

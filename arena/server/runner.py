@@ -164,6 +164,9 @@ class _Finished:
     worker: str | None = None
     #: The re-check's refusal that flags ``worker``, or ``None``.
     flag: str | None = None
+    #: Send each game's end state to the live view once stored (a table
+    #: played elsewhere, whose games sent no state card by card).
+    show: bool = False
 
 
 class Runner:
@@ -333,6 +336,10 @@ class Runner:
                 nursery.start_soon(self._game_writer)
                 nursery.start_soon(self._gate)
                 nursery.start_soon(self.tables.watch, self._worker_report)
+                if self.live is not None and self.tables.kind != "in-process":
+                    # Remote tables' end states (in process each table's
+                    # tournament runner flushes the feed).
+                    nursery.start_soon(self.live.run)
                 await self._schedule(nursery)
                 nursery.cancel_scope.cancel()
         finally:
@@ -362,10 +369,10 @@ class Runner:
             self._poke()
 
     async def _check(self, sub: store.SubmissionRow) -> None:
+        folder_ = submission_dir(self.comp.paths, sub.sha256)
+        seat = tables.SeatSource(sub.label, None, sub.kind, sub.sha256, folder_)
         try:
-            entrant_text = gate.submission_entrant(
-                sub.label, sub.kind, submission_dir(self.comp.paths, sub.sha256)
-            )
+            entrant_text = gate.submission_entrant(sub.label, sub.kind, folder_)
         except FolderError as exc:
             entrant_text = ""
             result = gate.StepResult(False, str(exc))
@@ -374,8 +381,15 @@ class Runner:
             self.log("check", submission=sub.id, run=run + 1)
             if not entrant_text:
                 break
-            argv = gate.check_argv(entrant_text, self.settings, self.config.check_python)
-            code, output = await self._run_check(argv)
+            # Where ranked tables run: a Dask worker, or this process.
+            budget = self.settings.gate.check_seconds or math.inf
+            remote = await self.tables.check(seat, self.settings, budget)
+            if remote is not None:
+                code, output = remote.code, remote.output
+                self.log("check_worker", submission=sub.id, worker=remote.worker)
+            else:
+                argv = gate.check_argv(entrant_text, self.settings, self.config.check_python)
+                code, output = await self._run_check(argv)
             result = gate.judge_check(code, output)
             if not result.server_fault:
                 break
@@ -749,7 +763,15 @@ class Runner:
         finally:
             with trio.CancelScope(shield=True):
                 if void is not None or len(records) == ladder.ROTATIONS:
-                    await self._send.send(_Finished(table.id, records, void, attempt, worker, flag))
+                    # A remote table's games reach the live view when they are
+                    # stored (in process they were sent card by card); gauntlet
+                    # and challenge tables never (classes.PRIVATE).
+                    show = self.tables.kind != "in-process" and (
+                        table.numbering not in classes.PRIVATE
+                    )
+                    await self._send.send(
+                        _Finished(table.id, records, void, attempt, worker, flag, show)
+                    )
                 else:
                     self._playing.discard(table.id)
 
@@ -795,6 +817,10 @@ class Runner:
                 await self.tables.flag(done.worker, done.flag)
             for event, fields in events:
                 self.log(event, **fields)
+            duplicate = any(event == "duplicate" for event, _ in events)
+            if done.show and done.void_reason is None and self.live is not None and not duplicate:
+                for record in done.records:
+                    self.live.finished(record)
             self._playing.discard(done.table_id)
             self._poke()
 

@@ -61,6 +61,18 @@ PRIORITIES: Final = {
 RecordSink = Callable[[GameRecordJSON], None]
 
 
+@dataclass(frozen=True, slots=True)
+class CheckRun:
+    """A submission's ``check`` run elsewhere: its exit code (``None``: stopped
+    at its time budget), its output (stdout and stderr, capped at four times
+    :data:`arena.server.gate.OUTPUT_CAP` bytes), where it ran (a worker's
+    address). :func:`arena.server.gate.judge_check` gives the verdict."""
+
+    code: int | None
+    output: str
+    worker: str
+
+
 class TableVoid(Exception):
     """A table could not be played for the server's reasons (a sandbox that
     did not start, a table lost with its worker too many times, a worker
@@ -202,6 +214,15 @@ class TablePlayer(Protocol):
         """
         ...
 
+    async def check(
+        self, seat: SeatSource, settings: CompetitionSettings, budget: float
+    ) -> CheckRun | None:
+        """Run the gate's ``check`` of submission ``seat`` (:func:`gate.check_argv`
+        with ``settings``) where ranked tables run, within ``budget`` seconds
+        (``math.inf``: none): on a Dask worker, its archive sent as a table's
+        is. ``None``: run it in this process (the runner's own subprocess)."""
+        ...
+
     async def watch(self, report: Callable[[str, str, str, str | None], Awaitable[None]]) -> None:
         """Hand each worker's join check to ``report(address, name, status,
         reason)`` (``status`` ``"admitted"`` or ``"refused"``), for ever (a
@@ -274,6 +295,12 @@ class InProcessTables:
         await play_games(
             prepared, settings, self.launcher, specs, self.deal_locks, on_record, live=live
         )
+        return None
+
+    async def check(
+        self, seat: SeatSource, settings: CompetitionSettings, budget: float
+    ) -> CheckRun | None:
+        """See :meth:`TablePlayer.check`: in this process (``None``)."""
         return None
 
     async def watch(self, report: Callable[[str, str, str, str | None], Awaitable[None]]) -> None:

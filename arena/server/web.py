@@ -315,12 +315,16 @@ class Feed:
         """Take one table state from the runner's live feed
         (:class:`arena.game.feed.TableState`'s ``to_json``): kept while its
         game is in play, dropped once it is over (the finished tables show
-        it then); the change is pushed at the live view's pace."""
+        it then, read from the database at the next refresh rather than
+        ``poll_seconds`` later: a table played on a Dask worker sends only
+        its games' end states, once they are stored); the change is pushed
+        at the live view's pace."""
         public = public_table_state(state)
         if public is None:
             return
         if public["phase"] == "over":
             self.playing.pop(public["game_id"], None)
+            self._last = -math.inf
         else:
             self.playing[public["game_id"]] = public
         self._playing_changed = True
