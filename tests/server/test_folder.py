@@ -131,6 +131,27 @@ def test_add_prints_a_token_once_and_stores_its_sha256(
     assert "participant name" in capsys.readouterr().err
 
 
+def test_add_to_a_token_file_that_exists_makes_no_participant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "c"
+    folder.init_folder(root)
+    tf = tmp_path / "someone-elses.token"
+    tf.write_text("not ours\n")
+    assert main(["serve", str(root), "--add", "ann", "--token-file", str(tf)]) == 2
+    assert capsys.readouterr().err == f"error: token file {tf} exists: give a new file\n"
+    assert tf.read_text() == "not ours\n"
+    # The refused add stored nobody: the name is free for the next try.
+    fresh = tmp_path / "ann.token"
+    assert main(["serve", str(root), "--add", "ann", "--token-file", str(fresh)]) == 0
+    assert len(fresh.read_text().strip()) == 43
+    # A taken name refuses the add and leaves no token file behind.
+    other = tmp_path / "ann2.token"
+    assert main(["serve", str(root), "--add", "ann", "--token-file", str(other)]) == 2
+    assert "a participant named 'ann' exists already" in capsys.readouterr().err
+    assert not other.exists()
+
+
 def test_revoke_suspend_and_list_with_void_tables(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
