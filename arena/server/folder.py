@@ -821,7 +821,12 @@ def listing(comp: Competition) -> list[str]:
         subs = {p.id: store.submissions_of(conn, p.id) for p in people}
         voids = store.void_tables(conn)
         through = store.rated_through(conn)
-    lines.append(f"{len(people)} participants, rated through ladder table {through}")
+    rated = (
+        "no ladder table rated yet"
+        if through == 0
+        else f"rated through ladder table {through - 1} ({through} tables)"
+    )
+    lines.append(f"{len(people)} participants, {rated}")
     for p in people:
         mine = subs[p.id]
         latest = (

@@ -15,6 +15,7 @@ from sqlalchemy import select
 from arena.cli.main import main
 from arena.core.keys import MasterKey
 from arena.server import db, folder, store
+from arena.server.rating import Rating
 
 
 def _mode(path: Path) -> int:
@@ -175,7 +176,7 @@ def test_revoke_suspend_and_list_with_void_tables(
     assert "no participant named 'cy'" in capsys.readouterr().err
     assert main(["serve", str(root), "--list"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "2 participants, rated through ladder table 0"
+    assert out[0] == "2 participants, no ladder table rated yet"
     assert " ".join(out[1].split()) == (
         "ann revoked, 1 submissions, latest #1 failed (check: no hello within 10 s[2J)"
     )
@@ -188,6 +189,14 @@ def test_revoke_suspend_and_list_with_void_tables(
     with comp.database.read() as conn:
         assert store.participant_by_token_hash(conn, store.token_hash(token)) is None
     comp.close()
+    # Folded over ladder tables 0..2: --list names the last table rated, as verify does.
+    comp = folder.open_folder(root)
+    with comp.database.write() as conn:
+        store.store_fold(conn, 3, {"s1": Rating(25.0, 8.0, 4)})
+    comp.close()
+    assert main(["serve", str(root), "--list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "2 participants, rated through ladder table 2 (3 tables)"
 
 
 def test_a_key_that_is_not_the_stored_one_is_refused(tmp_path: Path) -> None:
