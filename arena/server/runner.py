@@ -769,7 +769,9 @@ class Runner:
         for rec in done.records:
             store.add_game(conn, table.id, int(rec["rotation"]), dict(rec))
         if table.numbering in classes.NUMBERINGS:
-            return classes.finish_table(conn, self.settings, table, done, now)
+            events = classes.finish_table(conn, self.settings, table, done, now)
+            downloads.keep_table_key(conn, table.id, self.key)  # its seats may download it
+            return events
         if table.numbering == "validation":
             events += self._finish_validation(conn, table, done, now)
         elif done.void_reason is not None:
