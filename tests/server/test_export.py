@@ -303,6 +303,7 @@ def test_closing_stops_new_tables_and_the_home_page_shows_the_key(
 ) -> None:
     comp = folder.open_folder(played)
     config = WebConfig(comp.database, comp.paths.uploads)
+    config.pages = "public"  # the home page for anyone, as a public competition shows it
     pages: dict[str, Any] = {}
 
     async def fetch(name: str) -> None:
