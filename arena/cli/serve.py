@@ -208,11 +208,11 @@ def serve_command(args: argparse.Namespace) -> int:
         comp = folder.open_folder(args.folder, args.database_password_file)
         try:
             if args.add is not None:
-                _, token = folder.add_participant(comp, args.add)
                 if args.token_file is not None:
-                    folder.write_token_file(args.token_file, token)
+                    folder.add_participant_to_file(comp, args.add, args.token_file)
                     print(f"participant {args.add} added; token written to {args.token_file}")
                 else:
+                    _, token = folder.add_participant(comp, args.add)
                     print(f"participant {args.add} added; token (shown once):")
                     print(token)
                 return EXIT_OK

@@ -6,6 +6,11 @@ import cycle).
 Public:
 
 * ``GET /api/deadline``: :func:`arena.server.deadline.deadline_json`.
+
+Seen as the standings are (the ``pages`` rule of :mod:`arena.server.visibility`:
+anyone under ``pages = "public"``, signed-in viewers or a participant's token
+under ``"signed-in"``):
+
 * ``GET /api/final``: the final's progress and standings
   (:func:`arena.server.final.final_json`) and the deadline; ``GET /final``
   the same as a page, the deadline in UTC and, by a small script
@@ -16,7 +21,8 @@ With a participant's token (``Authorization: Bearer``, as the rest of the API):
 * ``POST /api/final/pin`` ``{"submission": ID}`` (or ``null``: unpin) before
   the deadline; answers ``{"final_submission": ID}``.
 * ``GET /api/gauntlet``: the gauntlet's deals, bots and thresholds and the
-  participant's own row (an organiser's session sees every row).
+  participant's own row (the organiser reads every row in ``grades.csv``:
+  the API takes no session cookie).
 * ``POST /api/challenges`` ``{"opponents": [...]}``, ``GET /api/challenges``,
   ``POST /api/challenges/consent`` ``{"allow": true}``.
 
@@ -66,6 +72,8 @@ def routes(config: Any, web: ModuleType) -> list[Any]:
     from starlette.responses import HTMLResponse, JSONResponse, Response
     from starlette.routing import Route
 
+    from arena.server import pages
+
     database = config.database
     api_error = web.ApiError
 
@@ -103,9 +111,13 @@ def routes(config: Any, web: ModuleType) -> list[Any]:
         }
 
     async def final_api(request: Request) -> Response:
+        if (refused := await pages.refused(request, config, "api-final")) is not None:
+            return refused
         return JSONResponse(await database.read_async(final_data))
 
     async def final_page(request: Request) -> Response:
+        if (refused := await pages.refused(request, config, "final")) is not None:
+            return refused
         data = await database.read_async(final_data)
         html = web.render("final.html.j2", title="The final", final=data, deadline=data["deadline"])
         return HTMLResponse(html)

@@ -746,18 +746,32 @@ def new_token() -> str:
     return secrets.token_urlsafe(TOKEN_BYTES)
 
 
-def write_token_file(path: Path, token: str) -> None:
-    """Write ``token`` to a new owner-only file.
+def add_participant_to_file(
+    comp: Competition, name: str, path: Path, now: float | None = None
+) -> int:
+    """Add a participant and write its token to the new owner-only file ``path``;
+    the participant's id. The file is made first, so a file that exists (or
+    cannot be made) refuses the add before any participant is stored; a
+    refused add removes the file again.
 
     Raises:
-        FolderError: the file exists (a token is never overwritten) or cannot be made.
+        FolderError: the file exists or cannot be made, or a bad name or one taken.
     """
     try:
-        _write_private(path, token + "\n")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     except FileExistsError:
         raise FolderError(f"token file {path} exists: give a new file") from None
     except OSError as exc:
         raise FolderError(f"token file {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            os.fchmod(f.fileno(), 0o600)
+            participant_id, token = add_participant(comp, name, now)
+            f.write(token + "\n")
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return participant_id
 
 
 def add_participant(comp: Competition, name: str, now: float | None = None) -> tuple[int, str]:
@@ -807,7 +821,12 @@ def listing(comp: Competition) -> list[str]:
         subs = {p.id: store.submissions_of(conn, p.id) for p in people}
         voids = store.void_tables(conn)
         through = store.rated_through(conn)
-    lines.append(f"{len(people)} participants, rated through ladder table {through}")
+    rated = (
+        "no ladder table rated yet"
+        if through == 0
+        else f"rated through ladder table {through - 1} ({through} tables)"
+    )
+    lines.append(f"{len(people)} participants, {rated}")
     for p in people:
         mine = subs[p.id]
         latest = (

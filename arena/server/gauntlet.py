@@ -58,7 +58,7 @@ from arena.report.standings_csv import CSV_COLUMNS, _csv_text
 from arena.results.analysis import analyse
 from arena.server import final, store
 from arena.server.classrules import parse_threshold
-from arena.server.ladder import ROTATIONS, table_specs
+from arena.server.ladder import ROTATIONS, gauntlet_seed_id, table_specs
 
 if TYPE_CHECKING:
     from arena.server.folder import CompetitionSettings
@@ -136,7 +136,9 @@ def specs(
     bot seeds ``key.bot_seeds(f"{deal}-k{r}")`` (the same for every participant)."""
     out = table_specs(key, table.deal_key, "g", table.number, table.seating, hands, target)
     return [
-        dataclasses.replace(s, bot_seeds=key.bot_seeds(f"{table.deal_key}-k{s.rotation}"))
+        dataclasses.replace(
+            s, bot_seeds=key.bot_seeds(gauntlet_seed_id(table.deal_key, s.rotation))
+        )
         for s in out
     ]
 

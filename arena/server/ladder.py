@@ -188,6 +188,14 @@ def validation_seating(submission: str, house: Sequence[str]) -> tuple[str, str,
     return (submission, house[0], house[1], house[2])
 
 
+def gauntlet_seed_id(deal_key: str, rotation: int) -> str:
+    """The id a gauntlet game's bot seeds are drawn under
+    (``key.bot_seeds(id)``): ``G<k>-k<r>``, of the deal and the rotation, not
+    of the table (``g<number>-k<r>``), so every participant's reference bots
+    get the same seeds (:mod:`arena.server.gauntlet`; ``verify`` checks them so)."""
+    return f"{deal_key}-k{rotation}"
+
+
 def table_specs(
     key: MasterKey,
     deal_key: str,

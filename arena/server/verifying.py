@@ -55,6 +55,7 @@ from arena.server.ladder import (
     choose_ladder_table,
     fold_point,
     fold_tables,
+    gauntlet_seed_id,
 )
 from arena.server.rating import PRIOR, Rating, submission_of
 from arena.tools.verify import VerifyError, check_game_end, check_hand
@@ -192,7 +193,9 @@ def _game_problems(
         out.append(f"game {gid}: not the id of rotation {k} ({prefix}{line['number']}-k{k})")
     if list(rec["seats"]) != seats:
         out.append(f"game {gid}: seats {list(rec['seats'])} are not the table's rotation {k}")
-    if key is not None and list(rec.get("bot_seeds", [])) != list(key.bot_seeds(gid)):
+    # A gauntlet's seeds are its deal's and rotation's, the same for every participant.
+    seed_id = gauntlet_seed_id(str(line["deal_key"]), k) if line["numbering"] == "gauntlet" else gid
+    if key is not None and list(rec.get("bot_seeds", [])) != list(key.bot_seeds(seed_id)):
         out.append(f"game {gid}: bot seeds are not the key's")
     scores = [0, 0, 0, 0]
     problem = None

@@ -47,6 +47,8 @@ RULES: Final[dict[str, Rule]] = {
     "table": "pages",
     "environment": "pages",
     "api-environment": "pages",
+    "final": "pages",
+    "api-final": "pages",
     "submissions": "signed-in",
     "submission": "own",
     "submission-output": "own",

@@ -583,10 +583,16 @@ def make_app(config: WebConfig) -> Any:
         )
         return {**webstore.submission_json(conn, row, True), "superseded": superseded}
 
-    def may_submit(conn: Any, participant_id: int, size: int) -> None:
+    def may_send(conn: Any, participant_id: int) -> None:
+        # Closed before the rate limit: no retry helps a closed competition.
+        if webstore.closed_at(conn) is not None:
+            raise ApiError(403, "the competition is closed: no new submissions")
         wait = webstore.retry_after(conn, participant_id, config.rate, config.clock())
         if wait:
             raise _rate_error(wait, config.rate)
+
+    def may_submit(conn: Any, participant_id: int, size: int) -> None:
+        may_send(conn, participant_id)
         _check_quota(conn, participant_id, size, None, config.site.quota_bytes)
 
     async def accept(participant_id: int, data: bytes) -> dict[str, Any]:
@@ -616,11 +622,7 @@ def make_app(config: WebConfig) -> Any:
     async def submit(request: Request) -> Response:
         try:
             who = await authenticate(request, submitting=True)
-            wait = await database.read_async(
-                webstore.retry_after, who.id, config.rate, config.clock()
-            )
-            if wait:
-                raise _rate_error(wait, config.rate)
+            await database.read_async(may_send, who.id)
             data = await upload_bytes(request)
             made = await accept(who.id, data)
         except ApiError as exc:

@@ -13,6 +13,7 @@ import itertools
 import json
 import math
 import time
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from statistics import NormalDist
@@ -548,3 +549,75 @@ def test_the_example_settings_file_of_running_a_class_is_valid_as_written() -> N
     assert (s.klass.final, s.klass.final_size, s.klass.gauntlet_deals) == ("round-robin", 8, 8)
     assert len(s.klass.thresholds) == 2
     assert s.game.hands == 4
+
+
+def test_a_class_table_is_downloadable_by_its_seats_with_its_table_key(
+    tmp_path: Path, scripted: dict[str, str]
+) -> None:
+    """docs/checking-results.md: a participant downloads any finished table
+    they sat at, of any numbering: the final's, the gauntlet's, a
+    challenge's and a practice table too, each with its deal's table key."""
+    from arena.core.keys import MasterKey
+    from arena.server import downloads
+
+    root = tmp_path / "c"
+    _competition(
+        root, scripted, ["p0", "p1"], deadline=PAST, gauntlet_deals=1, final_size=4,
+        challenges_per_day=1,
+    )  # fmt: skip
+    _run(root, 0)
+    late = _settings(deadline=PAST, challenges_per_day=1)
+    _write(root, challenges.request_challenge, late, 1, ["house:low"], time.time())
+    comp = folder.open_folder(root)
+    try:
+        with comp.database.write() as conn:  # after the deadline: practice
+            _submit(comp, conn, 2, "7" * 64, time.time(), scripted)
+    finally:
+        comp.close()
+    _run(root, 0)
+    key = MasterKey.from_hex((root / "key").read_text().strip())
+    settings = _settings(deadline=PAST, gauntlet_deals=1, final_size=4)
+    seen = []
+    for numbering in ("final", "gauntlet", "challenge", "practice"):
+        for t in _read(root, store.tables_in, numbering):
+            assert t.status == "done", (numbering, t.number)
+            owner = next(
+                _read(root, store.submission, sid).participant_id
+                for label in t.seating
+                if (sid := store.submission_of(label)) is not None
+            )
+            name, data = _read(root, downloads.table_download, settings, owner, numbering, t.number)
+            with zipfile.ZipFile(io.BytesIO(data)) as z:
+                results = json.loads(z.read("results.json"))
+            assert results["table_key"] == key.table_key(t.deal_key).hex(), (numbering, name)
+            seen.append(numbering)
+    assert sorted(set(seen)) == ["challenge", "final", "gauntlet", "practice"]
+
+
+def test_verify_derives_a_gauntlet_games_bot_seeds_from_its_deal_and_rotation() -> None:
+    """A gauntlet game's bots are seeded by ``G<k>-k<r>`` (the same for every
+    participant, gauntlet.specs), not by its game id ``g<n>-k<r>``: verify
+    checks them so (an exported class failed 'bot seeds are not the key's')."""
+    from arena.core.keys import MasterKey
+    from arena.server import verifying
+
+    key = MasterKey.generate()
+    seating = ["s2", "house:low", "house:random", "house:heuristic"]
+    line = {"numbering": "gauntlet", "number": 3, "deal_key": "G0", "seating": seating}
+    table_key = key.table_key("G0")
+    row = store.TableRow(
+        1, "gauntlet", 3, "G0", tuple(seating), 0, None, tuple(seating), 2, "done", None, 1, 0.0,
+        1.0,
+    )  # fmt: skip
+    played = next(s for s in gauntlet.specs(key, row, 1, None) if s.rotation == 1)
+
+    def problems(seeds: list[int]) -> list[str]:
+        rec = {
+            "game_id": "g3-k1", "deal_key": "G0", "table": 3, "rotation": 1,
+            "seats": list(played.seats), "bot_seeds": seeds, "hands": [], "scores": [0, 0, 0, 0], "target_score": None, "hands_limit": 1,
+        }  # fmt: skip
+        return verifying._game_problems(rec, line, 1, key, table_key, 50)  # type: ignore[arg-type]
+
+    assert list(played.bot_seeds) == list(key.bot_seeds("G0-k1"))
+    assert not [p for p in problems(list(played.bot_seeds)) if "bot seeds" in p]
+    assert "game g3-k1: bot seeds are not the key's" in problems(list(key.bot_seeds("g3-k1")))

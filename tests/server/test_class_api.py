@@ -85,7 +85,7 @@ def auth(token: str) -> dict[str, str]:
 
 
 def test_the_deadline_and_the_final_page_show_utc_and_a_time_element(comp: Any) -> None:
-    c, _ = comp
+    c, tokens = comp
 
     async def test(client: httpx.AsyncClient) -> None:
         r = await client.get("/api/deadline")
@@ -95,6 +95,19 @@ def test_the_deadline_and_the_final_page_show_utc_and_a_time_element(comp: Any) 
             "iso": "2030-06-01T10:00:00Z",
             "passed": False,
         }
+        # The final's standings are seen as the standings are (pages = "signed-in",
+        # the default): not by anyone, by a participant's token.
+        page = await client.get("/final")
+        assert page.status_code == 401 and "sign in" in page.text
+        assert "2030-06-01" not in page.text
+        r = await client.get("/api/final")
+        assert r.status_code == 401 and "not public" in r.json()["error"]
+        final = (await client.get("/api/final", headers=auth(tokens["ann"]))).json()
+        assert (final["started"], final["kind"], final["rows"]) == (False, "round-robin", [])
+
+    run(c, test)
+
+    async def signed_in(client: httpx.AsyncClient) -> None:
         page = await client.get("/final")
         assert page.status_code == 200
         assert (
@@ -105,10 +118,8 @@ def test_the_deadline_and_the_final_page_show_utc_and_a_time_element(comp: Any) 
         js = await client.get("/class/localtime.js")
         assert js.headers["content-type"].startswith("text/javascript")
         assert "textContent" in js.text
-        final = (await client.get("/api/final")).json()
-        assert (final["started"], final["kind"], final["rows"]) == (False, "round-robin", [])
 
-    run(c, test)
+    run(c, signed_in, Viewer("participant", 1))
 
 
 def test_every_page_shows_the_deadline_in_utc_with_a_time_element(comp: Any) -> None:

@@ -15,6 +15,7 @@ from sqlalchemy import select
 from arena.cli.main import main
 from arena.core.keys import MasterKey
 from arena.server import db, folder, store
+from arena.server.rating import Rating
 
 
 def _mode(path: Path) -> int:
@@ -131,6 +132,27 @@ def test_add_prints_a_token_once_and_stores_its_sha256(
     assert "participant name" in capsys.readouterr().err
 
 
+def test_add_to_a_token_file_that_exists_makes_no_participant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "c"
+    folder.init_folder(root)
+    tf = tmp_path / "someone-elses.token"
+    tf.write_text("not ours\n")
+    assert main(["serve", str(root), "--add", "ann", "--token-file", str(tf)]) == 2
+    assert capsys.readouterr().err == f"error: token file {tf} exists: give a new file\n"
+    assert tf.read_text() == "not ours\n"
+    # The refused add stored nobody: the name is free for the next try.
+    fresh = tmp_path / "ann.token"
+    assert main(["serve", str(root), "--add", "ann", "--token-file", str(fresh)]) == 0
+    assert len(fresh.read_text().strip()) == 43
+    # A taken name refuses the add and leaves no token file behind.
+    other = tmp_path / "ann2.token"
+    assert main(["serve", str(root), "--add", "ann", "--token-file", str(other)]) == 2
+    assert "a participant named 'ann' exists already" in capsys.readouterr().err
+    assert not other.exists()
+
+
 def test_revoke_suspend_and_list_with_void_tables(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -154,7 +176,7 @@ def test_revoke_suspend_and_list_with_void_tables(
     assert "no participant named 'cy'" in capsys.readouterr().err
     assert main(["serve", str(root), "--list"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "2 participants, rated through ladder table 0"
+    assert out[0] == "2 participants, no ladder table rated yet"
     assert " ".join(out[1].split()) == (
         "ann revoked, 1 submissions, latest #1 failed (check: no hello within 10 s[2J)"
     )
@@ -169,6 +191,14 @@ def test_revoke_suspend_and_list_with_void_tables(
     with comp.database.read() as conn:
         assert store.participant_by_token_hash(conn, store.token_hash(token)) is None
     comp.close()
+    # Folded over ladder tables 0..2: --list names the last table rated, as verify does.
+    comp = folder.open_folder(root)
+    with comp.database.write() as conn:
+        store.store_fold(conn, 3, {"s1": Rating(25.0, 8.0, 4)})
+    comp.close()
+    assert main(["serve", str(root), "--list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "2 participants, rated through ladder table 2 (3 tables)"
 
 
 def test_a_key_that_is_not_the_stored_one_is_refused(tmp_path: Path) -> None:

@@ -66,9 +66,9 @@ def test_the_doc_table_names_every_page_route() -> None:
         for r in pages.routes(config, render)
         if isinstance(r, Route) and r.methods and "GET" in r.methods
     }
-    routed |= {"/events", "/api/standings", "/api/environment"}
+    routed |= {"/events", "/api/standings", "/api/environment", "/final", "/api/final"}
     assert routed == documented
-    assert len(ROWS) == 18
+    assert len(ROWS) == 20
 
 
 def app_as(config: WebConfig, viewer: Viewer) -> Any:
