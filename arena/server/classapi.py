@@ -37,8 +37,6 @@ database sits in its ``db/``), read once; defaults elsewhere.
 from __future__ import annotations
 
 import json
-from functools import cache
-from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
@@ -46,24 +44,16 @@ from sqlalchemy import Connection
 
 from arena.server import challenges, deadline, final, gauntlet
 from arena.server.classrules import DeadlineError
-from arena.server.folder import SETTINGS_NAME, CompetitionSettings
+from arena.server.folder import CompetitionSettings
+from arena.server.folder import settings_of as folder_settings_of
 from arena.server.viewer import viewer_of
 
 #: Bytes of a JSON request body at most.
 BODY_CAP: Final = 4096
 
 
-@cache
-def settings_of(uploads: Path) -> CompetitionSettings:
-    """The settings of the competition whose uploads folder is ``uploads``
-    (``DIR/uploads`` -> ``DIR/competition.toml``; the database may be
-    PostgreSQL's, so not its file), the defaults when there is no such file.
-
-    Raises:
-        FolderError: the file is there but not valid settings.
-    """
-    path = Path(uploads).parent / SETTINGS_NAME
-    return CompetitionSettings.read(path) if path.is_file() else CompetitionSettings()
+#: The settings beside an uploads folder (:func:`arena.server.folder.settings_of`).
+settings_of = folder_settings_of
 
 
 def routes(config: Any, web: ModuleType) -> list[Any]:

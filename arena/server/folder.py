@@ -32,6 +32,7 @@ import time
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
@@ -868,3 +869,16 @@ def submission_dir(paths: CompetitionPaths, sha256: str) -> Path:
     if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
         raise FolderError(f"not a SHA-256: {sha256[:70]!r}")
     return paths.uploads / sha256
+
+
+@cache
+def settings_of(uploads: Path) -> CompetitionSettings:
+    """The settings of the competition whose uploads folder is ``uploads``
+    (``DIR/uploads`` -> ``DIR/competition.toml``; the database may be
+    PostgreSQL's, so not its file), the defaults when there is no such file.
+
+    Raises:
+        FolderError: the file is there but not valid settings.
+    """
+    path = Path(uploads).parent / SETTINGS_NAME
+    return CompetitionSettings.read(path) if path.is_file() else CompetitionSettings()

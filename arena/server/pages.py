@@ -47,9 +47,9 @@ from arena.live.server import SECURITY_HEADERS
 from arena.protocol.codec import clean_text, visible_text
 from arena.report.outputs import json_script, replay_data
 from arena.server import actions, db, store, visibility, webstore
-from arena.server.classapi import settings_of
 from arena.server.deadline import deadline_json
 from arena.server.environment import environment
+from arena.server.folder import settings_of
 from arena.server.viewer import Viewer, viewer_of
 
 if TYPE_CHECKING:
