@@ -64,7 +64,9 @@ def test_the_same_program_gets_the_same_gauntlet_scores(tmp_path: Path) -> None:
     same = [[n.replace("s2", "s1") for n in seats] for seats, _, _ in seen("s2")]
     assert same == [seats for seats, _, _ in seen("s1")]
     assert [(sc, h) for _, sc, h in seen("s1")] == [(sc, h) for _, sc, h in seen("s2")]
-    assert sum(sum(s) for _, s, _ in seen("s1")) == 4 * 26  # one hand a game: 26 points
+    # One hand a game: 26 points, or 78 when a seat shoots the moon (R12: 26 to
+    # each other seat); the deals come from a fresh key each run.
+    assert [sum(s) in (26, 78) for _, s, _ in seen("s1")] == [True] * 4
     keys = ("score", "against", "deals", "complete")
     assert {k: got["p0"][k] for k in keys} == {k: got["p1"][k] for k in keys}
     assert got["p0"]["complete"] is True
