@@ -25,9 +25,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from arena.core.rules import table_deal
 from arena.protocol.records import GameRecordJSON, GameSpec
-from arena.tools.verify import check_game_end, check_hand
+from arena.tools.verify import check_game_play
 
 
 def check_record(
@@ -63,18 +62,9 @@ def check_record(
             return f"game {name}: bot seeds are not the key's"
         if rec.get("target_score") != spec.target_score or rec.get("hands_limit") != spec.hands:
             return f"game {name}: its length is not the table's"
-        scores = [0, 0, 0, 0]
-        for hand in rec["hands"]:
-            number = int(hand["hand_number"])
-            problem = check_hand(hand, table_deal(spec.table_key, number), scores)
-            if problem is not None:
-                return f"game {name} hand {number}: {problem}"
-            scores = list(hand["scores"])
-        if list(rec["scores"]) != scores:
-            return f"game {name}: final scores are not the hands' sum"
-        problem = check_game_end(record, max_tiebreak_hands)
+        problem = check_game_play(record, spec.table_key, max_tiebreak_hands, name)
         if problem is not None:
-            return f"game {name}: {problem}"
+            return problem
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         return f"game {name}: a malformed record ({type(exc).__name__}: {str(exc)[:80]})"
     return None

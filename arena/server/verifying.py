@@ -47,7 +47,6 @@ from pathlib import Path
 from typing import Any, Final
 
 from arena.core.keys import BadKeyError, MasterKey
-from arena.core.rules import table_deal
 from arena.protocol.records import GameRecordJSON
 from arena.server.ladder import (
     ROTATIONS,
@@ -58,7 +57,7 @@ from arena.server.ladder import (
     gauntlet_seed_id,
 )
 from arena.server.rating import PRIOR, Rating, submission_of
-from arena.tools.verify import VerifyError, check_game_end, check_hand
+from arena.tools.verify import VerifyError, check_game_play
 from arena.tournament.runner import read_journal
 
 #: ``run.json``'s ``format`` of a server's run folder.
@@ -197,21 +196,9 @@ def _game_problems(
     seed_id = gauntlet_seed_id(str(line["deal_key"]), k) if line["numbering"] == "gauntlet" else gid
     if key is not None and list(rec.get("bot_seeds", [])) != list(key.bot_seeds(seed_id)):
         out.append(f"game {gid}: bot seeds are not the key's")
-    scores = [0, 0, 0, 0]
-    problem = None
-    for hand in rec["hands"]:
-        number = int(hand["hand_number"])
-        problem = check_hand(hand, table_deal(table_key, number), scores)
-        if problem is not None:
-            out.append(f"game {gid} hand {number}: {problem}")
-            break
-        scores = list(hand["scores"])
+    problem = check_game_play(rec, table_key, max_tiebreak_hands, gid)
     if problem is not None:
-        return out  # the hands after the first wrong one prove nothing
-    if list(rec["scores"]) != scores:
-        out.append(f"game {gid}: final scores are not the hands' sum")
-    elif (end := check_game_end(rec, max_tiebreak_hands)) is not None:
-        out.append(f"game {gid}: {end}")
+        out.append(problem)
     return out
 
 

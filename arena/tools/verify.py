@@ -204,22 +204,32 @@ def verify_folder(folder: Path) -> tuple[int, list[str]]:
         if list(rec.get("bot_seeds", [])) != list(key.bot_seeds(gid)):
             problems.append(f"game {gid}: bot seeds are not the key's")
         table_key = key.table_key(rec["deal_key"])
-        scores = [0, 0, 0, 0]
-        problem = None
-        for hand in rec["hands"]:
-            number = int(hand["hand_number"])
-            problem = check_hand(hand, table_deal(table_key, number), scores)
-            if problem is not None:
-                problems.append(f"game {gid} hand {number}: {problem}")
-                break
-            scores = list(hand["scores"])
-        if list(rec["scores"]) != scores:
-            problems.append(f"game {gid}: final scores are not the hands' sum")
-        elif problem is None:
-            problem = check_game_end(rec, settings.referee.max_tiebreak_hands)
-            if problem is not None:
-                problems.append(f"game {gid}: {problem}")
+        problem = check_game_play(rec, table_key, settings.referee.max_tiebreak_hands, gid)
+        if problem is not None:
+            problems.append(problem)
     return len(records), problems
+
+
+def check_game_play(
+    rec: GameRecordJSON, table_key: bytes, max_tiebreak_hands: int, name: str
+) -> str | None:
+    """Replay a game record's hands from the deals of ``table_key`` under the
+    rules (:func:`check_hand`), then its final scores (the hands' sum) and its
+    end (R13, :func:`check_game_end`). The first problem as one line naming
+    the game ``name`` (``game NAME hand N: ...``, ``game NAME: ...``), or
+    ``None``. Used by ``verify``, the server's export check and the server's
+    re-check of every record."""
+    scores = [0, 0, 0, 0]
+    for hand in rec["hands"]:
+        number = int(hand["hand_number"])
+        problem = check_hand(hand, table_deal(table_key, number), scores)
+        if problem is not None:
+            return f"game {name} hand {number}: {problem}"
+        scores = list(hand["scores"])
+    if list(rec["scores"]) != scores:
+        return f"game {name}: final scores are not the hands' sum"
+    end = check_game_end(rec, max_tiebreak_hands)
+    return None if end is None else f"game {name}: {end}"
 
 
 def check_game_end(rec: GameRecordJSON, max_tiebreak_hands: int) -> str | None:
