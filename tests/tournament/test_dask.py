@@ -62,6 +62,9 @@ def _kill_a_busy_worker(
 # A cluster of two worker processes, one killed and replaced: 118 s on the shared
 # machine, past the suite's 120 s (stopped so once, 2026-12-01).
 @pytest.mark.timeout(600)
+# The kill is on purpose: Dask's scheduler may log "Couldn't gather keys" as an
+# ERROR when the worker dies holding a finished table (seen in CI, 2026-12-01).
+@pytest.mark.allow_error_logs
 def test_killed_worker_still_records_every_game_once(tmp_path: Path) -> None:
     slow = [f"s{i}={BOTS / 'slow_legal.py'} 0.004" for i in range(8)]
     out = tmp_path / "o"
