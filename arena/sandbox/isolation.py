@@ -260,35 +260,92 @@ def lease_uid(base: int = DEFAULT_UID_BASE, size: int = UID_POOL_SIZE) -> UidLea
     process limit of the next bot). A uid not released cleanly last time has
     its files, IPC objects and message queues removed (:func:`purge_uid`).
 
+    A uid whose lock file says ``clean`` is preferred: the first
+    :data:`CLEAN_WINDOW` uids from this arena's starting point are tried for
+    one first (a purge walks every world-writable folder, tenths of a
+    second on a busy ``/tmp``), then every uid of the pool, as before. Which
+    uid is chosen changes nothing of what is checked on it.
+
+    ``/proc`` is read once for a uid that is leased (after its lock is
+    taken: a process started before that by a killed arena is seen), and
+    that reading's table of uids with processes lets the uids after it that
+    it shows busy be passed over without a reading of their own (passing a
+    uid over is always safe; leasing one always takes a fresh reading).
+
     Raises:
         IsolationError: every uid of the pool is in use.
     """
     LOCK_DIR.mkdir(mode=0o755, exist_ok=True)
     start = os.getpid() % size
-    for i in range(size):
+    busy: frozenset[int] = frozenset()  # uids with processes, from the last reading
+    window = min(CLEAN_WINDOW, size)
+    order = [(i, True) for i in range(window)] + [(i, False) for i in range(size)]
+    for i, clean_only in order:
         uid = base + (start + i) % size
-        fd = os.open(LOCK_DIR / str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        if uid in busy:
+            continue
+        path = LOCK_DIR / str(uid)
+        flags = os.O_RDWR | os.O_CLOEXEC | (0 if clean_only else os.O_CREAT)
+        try:
+            fd = os.open(path, flags, 0o600)
+        except FileNotFoundError:  # never leased here: not known to be clean
+            continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             continue
-        left = find_processes(uid=uid)
-        if left:
+        state = _read_state(fd)
+        if clean_only and state != b"clean":
+            os.close(fd)
+            continue
+        live, busy = _processes_of(uid)
+        if live:
             from arena.sandbox import cgroups
 
-            cgroups.thaw_groups_of(left)  # a frozen process may not die (v1 freezer)
-            kill_processes(left)
-        if _uid_has_processes(uid):
+            cgroups.thaw_groups_of(live)  # a frozen process may not die (v1 freezer)
+            kill_processes(live)
+            busy = busy | {uid} if _uid_has_processes(uid) else busy - {uid}
+        if uid in busy:
             # Killed or zombie processes not yet reaped still count against
             # the uid's process limit: a bot started now could not fork.
             os.close(fd)
             continue
-        if _read_state(fd) != b"clean":
+        if state != b"clean":
             purge_uid(uid)
         _write_state(fd, b"in use")
         return UidLease(uid, fd)
     raise IsolationError(f"all {size} bot uids from {base} are in use")
+
+
+#: How many uids from an arena's starting point :func:`lease_uid` tries for
+#: one whose lock file says ``clean`` before it takes any free uid.
+CLEAN_WINDOW: Final = 64
+
+
+def _processes_of(uid: int) -> tuple[list[int], frozenset[int]]:
+    """One reading of ``/proc``: the pids of the live processes (not
+    zombies) with real uid ``uid``, and every real uid that has a process,
+    zombies included. The arena itself is never listed."""
+    me = os.getpid()
+    live: list[int] = []
+    uids: set[int] = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", "rb") as f:
+                text = f.read()
+        except OSError:
+            continue
+        at = text.find(b"\nUid:\t")
+        if at < 0:
+            continue
+        real = int(text[at + 6 : text.index(b"\t", at + 6)])
+        uids.add(real)
+        if real == uid and int(entry) != me and b"\nState:\tZ" not in text[:at]:
+            live.append(int(entry))
+    return live, frozenset(uids)
 
 
 #: First gid of the pool of entrant groups (one per entrant and arena: the
@@ -413,14 +470,53 @@ def purge_uids(
     removed = 0
     for top in WORLD_WRITABLE if folders is None else folders:
         with contextlib.suppress(OSError):
-            removed += _purge_tree(top, wanted, os.lstat(top).st_dev)
+            counts = _file_system_of(top) in LINK_COUNTING
+            removed += _purge_tree(top, wanted, os.lstat(top).st_dev, counts_links=counts)
     if message_queues:
         removed += _purge_mqueues(wanted)
     removed += _purge_sysv(wanted)
     return removed
 
 
-def _purge_tree(folder: Path, uids: frozenset[int], dev: int) -> int:
+#: File systems whose folders' link count is 2 + their number of subfolders
+#: (2: none), as the search for a uid's leftovers relies on: ext2/3/4, XFS,
+#: tmpfs. (Others report 1, "not counted": overlayfs' merged folders,
+#: btrfs; the search then lists every folder.)
+LINK_COUNTING: Final = frozenset({"ext2", "ext3", "ext4", "xfs", "tmpfs"})
+
+
+def _file_system_of(path: Path) -> str:
+    """The type of the file system ``path`` is on (``/proc/self/mounts``:
+    the mount point that is the longest prefix of its real path), or ``""``."""
+    real = os.path.realpath(path)
+    best, kind = "", ""
+    with contextlib.suppress(OSError), open("/proc/self/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) < 3:
+                continue
+            point = fields[1].replace("\\040", " ")
+            inside = real == point or real.startswith(point.rstrip("/") + "/")
+            if inside and len(point) >= len(best):
+                best, kind = point, fields[2]
+    return kind
+
+
+def _purge_tree(
+    folder: Path,
+    uids: frozenset[int],
+    dev: int,
+    *,
+    closed: bool = False,
+    counts_links: bool = False,
+) -> int:
+    """Remove what ``uids`` own below ``folder``. ``closed``: none of them
+    could write in ``folder`` (:func:`_writable_by_any` of its status), so
+    none of its entries but its folders can be theirs: only those are
+    looked at (their type comes from the listing, with no ``stat``); and on
+    a file system of :data:`LINK_COUNTING` (``counts_links``), a closed
+    subfolder whose link count is 2 has no folder inside: nothing of theirs
+    can be in it, and it is not listed."""
     removed = 0
     try:
         entries = list(os.scandir(folder))
@@ -428,6 +524,8 @@ def _purge_tree(folder: Path, uids: frozenset[int], dev: int) -> int:
         return 0
     for entry in entries:
         try:
+            if closed and not entry.is_dir(follow_symlinks=False):
+                continue
             st = entry.stat(follow_symlinks=False)
         except OSError:
             continue
@@ -442,7 +540,12 @@ def _purge_tree(folder: Path, uids: frozenset[int], dev: int) -> int:
                     os.unlink(entry.path)
             removed += 1
         elif is_dir and _enterable_by_any(st, uids):
-            removed += _purge_tree(Path(entry.path), uids, dev)
+            shut = not _writable_by_any(st, uids)
+            if shut and counts_links and st.st_nlink == 2:
+                continue
+            removed += _purge_tree(
+                Path(entry.path), uids, dev, closed=shut, counts_links=counts_links
+            )
     return removed
 
 
@@ -456,6 +559,24 @@ def _enterable_by_any(st: os.stat_result, uids: frozenset[int]) -> bool:
     gid = st.st_gid
     bot_group = gid in uids or DEFAULT_GID_BASE <= gid < DEFAULT_GID_BASE + UID_POOL_SIZE
     return bool(bot_group and st.st_mode & 0o010)
+
+
+def _writable_by_any(st: os.stat_result, uids: frozenset[int]) -> bool:
+    """Whether a bot with one of the uids ``uids`` could have made an entry
+    in a folder: it is not root's, or it is writable by others, or by its
+    group when that is a bot's group (with POSIX ACLs the group bits are
+    the ACL's mask, which bounds every named user's and group's entry).
+    Making, linking or renaming a file into a folder needs write access to
+    it, and only root could have changed the mode or owner of a folder of
+    root's, so the non-folder entries of a folder for which this is false
+    are not the bots' (the search does not ``stat`` them: most of a busy
+    ``/tmp``'s entries are such files, in root's checkouts and virtual
+    environments)."""
+    if st.st_uid != 0 or st.st_mode & 0o002:
+        return True
+    gid = st.st_gid
+    bot_group = gid in uids or DEFAULT_GID_BASE <= gid < DEFAULT_GID_BASE + UID_POOL_SIZE
+    return bool(bot_group and st.st_mode & 0o020)
 
 
 def _libc() -> Any:

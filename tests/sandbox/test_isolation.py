@@ -310,6 +310,99 @@ def test_uids_purged_together_in_one_walk(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert _left(top) == {"c.txt", "root.txt", "shared", "private", "private/a-looking"}
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="files of other uids need root")
+def test_purge_lists_only_what_a_bot_could_have_written(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """In a folder of root's that no bot may write in, only the subfolders
+    are looked at: a bot's file in an open folder below it and a bot's
+    folder in it go; a closed folder without subfolders is not listed at all
+    (on ext4 and tmpfs, whose link counts count subfolders); a file root
+    chowned into a closed folder is root's doing and stays (issue 26)."""
+    from arena.sandbox import isolation
+
+    a = 3_910_011  # away from the pools
+    top = tmp_path / "world"
+    top.mkdir(mode=0o777)
+    top.chmod(0o1777)
+    root = top / "checkout"  # root's, 0755: a clone or a virtual environment
+    (root / "leaf").mkdir(parents=True, mode=0o755)
+    (root / "leaf" / "file").write_text("x")
+    os.chown(root / "leaf" / "file", a, a)  # only root could have put it there
+    (root / "placed").write_text("x")
+    os.chown(root / "placed", a, a)
+    (root / "open").mkdir(mode=0o777)
+    (root / "open").chmod(0o777)
+    (root / "open" / "bot.txt").write_text("x")
+    os.chown(root / "open" / "bot.txt", a, a)
+    (root / "bots-dir").mkdir()
+    os.chown(root / "bots-dir", a, a)
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def counting(path: object):  # type: ignore[no-untyped-def]
+        listed.append(str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(isolation.os, "scandir", counting)
+    assert isolation.purge_uids({a}, [top], message_queues=False) == 2  # open/bot.txt, bots-dir
+    monkeypatch.undo()
+    left = _left(top)
+    assert "checkout/open/bot.txt" not in left and "checkout/bots-dir" not in left
+    assert {"checkout/placed", "checkout/leaf/file"} <= left
+    counted = isolation._file_system_of(top) in isolation.LINK_COUNTING
+    assert (str(root / "leaf") in listed) is not counted
+    assert str(root / "open") in listed
+
+
+def _lock_state(uid: int, state: bytes) -> None:
+    from arena.sandbox import isolation
+
+    isolation.LOCK_DIR.mkdir(mode=0o755, exist_ok=True)
+    (isolation.LOCK_DIR / str(uid)).write_bytes(state)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="uid leases need root")
+def test_a_clean_uid_is_leased_before_one_that_needs_a_purge(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A uid whose last holder was killed ("in use") needs a walk of every
+    world-writable folder before it is leased; a clean one a little further
+    on is taken instead, with one reading of /proc (issue 26). When no uid
+    is clean, the first free one is purged and leased, as before."""
+    from arena.sandbox import isolation
+
+    base, size = 3_930_000, 3
+    first = base + os.getpid() % size  # where this process's search starts
+    second = base + (os.getpid() + 1) % size
+    third = base + (os.getpid() + 2) % size
+    _lock_state(first, b"in use")
+    _lock_state(second, b"clean")
+    _lock_state(third, b"in use")
+    purged: list[int] = []
+    monkeypatch.setattr(isolation, "purge_uid", purged.append)
+    readings: list[str] = []
+    real_listdir = os.listdir
+
+    def counting(path: object = ".") -> list[str]:
+        if str(path) == "/proc":
+            readings.append("/proc")
+        return real_listdir(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(isolation.os, "listdir", counting)
+    lease = isolation.lease_uid(base=base, size=size)
+    try:
+        assert lease.uid == second
+        assert purged == []
+        assert len(readings) == 1
+        other = isolation.lease_uid(base=base, size=size)  # no clean uid is free now
+        assert other.uid == first
+        assert purged == [first]
+        other.release()
+    finally:
+        lease.release()
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="uid leases need root")
 def test_leases_released_together_are_clean_only_after_one_purge(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
