@@ -2,7 +2,7 @@
 ``python -m arena`` process tree beside ``python -c pass``, measured in one
 run with the modes alternated so that the machine's load touches all alike.
 
-    python benchmarks/startup.py [--repeats N] [--only a,b,c,d]
+    python benchmarks/startup.py [--repeats N] [--only a,b,c,d] [--before DIR]
 
 Modes, each started N times (default 5) as a subprocess of this script:
 
@@ -17,7 +17,17 @@ d. the same run with ``--no-sandbox``.
 For each mode: the median CPU seconds (user + system) of the process and
 every descendant it waited for (``os.wait4``; a sealed bot's CPU counts, as
 it is a child of the arena's bubblewrap), the median wall seconds, and both
-as ratios to the baseline's medians. The run modes' output goes to a
+as ratios to the baseline's medians.
+
+``--before DIR``: a source tree of another version of the arena (``git
+archive 1f2ef68 | tar -x -C DIR``) whose ``arena`` package runs each mode
+b to d again, with ``PYTHONPATH=DIR``, alternated with the installed one in
+the same loop, so that both meet the same load; its rows are marked
+``(before)`` and the installed one's get a last column, after / before.
+
+Set ``PYTHONDONTWRITEBYTECODE`` as the runs you compare do: with it every
+arena process compiles its modules from source (about 0.2 s of CPU). The
+run modes' output goes to a
 temporary folder removed at the end; a run that fails stops the script with
 its stderr.
 """
@@ -36,34 +46,38 @@ import time
 BOTS = ["sample:low", "sample:duck", "sample:random", "sample:heuristic"]
 RUN = ["run", *BOTS, "--rounds", "1", "--hands", "1", "--jobs", "1", "--seed", "1"]
 RUN += ["--quiet", "--overwrite", "--memory-limit", "512"]
+BASELINE = "a python -c pass"
+
+#: A mode's argv and environment (``None``: this process's).
+Mode = tuple[list[str], dict[str, str] | None]
 
 
-def _modes(out: str) -> dict[str, list[str]]:
-    """The argv of each mode, by its letter and name."""
+def _modes(out: str, before: str | None) -> dict[str, Mode]:
+    """Each mode by its letter and name; with ``before``, modes b to d twice."""
     py = sys.executable
-    return {
-        "a python -c pass": [py, "-c", "pass"],
-        "b arena --help": [py, "-m", "arena", "--help"],
-        "c run, sealed": [py, "-m", "arena", *RUN, "--out", os.path.join(out, "c")],
-        "d run, --no-sandbox": [
-            py,
-            "-m",
-            "arena",
-            *RUN,
-            "--no-sandbox",
-            "--out",
-            os.path.join(out, "d"),
-        ],
-    }
+    modes: dict[str, Mode] = {BASELINE: ([py, "-c", "pass"], None)}
+    trees: list[tuple[str, dict[str, str] | None]] = [("", None)]
+    if before is not None:
+        trees.append((" (before)", {**os.environ, "PYTHONPATH": os.path.abspath(before)}))
+    for mark, env in trees:
+        folder = os.path.join(out, "before" if env else "now")
+        arena = [py, "-m", "arena"]
+        modes[f"b arena --help{mark}"] = ([*arena, "--help"], env)
+        modes[f"c run, sealed{mark}"] = ([*arena, *RUN, "--out", f"{folder}/c"], env)
+        modes[f"d run, --no-sandbox{mark}"] = (
+            [*arena, *RUN, "--no-sandbox", "--out", f"{folder}/d"],
+            env,
+        )
+    return modes
 
 
-def measure(argv: list[str]) -> tuple[float, float]:
+def measure(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """CPU seconds (user + system, the process and its waited descendants)
     and wall seconds of one run of ``argv``; raises RuntimeError with its
     stderr's tail if it exits non-zero."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
     )
     assert proc.stderr is not None
     err = proc.stderr.read()
@@ -84,30 +98,36 @@ def main() -> None:
     parser.add_argument(
         "--only", default="a,b,c,d", help="modes to run, by letter (the baseline always runs)"
     )
+    parser.add_argument("--before", metavar="DIR", help="a source tree of another version")
     args = parser.parse_args()
     out = tempfile.mkdtemp(prefix="arena-startup-")
     try:
         wanted = set(args.only.split(",")) | {"a"}
-        modes = {name: argv for name, argv in _modes(out).items() if name[0] in wanted}
+        modes = {k: mode for k, mode in _modes(out, args.before).items() if k[0] in wanted}
         samples: dict[str, list[tuple[float, float]]] = {name: [] for name in modes}
-        for argv in modes.values():  # warm up the file caches once
-            measure(argv)
+        for argv, env in modes.values():  # warm up the file caches once
+            measure(argv, env)
         for _ in range(args.repeats):
-            for name, argv in modes.items():
-                samples[name].append(measure(argv))
+            for name, (argv, env) in modes.items():
+                samples[name].append(measure(argv, env))
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    base_cpu = statistics.median(c for c, _ in samples["a python -c pass"])
-    base_wall = statistics.median(w for _, w in samples["a python -c pass"])
+    medians = {
+        name: (statistics.median(c for c, _ in runs), statistics.median(w for _, w in runs))
+        for name, runs in samples.items()
+    }
+    base_cpu, base_wall = medians[BASELINE]
     load = os.getloadavg()[0]
     print(f"{args.repeats} runs per mode, medians; load average {load:.1f}; {os.cpu_count()} cores")
-    print(f"{'mode':<22} {'CPU s':>8} {'x base':>8} {'wall s':>8} {'x base':>8}")
-    for name, runs in samples.items():
-        cpu = statistics.median(c for c, _ in runs)
-        wall = statistics.median(w for _, w in runs)
-        print(
-            f"{name:<22} {cpu:>8.3f} {cpu / base_cpu:>8.1f} {wall:>8.3f} {wall / base_wall:>8.1f}"
+    print(f"{'mode':<31} {'CPU s':>7} {'x base':>7} {'wall s':>7} {'x base':>7} {'now/before':>11}")
+    for name, (cpu, wall) in medians.items():
+        line = (
+            f"{name:<31} {cpu:>7.3f} {cpu / base_cpu:>7.1f} {wall:>7.3f} {wall / base_wall:>7.1f}"
         )
+        before = medians.get(f"{name} (before)")
+        if before is not None:
+            line += f" {cpu / before[0]:>11.2f}"
+        print(line)
 
 
 if __name__ == "__main__":
