@@ -736,6 +736,13 @@ def python_for(uid: int) -> tuple[str, str | None]:
     can run, with the folder holding the ``arena`` package to put on
     ``PYTHONPATH`` (so bots that import the rules engine still can).
 
+    The answer is remembered for the life of this process under the
+    candidates' status and that of every folder on their real paths (owner,
+    mode, change time), so a run played in a process that already asked
+    (tests, a competition's runner) starts no interpreter; any of them
+    changed, it asks again. (A stale answer could only make bots fail to
+    start; it never changes how they are confined.)
+
     Returns:
         ``(interpreter, pythonpath or None)``.
 
@@ -743,7 +750,6 @@ def python_for(uid: int) -> tuple[str, str | None]:
         IsolationError: no interpreter of the arena's Python version is
             runnable by an unprivileged user.
     """
-    import subprocess
     import sys
 
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
@@ -753,6 +759,50 @@ def python_for(uid: int) -> tuple[str, str | None]:
             path = os.path.join(folder, name)
             if os.path.isfile(path) and path not in candidates:
                 candidates.append(path)
+    key = _python_key(candidates)
+    found = _PYTHONS.get(key) if key is not None else None
+    if found is None:
+        found = _find_python(candidates, uid, version)
+        if key is not None:
+            _PYTHONS[key] = found
+    return found
+
+
+#: :func:`python_for`'s answers in this process, by :func:`_python_key`.
+_PYTHONS: dict[tuple[object, ...], tuple[str, str | None]] = {}
+
+
+def _python_key(candidates: list[str]) -> tuple[object, ...] | None:
+    """The interpreters ``candidates`` with the status (device, inode, owner,
+    group, mode, change time) of each one's real path and of every folder
+    on it; ``None`` when one cannot be read."""
+    key: list[object] = []
+    for path in candidates:
+        key.append(path)
+        for at in {*_folders_on(os.path.abspath(path)), *_folders_on(os.path.realpath(path))}:
+            try:
+                st = os.lstat(at)
+            except OSError:
+                return None
+            key.append((at, st.st_dev, st.st_ino, st.st_uid, st.st_gid, st.st_mode, st.st_ctime_ns))
+    return tuple(sorted(key, key=str))
+
+
+def _folders_on(path: str) -> list[str]:
+    """``path`` and every folder above it, up to ``/``."""
+    out = [path]
+    while path != "/":
+        path = os.path.dirname(path)
+        out.append(path)
+    return out
+
+
+def _find_python(candidates: list[str], uid: int, version: str) -> tuple[str, str | None]:
+    """:func:`python_for` without its memory: start each candidate as
+    ``uid`` until one prints ``version``."""
+    import subprocess
+    import sys
+
     probe = "import sys; print('%d.%d' % sys.version_info[:2])"
     for exe in candidates:
         try:

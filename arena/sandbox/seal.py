@@ -938,6 +938,15 @@ def probe(
     with the same binds, the static ``/proc`` view and the seccomp
     ``seccomp`` program when given) to learn whether sealing works here.
 
+    A success is remembered for the life of this process (a run played in
+    a process that already probed, as the tests and a competition's runner
+    do, does not probe again) under :func:`_probe_key`: the bubblewrap file's
+    identity, whether bots run as another user, the ``read_only`` paths,
+    the filter, the memory bound, the bot kit's copy and the kernel
+    settings that turn user namespaces off. Any of them changed, it probes
+    again. Only a success is remembered: a stale one can only make bots
+    fail to start, with their reason recorded, never play them unsealed.
+
     Returns:
         ``None`` when it works, else one line saying why not (bubblewrap
         missing, it cannot create its namespaces, or the filter cannot be
@@ -948,6 +957,9 @@ def probe(
     bwrap = bwrap_path()
     if bwrap is None:
         return "bubblewrap (the 'bwrap' command, Debian package 'bubblewrap') is not installed"
+    key = _probe_key(bwrap, user is not None, read_only, seccomp, memory_mb)
+    if key is not None and key in _PROBED:
+        return None
     folder = Path(tempfile.mkdtemp(prefix="hearts-arena-probe-"))
     folder.chmod(0o755)
     fd = seccomp_fd(seccomp) if seccomp is not None else -1
@@ -981,7 +993,53 @@ def probe(
         if seccomp is not None and "seccomp" in why.lower():
             return f"bubblewrap cannot load the seal's seccomp filter here ({why})"
         return f"bubblewrap cannot create its namespaces here ({why})"
+    if key is not None:
+        _PROBED.add(key)
     return None
+
+
+#: The keys (:func:`_probe_key`) of the probes that succeeded in this process.
+_PROBED: set[tuple[object, ...]] = set()
+#: Kernel settings that can turn off the user namespaces bubblewrap needs
+#: while the machine runs (Debian's, the upstream count, Ubuntu's AppArmor
+#: switch): part of a probe's key.
+USERNS_SETTINGS: Final = (
+    "/proc/sys/kernel/unprivileged_userns_clone",
+    "/proc/sys/user/max_user_namespaces",
+    "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+)
+
+
+def _probe_key(
+    bwrap: str, other_user: bool, read_only: Iterable[Path], seccomp: bytes | None, memory_mb: int
+) -> tuple[object, ...] | None:
+    """What a probe's outcome depends on, beside what cannot change while
+    this process lives (the seal's bound paths, :func:`_readable`, are
+    computed once per process; the machine's boot): the bubblewrap file
+    (real path, device, inode, size, mode, owner, change time), bots as
+    another user or not, the ``read_only`` paths, the filter's SHA-256, the
+    memory bound, the bot kit's copy (its inode: a removed copy would fail
+    every bot) and :data:`USERNS_SETTINGS`. ``None`` (probe, remember
+    nothing) when one of them cannot be read."""
+    import hashlib
+
+    try:
+        real = os.path.realpath(bwrap)
+        st = os.stat(real)
+        kit = os.stat(kit_source()).st_ino
+        settings: list[str | None] = []
+        for name in USERNS_SETTINGS:
+            try:
+                with open(name) as f:
+                    settings.append(f.read().strip())
+            except FileNotFoundError:
+                settings.append(None)
+    except OSError:
+        return None
+    file = (real, st.st_dev, st.st_ino, st.st_size, st.st_mode, st.st_uid, st.st_ctime_ns)
+    program = hashlib.sha256(seccomp).hexdigest() if seccomp is not None else None
+    paths = tuple(str(p) for p in read_only)
+    return (file, other_user, paths, program, memory_mb, kit, tuple(settings))
 
 
 #: What an unsealed bot is not isolated from (the one line printed when

@@ -642,3 +642,91 @@ def test_sandbox_ro_shows_a_path_outside_the_allowlist(open_tmp: Path, given: bo
             assert want in rec["stderr"][rec["seats"].index("u")].splitlines()
     finally:
         shutil.rmtree(runtime)
+
+
+@needs_seal
+def test_a_probe_that_worked_is_not_run_again_until_its_key_changes(
+    open_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A probe that worked is remembered for the process (issue 26: every
+    run played in one process probed bubblewrap again); another bubblewrap
+    file (a stand-in, then the stand-in edited), another memory bound or
+    another filter probes again; a probe that failed is never remembered."""
+    import subprocess
+
+    real = seal.bwrap_path()
+    assert real is not None
+    program, _ = seal.seccomp_program()
+    started: list[str] = []
+    real_run = subprocess.run
+
+    def counting(argv, *args, **kwargs):  # type: ignore[no-untyped-def]
+        started.append(argv[0])
+        return real_run(argv, *args, **kwargs)
+
+    monkeypatch.setattr(seal.subprocess, "run", counting)
+    monkeypatch.setattr(seal, "_PROBED", set())
+
+    def probe(memory_mb: int = 300, seccomp: bytes | None = program) -> str | None:
+        return seal.probe(user=None, group=None, seccomp=seccomp, memory_mb=memory_mb)
+
+    assert probe() is None and probe() is None
+    assert len(started) == 1
+    assert probe(memory_mb=301) is None and probe(seccomp=None) is None
+    assert len(started) == 3
+    stand_in = open_tmp / "bin"
+    stand_in.mkdir(mode=0o755)
+    fake = stand_in / "bwrap"
+    fake.write_text(f'#!/bin/sh\nexec {real} "$@"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{stand_in}:{os.environ['PATH']}")
+    assert probe() is None and probe() is None
+    assert started[3:] == [str(fake)]
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    for _ in range(2):  # edited (a new change time): probed again, and the failure is not kept
+        assert probe() == (
+            "bubblewrap cannot create its namespaces here "
+            "(bwrap: No permissions to create new namespace)"
+        )
+    assert started[4:] == [str(fake), str(fake)]
+
+
+@needs_root
+def test_python_for_asks_once_per_process_until_an_interpreter_or_folder_changes(
+    open_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The interpreter a bot user can run is found once per process (issue
+    26: each run started one or more interpreters to ask); a new candidate
+    on PATH, or a change to a folder on a candidate's path, asks again."""
+    import subprocess
+
+    from arena.sandbox import isolation
+
+    started: list[str] = []
+    real_run = subprocess.run
+
+    def counting(argv, *args, **kwargs):  # type: ignore[no-untyped-def]
+        started.append(argv[0])
+        return real_run(argv, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", counting)
+    monkeypatch.setattr(isolation, "_PYTHONS", {})
+    lease = lease_uid()
+    try:
+        first = python_for(lease.uid)
+        asked = len(started)
+        assert asked >= 1
+        assert python_for(lease.uid) == first
+        assert len(started) == asked
+        stand_in = open_tmp / "bin"
+        stand_in.mkdir(mode=0o755)
+        (stand_in / "python3").symlink_to(first[0])
+        monkeypatch.setenv("PATH", f"{stand_in}:{os.environ['PATH']}")
+        assert python_for(lease.uid) == first
+        assert len(started) > asked
+        asked = len(started)
+        stand_in.chmod(0o711)  # a folder on a candidate's path changed
+        assert python_for(lease.uid) == first
+        assert len(started) > asked
+    finally:
+        lease.release()
