@@ -12,7 +12,12 @@ c. a sealed run (the default mode) of the four sample bots ``low``, ``duck``,
    ``random`` and ``heuristic`` with ``--rounds 1 --hands 1 --jobs 1``: the
    smallest tournament the arena plays (one table, its deal in four seat
    rotations: four one-hand games);
-d. the same run with ``--no-sandbox``.
+d. the same run with ``--no-sandbox``;
+e. (as root) the uid leases of a run's start, alone: a process leasing five
+   uids (the probe's and four bots') from a private pool of 256 uids
+   (3,960,000 on) whose lock files say ``in use`` but for every eighth,
+   ``clean``: the pool a machine's killed runs and never-used uids leave,
+   where a lease taken dirty walks every world-writable folder first.
 
 For each mode: the median CPU seconds (user + system) of the process and
 every descendant it waited for (``os.wait4``; a sealed bot's CPU counts, as
@@ -47,6 +52,14 @@ BOTS = ["sample:low", "sample:duck", "sample:random", "sample:heuristic"]
 RUN = ["run", *BOTS, "--rounds", "1", "--hands", "1", "--jobs", "1", "--seed", "1"]
 RUN += ["--quiet", "--overwrite", "--memory-limit", "512"]
 BASELINE = "a python -c pass"
+LEASES = """
+from arena.sandbox import isolation as i
+base, size = 3_960_000, 256
+i.LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
+for k in range(size):
+    (i.LOCK_DIR / str(base + k)).write_bytes(b"clean" if k % 8 == 0 else b"in use")
+i.release_leases([i.lease_uid(base, size) for _ in range(5)])
+"""
 
 #: A mode's argv and environment (``None``: this process's).
 Mode = tuple[list[str], dict[str, str] | None]
@@ -68,16 +81,27 @@ def _modes(out: str, before: str | None) -> dict[str, Mode]:
             [*arena, *RUN, "--no-sandbox", "--out", f"{folder}/d"],
             env,
         )
+        if os.geteuid() == 0:
+            modes[f"e 5 uid leases{mark}"] = ([py, "-c", LEASES], env)
     return modes
 
 
-def measure(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+def measure(
+    argv: list[str], env: dict[str, str] | None = None, cwd: str = "/"
+) -> tuple[float, float]:
     """CPU seconds (user + system, the process and its waited descendants)
-    and wall seconds of one run of ``argv``; raises RuntimeError with its
-    stderr's tail if it exits non-zero."""
+    and wall seconds of one run of ``argv`` in the folder ``cwd`` (not this
+    one: ``python -m`` and ``-c`` put the current folder first on
+    ``sys.path``, and a checkout's ``arena`` would shadow the one meant);
+    raises RuntimeError with its stderr's tail if it exits non-zero."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
     )
     assert proc.stderr is not None
     err = proc.stderr.read()
@@ -96,7 +120,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="runs of each mode (default 5)")
     parser.add_argument(
-        "--only", default="a,b,c,d", help="modes to run, by letter (the baseline always runs)"
+        "--only", default="a,b,c,d,e", help="modes to run, by letter (the baseline always runs)"
     )
     parser.add_argument("--before", metavar="DIR", help="a source tree of another version")
     args = parser.parse_args()
@@ -106,10 +130,10 @@ def main() -> None:
         modes = {k: mode for k, mode in _modes(out, args.before).items() if k[0] in wanted}
         samples: dict[str, list[tuple[float, float]]] = {name: [] for name in modes}
         for argv, env in modes.values():  # warm up the file caches once
-            measure(argv, env)
+            measure(argv, env, out)
         for _ in range(args.repeats):
             for name, (argv, env) in modes.items():
-                samples[name].append(measure(argv, env))
+                samples[name].append(measure(argv, env, out))
     finally:
         shutil.rmtree(out, ignore_errors=True)
     medians = {
