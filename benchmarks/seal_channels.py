@@ -63,11 +63,12 @@ def score(hands: list[tuple[int, list[str], list[str], str | None]]) -> dict[str
     it could not be opened).
 
     Returns:
-        ``{"hands", "opened", "exact", "right", "bits"}``: hands scored, hands
-        where the channel opened, exact hands, share of right cards (0..1),
+        ``{"hands", "opened", "given", "exact", "right", "bits"}``: hands
+        scored, hands where the channel opened, cards the channel gave the
+        receiver (over all hands), exact hands, share of right cards (0..1),
         mean bits per hand.
     """
-    exact = right_total = opened = 0
+    exact = right_total = opened = given = 0
     bits = 0.0
     for key, own, sent, text in hands:
         unknown = [c for c in CARDS if c not in own]
@@ -77,6 +78,7 @@ def score(hands: list[tuple[int, list[str], list[str], str | None]]) -> dict[str
             if card in unknown and card not in got:
                 got.append(card)
         opened += text is not None
+        given += len(got)
         guess = got[:13]
         rest = [c for c in unknown if c not in guess]
         random.Random(key).shuffle(rest)
@@ -90,6 +92,7 @@ def score(hands: list[tuple[int, list[str], list[str], str | None]]) -> dict[str
     return {
         "hands": n,
         "opened": opened,
+        "given": given,
         "exact": exact,
         "right": right_total / (13 * n) if n else 0.0,
         "bits": bits / n if n else 0.0,

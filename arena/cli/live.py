@@ -117,7 +117,17 @@ def open_live(
 
 def watch_command(args: argparse.Namespace) -> int:
     """``hearts-arena watch DIR --live [HOST:]PORT``; returns the exit code
-    (130 on Ctrl-C, the only way it ends)."""
+    (130 on Ctrl-C, SIGTERM or SIGHUP, the only ways it ends: the page's
+    streams get their ``end`` event and the server shuts down, then
+    "stopped").
+
+    Raises:
+        CliError: exit 3, the folder holds no run file or the address
+            cannot be served.
+    """
+    import signal
+    import threading
+
     import trio
 
     from arena.live.hub import Hub
@@ -151,13 +161,32 @@ def watch_command(args: argparse.Namespace) -> int:
         args.live_delay,
         reload,
     )
+    interrupted: list[int] = []
+
+    async def until_ctrl_c() -> None:
+        # Ctrl-C (and SIGTERM, SIGHUP: main raises SIGINT for them) taken as a
+        # signal, not as a KeyboardInterrupt raised wherever the loop happens
+        # to be: inside Hypercorn's tasks it was swallowed (its serve returns
+        # quietly on one) or replaced by the error it left behind, and the
+        # command hung or exited 1. A second Ctrl-C, once this receiver is
+        # closed, interrupts the shutdown as before.
+        with trio.open_signal_receiver(signal.SIGINT) as signals:
+            async for signum in signals:
+                interrupted.append(signum)
+                return
+
+    # Signals can be received only in the main thread (a test may call main
+    # from another): there, Ctrl-C is the KeyboardInterrupt below.
+    stop = until_ctrl_c if threading.current_thread() is threading.main_thread() else None
     try:
-        trio.run(serve, hub, address, token, None, lambda url: print_url(url, token))
+        trio.run(serve, hub, address, token, None, lambda url: print_url(url, token), stop)
     except OSError as exc:
         raise CliError(
             f"--live: cannot serve the page: {exc.strerror or exc}", EXIT_OUTPUT
         ) from None
     except KeyboardInterrupt:
+        interrupted.append(signal.SIGINT)
+    if interrupted:
         print("stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_OK

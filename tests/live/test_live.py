@@ -579,3 +579,72 @@ def test_a_hub_without_a_journal_takes_the_records_it_is_handed(tmp_path: Path) 
     assert [g["game_index"] for g in finished["games"]] == [3, 2, 1, 0]
     assert hub.revealed("r1-t0") and hub.game_hands(2) is not None
     assert json.loads(hub.texts["standings"])["counted"] == 4
+
+
+def test_watch_ends_on_ctrl_c_with_an_end_event_for_every_stream(tmp_path: Path) -> None:
+    """``watch`` takes Ctrl-C as a signal that stops its server: every open
+    stream gets the ``end`` event, then "stopped" and exit 130. (As a
+    KeyboardInterrupt raised wherever the loop was, inside Hypercorn's or
+    Starlette's tasks, it dropped the streams without one, and now and then
+    corrupted Trio's nursery stack: exit 1; or was swallowed: a hang.)"""
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+    import urllib.request
+
+    from arena.report.outputs import write_outputs
+
+    settings = _settings()
+    records = synthesize(NAMES, settings)
+    entrants = [{"name": n, "command": f"bots/{n}", "cwd": "."} for n in NAMES]
+    out = tmp_path / "run"
+    out.mkdir()
+    write_outputs(out, {**settings.to_json(), "entrants": entrants}, NAMES, records, len(records))
+    _journal(out / "games.jsonl", records)
+    run = {"format_version": 2, "settings": {**settings.to_json(), "entrants": entrants}}
+    run.update(games_total=len(records), run_id="a1", verdict={"fail_if": [], "junit": None})
+    (out / "run.json").write_text(json.dumps(run))
+    log = tmp_path / "watch.log"
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "arena", "watch", str(out), "--live", "0"],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    try:
+        while not (found := re.search(r"live view: (http://\S+)", log.read_text())):
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.05)
+        origin = found.group(1).rstrip("/")
+        events: list[list[str]] = [[] for _ in range(3)]
+        opened = threading.Barrier(len(events) + 1)
+
+        def read(seen: list[str]) -> None:
+            with urllib.request.urlopen(f"{origin}/events", timeout=60) as reply:
+                opened.wait()
+                for raw in reply:
+                    if raw.startswith(b"event: "):
+                        seen.append(raw[7:].decode().strip())
+
+        readers = [threading.Thread(target=read, args=(seen,), daemon=True) for seen in events]
+        for reader in readers:
+            reader.start()
+        opened.wait(timeout=60)
+        while not all("finished" in seen for seen in events):  # the streams are served
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=60)
+        for reader in readers:
+            reader.join(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = log.read_text()
+    assert code == 130, text
+    assert text.splitlines()[-1] == "stopped", text
+    assert [seen[-1] for seen in events] == ["end"] * 3, events

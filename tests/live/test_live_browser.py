@@ -185,7 +185,11 @@ def _wait(predicate: Any, seconds: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-@pytest.mark.timeout(600)  # a loaded machine plays the 40 games slowly
+#: Games of the live run: five entrants, one round (5 tables of 4 rotations).
+GAMES = 20
+
+
+@pytest.mark.timeout(600)  # a loaded machine plays the games slowly
 def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
     out = tmp_path / "run"
     # --no-sandbox: bots could reach a loopback port, so the page must want its token.
@@ -193,7 +197,7 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
         "run",
         *_entrants(),
         "--rounds",
-        "2",
+        "1",
         "--jobs",
         "2",
         "--time-limit",
@@ -259,7 +263,7 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
         # its hands must be refused whatever the timing of the others.
         latest = [m for m in stream.messages if m[1] == "finished"]
         listed = {g["game_index"] for g in latest[-1][2]["games"]} if latest else set()
-        unfinished = max(i for i in range(40) if i not in listed)
+        unfinished = max(i for i in range(GAMES) if i not in listed)
         unplayed = _ask_hands(origin, token, {"games": [{"game_index": unfinished}]})
         assert unplayed[0][2] == 404, unplayed
         answers.extend(unplayed)
@@ -278,7 +282,7 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
             proc.kill()
     stream.join(timeout=30)
     records = [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines()]
-    assert len(records) == 40
+    assert len(records) == GAMES
     assert stream.messages[-1][1] == "end"
     assert check_tables(stream.messages, records) > 50
     check_hands(answers + watch.hands, records)
@@ -286,7 +290,8 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
     assert any(t["faults"] for _, e, d in stream.messages if e == "tables" for t in d["tables"])
 
     # -- watch on the finished run -------------------------------------------------
-    proc, url = _start(["watch", str(out), "--live", "0"], tmp_path / "watch.log")
+    watch_log = tmp_path / "watch.log"
+    proc, url = _start(["watch", str(out), "--live", "0"], watch_log)
     try:
         assert "token=" not in url  # loopback, and no bot of this command
         origin = url.rstrip("/")
@@ -305,7 +310,7 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
         page.wait_for_selector("#standings tbody tr")
         page.wait_for_selector("#finished tbody tr")
         assert page.locator("#standings tbody tr").count() == 5
-        assert "40 of 40 games" in page.inner_text("#played")
+        assert f"{GAMES} of {GAMES} games" in page.inner_text("#played")
         assert page.is_hidden("#tables-section")
         assert "finished games" in page.inner_text("#note")
         assert page.locator("#finished button.show").count() == 12  # every deal is over
@@ -362,7 +367,8 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
         context.close()
     finally:
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 130
+        code = proc.wait(timeout=30)
+        assert code == 130, f"watch exited {code}: {watch_log.read_text(errors='replace')[-4000:]}"
 
 
 # -- the paced view and the organiser's tables, from a hub fed by the test ----------

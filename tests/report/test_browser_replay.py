@@ -132,31 +132,42 @@ def knew(hand: dict[str, Any], t: int, c: int, seat: int) -> set[str]:
     return seen
 
 
-def shown(pg: Any, selector: str) -> list[str]:
-    return [str(x) for x in pg.locator(selector).evaluate_all("e => e.map(x => x.dataset.card)")]
+#: What :func:`check_view` reads of the player, in one round trip to the page
+#: (a locator a value took some 14 a view).
+VIEW_JS = """() => {
+  const cards = sel => [...document.querySelectorAll(sel)].map(x => x.dataset.card);
+  const box = s => `#player .pl-seat[data-seat="${s}"]`;
+  return JSON.stringify({
+    seat: document.querySelector("#player").getAttribute("data-seat"),
+    seats: [0, 1, 2, 3].map(s => ({
+      faces: cards(`${box(s)} .pl-hand-cards .card:not(.back)`),
+      backs: document.querySelectorAll(`${box(s)} .card.back`).length,
+      total: document.querySelectorAll(`${box(s)} .pl-hand-cards .card`).length,
+    })),
+    center: cards("#player .pl-center .card"),
+    everything: cards("#player [data-card]"),
+  });
+}"""
 
 
 def check_view(pg: Any, hand: dict[str, Any], t: int, c: int, viewer: int | None) -> None:
     """The player's cards against the record: the viewer's (or every) hand
     exactly, the trick on the table, and no card the viewer did not know."""
     held, table = state(hand, t, c)
-    assert pg.locator("#player").get_attribute("data-seat") == (
-        "open" if viewer is None else str(viewer)
-    )
+    seen = json.loads(pg.evaluate(VIEW_JS))
+    assert seen["seat"] == ("open" if viewer is None else str(viewer))
     for s in range(4):
-        box = f'#player .pl-seat[data-seat="{s}"]'
-        cards = shown(pg, f"{box} .pl-hand-cards .card:not(.back)")
+        cards = [str(x) for x in seen["seats"][s]["faces"]]
         if viewer is None or viewer == s:
             assert cards == held[s], (s, cards, held[s])
-            assert pg.locator(f"{box} .card.back").count() == 0
+            assert seen["seats"][s]["backs"] == 0
         else:
             assert set(cards) <= set(held[s])
-            total = pg.locator(f"{box} .pl-hand-cards .card").count()
-            assert total == len(held[s])
-    center = shown(pg, "#player .pl-center .card")
+            assert seen["seats"][s]["total"] == len(held[s])
+    center = [str(x) for x in seen["center"]]
     assert sorted(center) == sorted(card for _, card in table)
     if viewer is not None:
-        everything = set(shown(pg, "#player [data-card]"))
+        everything = {str(x) for x in seen["everything"]}
         assert everything <= knew(hand, t, c, viewer), everything - knew(hand, t, c, viewer)
         # and at least its own hand and the table are there
         assert set(held[viewer]) | {card for _, card in table} <= everything
@@ -241,12 +252,16 @@ def test_every_moment_every_view_of_the_pure_logic_matches_the_journal(
     rec = records[0]
     pg, watch = page
     pg.goto((out / "games" / "0-r1-t0-k0.html").as_uri())
-    views = pg.evaluate(
-        """() => {
-          const data = JSON.parse(document.getElementById('replay-data').textContent);
-          return HeartsReplay.positions(data).map(pos =>
-            [pos, [-1, 0, 1, 2, 3].map(v => HeartsReplay.view(data, pos, v))]);
-        }"""
+    # One JSON text back: Playwright's protocol checks a returned object
+    # value by value (some 800 views: seconds), a string at once.
+    views = json.loads(
+        pg.evaluate(
+            """() => {
+              const data = JSON.parse(document.getElementById('replay-data').textContent);
+              return JSON.stringify(HeartsReplay.positions(data).map(pos =>
+                [pos, [-1, 0, 1, 2, 3].map(v => HeartsReplay.view(data, pos, v))]));
+            }"""
+        )
     )
     expected = sum(1 + (1 if h["passes"] else 0) + 52 for h in rec["hands"])
     assert len(views) == expected

@@ -262,9 +262,12 @@ def test_a_clean_candidate_passes_whatever_its_opponents_do(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Issue 14, item 5: the opponent ``d`` faults, the candidate ``a`` does
-    not: exit 0, and the JUnit file (the candidate's case only) passes."""
+    not: exit 0, and the JUnit file (the candidate's case only) passes. Four
+    entrants: the candidate's one table (4 games, where five entrants play
+    16; which tables a gauntlet plays is the test above's)."""
     out, junit = tmp_path / "o", tmp_path / "g.xml"
-    args = ["run", *FIVE, *BASE, "--format", "gauntlet", "--candidate", "a", "--out", str(out)]
+    four = [*FIVE[:3], FIVE[3]]  # a, b, c and the illegal d
+    args = ["run", *four, *BASE, "--format", "gauntlet", "--candidate", "a", "--out", str(out)]
     assert run_arena([*args, "--fail-if", "faults>0", "--junit", str(junit)]) == EXIT_OK
     assert "fail-if" not in capsys.readouterr().err
     results, _ = load_outputs(out)
@@ -360,7 +363,9 @@ def test_a_closed_pipe_changes_neither_the_verdict_nor_the_files(
     """Issue 14, item 4: ``run bad_bot.py ... --junit j.xml --fail-if faults>0
     | true`` exited 1 without j.xml (120 and "Exception ignored" when buffered)."""
     bots = [bot("illegal", "bad"), "sample:low", "sample:duck", "sample:random"]
-    args = [*bots, "--rounds", "1", "--hands", "1", "--seed", "2", "--out", "o"]
+    # Unsealed: the pipes are the arena's own; the seal's start-up probe would
+    # only add seconds to each of the three processes.
+    args = [*bots, "--rounds", "1", "--hands", "1", "--seed", "2", "--out", "o", "--no-sandbox"]
     code, err = _arena_into_closed_pipes(
         open_tmp, "run", *args, "--junit", "j.xml", "--fail-if", "faults>0",
         buffered=buffered, close_stderr=close_stderr,

@@ -1,7 +1,7 @@
-"""The report of a real 5-entrant, 2-round tournament: every page, and the
+"""The report of a real 5-entrant, 1-round tournament: every page, and the
 numbers on the pages checked against ``results.json`` and ``games.jsonl``.
 
-One run (40 games of one hand, instant bots: five entrants, one more than a
+One run (20 games of one hand, instant bots: five entrants, one more than a
 table seats, so that no table holds everyone) is shared by the module.
 """
 
@@ -122,7 +122,7 @@ def five(
     out = tmp_path_factory.mktemp("five") / "report"
     entrants = [bot(file, name) for name, file in ENTRANTS.items()]
     code = run_arena(
-        ["run", *entrants, "--hands", "1", "--rounds", "2", "--seed", "11",
+        ["run", *entrants, "--hands", "1", "--rounds", "1", "--seed", "11",
          "--out", str(out), "--quiet", "--jobs", "2"]
     )  # fmt: skip
     assert code == 0
@@ -137,10 +137,10 @@ MOMENT = re.compile(r"h=\d+&t=\d+&c=\d+&seat=(\d|open)")
 
 def test_every_page_is_written_and_every_link_resolves(five: Any) -> None:
     out, results, records = five
-    assert results["games_played"] == len(records) == 5 * 4 * 2
+    assert results["games_played"] == len(records) == 5 * 4
     pages = [out / "index.html", *sorted((out / "entrants").glob("*.html"))]
     pages += sorted((out / "games").glob("*.html"))
-    assert len(pages) == 1 + 5 + 40
+    assert len(pages) == 1 + 5 + 20
     for page in pages:
         doc = parse(page)
         for link in doc.links:
@@ -153,7 +153,7 @@ def test_every_page_is_written_and_every_link_resolves(five: Any) -> None:
                 assert fragment in doc.ids, f"{page.name}: no #{fragment}"
     index = parse(out / "index.html")
     game_links = [x for x in index.links if x.startswith("games/")]
-    assert len(game_links) == len(set(game_links)) == 40  # a link per game
+    assert len(game_links) == len(set(game_links)) == 20  # a link per game
 
 
 def test_index_standings_match_results(five: Any) -> None:
@@ -190,7 +190,7 @@ def test_index_standings_match_results(five: Any) -> None:
     assert (
         settings["seed"] == "11"
         and settings["seating"] == "rotations"
-        and settings["rounds"] == "2"
+        and settings["rounds"] == "1"
     )
 
 
@@ -199,10 +199,10 @@ def test_duplicate_scores_balance_and_cover_every_hand(five: Any) -> None:
     rows = results["standings"]
     # Every board is complete (one hand per game, all rotations played), and
     # a complete board's duplicate scores add to zero.
-    assert {r["duplicate_hands"] for r in rows} == {32}  # 4 tables x 4 seats x 2 rounds
+    assert {r["duplicate_hands"] for r in rows} == {16}  # 4 tables x 4 seats
     assert sum(r["duplicate"] * r["duplicate_hands"] for r in rows) == pytest.approx(0, abs=1e-6)
-    # One deal per table and round: 5 tables x 2 rounds.
-    assert results["confidence"]["bootstrap"]["deals"] == 10
+    # One deal per table and round: 5 tables.
+    assert results["confidence"]["bootstrap"]["deals"] == 5
 
 
 def test_index_head_to_head_matches_results(five: Any) -> None:
@@ -226,7 +226,7 @@ def test_index_head_to_head_matches_results(five: Any) -> None:
     )
     assert results["head_to_head"]["first"]["alpha"]["ahead"] == ahead
     assert (
-        results["head_to_head"]["first"]["alpha"]["games"] == len(together) == 3 * 4 * 2
+        results["head_to_head"]["first"]["alpha"]["games"] == len(together) == 3 * 4
     )  # C(3, 2) tables hold both
 
 
@@ -360,7 +360,7 @@ def test_report_command_rebuilds_the_pages_without_replaying(five: Any, tmp_path
     rebuilt = json.loads((copy / "results.json").read_text())
     assert rebuilt["standings"] == results["standings"]
     assert rebuilt["confidence"] == results["confidence"]
-    assert len(list((copy / "games").glob("*.html"))) == 40  # the stale page is gone
+    assert len(list((copy / "games").glob("*.html"))) == 20  # the stale page is gone
     assert len(list((copy / "entrants").glob("*.html"))) == 5
     old = (out / "games" / "0-r1-t0-k0.html").read_text()
     new = (copy / "games" / "0-r1-t0-k0.html").read_text()

@@ -62,7 +62,13 @@ def test_a_hard_limit_too_low_for_jobs_runs_fewer_games_with_a_note(open_tmp: Pa
 
 
 def test_the_soft_limit_is_raised_towards_the_hard_limit(open_tmp: Path) -> None:
-    proc = run_limited(open_tmp, 128, 4096, *FIVE, *SHORT, "--out", "o")
+    """Four entrants at ``--jobs 4`` (4 chains of games) need about 224 open
+    files: under a soft limit of 128 they would run one game at once, with a
+    note; the soft limit is raised (the hard limit is 4096) and all 4 run.
+    (Twenty games at once under a hard limit are the test above's.)"""
+    four_jobs = [*FIVE[:4], *SHORT[:-1], "4"]
+    assert SHORT[-2] == "--jobs" and needed(4) > 128 > needed(1)
+    proc = run_limited(open_tmp, 128, 4096, *four_jobs, "--out", "o")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "note:" not in proc.stderr
     # Only as many games as the schedule can run at once count: four
@@ -71,8 +77,8 @@ def test_the_soft_limit_is_raised_towards_the_hard_limit(open_tmp: Path) -> None
     dry = run_limited(open_tmp, 256, 256, *four)
     assert dry.returncode == 0 and "note:" not in dry.stderr
     assert "4 games, each 1 hands, 64 at a time" in dry.stdout
-    assert json.loads((open_tmp / "o" / "run.json").read_text())["settings"]["jobs"] == 20
-    assert len(load_outputs(open_tmp / "o")[1]) == 20
+    assert json.loads((open_tmp / "o" / "run.json").read_text())["settings"]["jobs"] == 4
+    assert len(load_outputs(open_tmp / "o")[1]) == 4
 
 
 def test_a_limit_too_low_for_one_game_is_one_line_exit_4(open_tmp: Path) -> None:

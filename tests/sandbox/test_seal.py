@@ -128,10 +128,14 @@ def collude(out: Path, *mode: str) -> tuple[dict[str, Any], list[str]]:
         socket.socket() as out_tcp,
         socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as out_udp,
     ):
+        # Nothing accepts: a connection the kernel completes is the channel
+        # (B's "reached"). Room for every one of the run's (about 60 each):
+        # once a backlog is full, each connect waits out B's 0.2 s timeout,
+        # twice a request, 5 s a game.
         service.bind(("127.0.0.1", 0))
-        service.listen(16)
+        service.listen(1024)
         out_tcp.bind((ip, 0))
-        out_tcp.listen(16)
+        out_tcp.listen(1024)
         out_udp.bind((ip, 0))
         out_udp.setblocking(False)
         ports = [

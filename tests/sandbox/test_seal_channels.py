@@ -2,10 +2,13 @@
 (tests/bots/leak.py, scored by benchmarks/seal_channels.py) try to pass the
 sender's dealt hand through dnotify, the pseudo-terminal count, each
 machine-wide counter file, and the ones that held before (files, an abstract
-socket, locks, inotify), over 64 hands; the receiver also tries pid 1
+socket, locks, inotify), over 12 hands; the receiver also tries pid 1
 (bubblewrap's init), and reports its environment and mount table. Sealed,
-each channel gains nothing: no exact hand, and the share of the sender's
-cards the receiver places right is within the 99% interval of a guess.
+no channel gives the receiver a single card in any hand (the sender sends
+every card of its hand each hand: an open channel shows at the first), so
+no hand is exact and the share of the sender's cards the receiver places
+right is within the 99% interval of a guess. (How much crosses unsealed,
+and over many hands: benchmarks/seal_channels.py.)
 
 Also here: the start-up probe starts what bots get (issue 24 item 14), the
 runtimes of the readable list start and play sealed (Python, node, a JVM, a
@@ -47,11 +50,14 @@ def sealed_leak() -> tuple[dict[str, dict[str, Any]], dict[str, Any], str]:
 
     if SEAL_PROBLEM is not None:
         pytest.skip(f"bots cannot be sealed here: {SEAL_PROBLEM}")
-    # One table, 4 games of 16 hands (a game per seat rotation): 64 hands.
-    return channels.run(["--sandbox"], hands_per_game=16, rounds=1, seed=5)  # type: ignore[no-any-return]
+    # One table, 4 games of 3 hands (a game per seat rotation): 12 hands. Each
+    # hand the sender sends its 13 cards through every channel, so an open
+    # channel gives cards in the first hand; the statistics over many hands
+    # are the benchmark's (64 hands took 30 s more here).
+    return channels.run(["--sandbox"], hands_per_game=3, rounds=1, seed=5)  # type: ignore[no-any-return]
 
 
-#: The sealed run takes 40 s to 4 minutes, as busy as the machine is (its
+#: The sealed run takes 10 s to a minute, as busy as the machine is (its
 #: bots wait for core tokens other arenas share).
 LONG = pytest.mark.timeout(600)
 
@@ -64,7 +70,10 @@ def test_a_sealed_channel_carries_no_hand(
 ) -> None:
     scores, _, _ = sealed_leak
     found = scores[channel]
-    assert found["hands"] >= 60
+    # The receiver's report of a game's last hand can miss its record (written
+    # as the game ends): the other two hands of each game are always there.
+    assert found["hands"] >= 8
+    assert found["given"] == 0, found  # not one card crossed, in any hand
     assert found["exact"] == 0
     low, high = channels.chance_interval(found["hands"])
     assert low <= found["right"] <= high, found
