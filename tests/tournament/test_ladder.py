@@ -161,10 +161,8 @@ def test_schedule_has_no_ladder_up_front() -> None:
 # -- through the command line ----------------------------------------------------
 
 ENTRANTS = [bot("first_legal" if i % 3 == 0 else "random_legal", f"b{i:02d}") for i in range(12)]
-# Unsealed: the seal changes no card (tests/sandbox/test_seal.py,
-# test_sealed_and_unsealed_standings_are_equal) and costs a bubblewrap start a bot.
 LADDER_ARGS = ["--format", "ladder", "--games", "16", "--ladder-batch", "3", "--hands", "1",
-               "--seed", "17", "--no-sandbox", "--quiet"]  # fmt: skip
+               "--seed", "17", "--quiet"]  # fmt: skip
 
 
 def _games(records: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:

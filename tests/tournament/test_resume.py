@@ -42,9 +42,6 @@ ARGS = ["--hands", "1", "--rounds", "3", "--seed", "99", "--jobs", "2", "--quiet
 #: is not a bot that outlives the arena: a stubborn bot costs each of its games
 #: the close's two grace periods (a second) before its SIGKILL.
 POLITE = [f"slow={bot_path('slow_legal')} 0.01", *ENTRANTS[1:]]
-#: For the runs whose subject is not the seal (it changes no card,
-#: tests/sandbox/test_seal.py, and costs a bubblewrap start a bot).
-UNSEALED = "--no-sandbox"
 
 
 def start_arena(
@@ -148,7 +145,7 @@ def test_kill_9_then_resume_with_a_secret_key(tmp_path: Path) -> None:
     """A drawn key is kept owner-only in the folder (tournament.key): --resume
     uses it without being given it, and ends with the tournament the same key
     plays uninterrupted (--key-file), revealed and verifiable."""
-    args = [*(a for a in ARGS if a not in ("--seed", "99")), UNSEALED]
+    args = [a for a in ARGS if a not in ("--seed", "99")]
     key_file = tmp_path / "k.key"
     key_file.write_text(MasterKey.generate().hex())
     key_file.chmod(0o600)  # a key file others may read is refused
@@ -184,7 +181,6 @@ def test_resume_refuses_different_settings(tmp_path: Path, capsys) -> None:
         "--rounds",
         "1",
         "--quiet",
-        UNSEALED,
     ]
     assert run_arena([*base, "--seed", "5", "--out", str(out)]) == 0
     capsys.readouterr()
@@ -242,7 +238,7 @@ def test_resume_with_only_out_reads_settings_and_entrants_from_run_json(
     (spaced / "first legal.py").write_text((BOTS / "first_legal.py").read_text())
     (spaced / "first legal.py").chmod(0o644)
     entrants = [*POLITE[:3], f"f={spaced / 'first legal.py'}"]
-    settings = ["--time-limit", "0.7", "--strikes", "2", "--max-open-files", "200", UNSEALED]
+    settings = ["--time-limit", "0.7", "--strikes", "2", "--max-open-files", "200"]
     whole = open_tmp / "whole"
     assert run_arena(["run", *entrants, *ARGS, *settings, "--out", str(whole)]) == 0
     ref_results, ref_records = load_outputs(whole)
@@ -294,7 +290,7 @@ def test_resume_with_only_out_keeps_a_secret_key_and_disqualification(
     """A run without --seed (a secret key in the folder) resumes from --out
     alone and ends with the standings of the whole run."""
     out = tmp_path / "o"
-    unseeded = [*(a for a in ARGS if a not in ("--seed", "99")), UNSEALED]
+    unseeded = [a for a in ARGS if a not in ("--seed", "99")]
     assert (
         run_arena(["run", *POLITE, *unseeded, "--disqualify-after", "50", "--out", str(out)]) == 0
     )
@@ -318,7 +314,6 @@ def test_resume_with_only_out_judges_by_the_runs_fail_if_and_junit(
     out, junit = tmp_path / "o", tmp_path / "j.xml"
     entrants = [*ENTRANTS[1:], bot("illegal", "bad")]
     verdict = ["--fail-if", "faults>0", "--fail-if", "mean_rank > 3.9", "--junit", str(junit)]
-    verdict.append(UNSEALED)
     assert run_arena(["run", *entrants, *ARGS, *verdict, "--out", str(out)]) == EXIT_FAILED
     info = json.loads((out / "run.json").read_text())
     assert info["verdict"] == {"fail_if": ["faults>0", "mean_rank > 3.9"], "junit": str(junit)}

@@ -171,10 +171,7 @@ def test_a_resumed_run_plays_the_stream_of_what_is_left(tmp_path: Path) -> None:
     """A run cut after some games, resumed: the journal then holds every game
     once, the same as a run in one go."""
     entrants = [bot("first_legal", n) for n in ("a", "b", "c", "d", "e")]
-    # Two rounds: a chain (a rotation's games of both rounds, one deal) can be
-    # cut between its games. Unsealed: the seal changes no card
-    # (tests/sandbox/test_seal.py) and costs a bubblewrap start a bot.
-    common = ["--hands", "1", "--rounds", "2", "--seed", "3", "--no-sandbox", "--quiet"]
+    common = ["--hands", "1", "--rounds", "2", "--seed", "3", "--quiet"]
     whole = tmp_path / "whole"
     assert run_arena(["run", *entrants, *common, "--out", str(whole)]) == 0
     _, want = load_outputs(whole)

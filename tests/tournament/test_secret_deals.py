@@ -28,9 +28,6 @@ FOUR = [
     bot("random_legal", "d"),
 ]
 SHORT = ["--hands", "2", "--rounds", "1", "--quiet"]
-#: SHORT unsealed, for the runs whose subject is the key, not the seal: the seal
-#: changes no card (tests/sandbox/test_seal.py) and costs a bubblewrap start a bot.
-PLAIN = [*SHORT, "--no-sandbox"]
 
 #: Fields of a game record that record times, not play.
 TIME_FIELDS = {"started_at", "duration_s", "timing", "stderr"}
@@ -52,7 +49,7 @@ def drawn(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out.mkdir(mode=0o755)
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
-        assert run_arena(["run", *FOUR, *PLAIN, "--out", str(out)]) == EXIT_OK
+        assert run_arena(["run", *FOUR, *SHORT, "--out", str(out)]) == EXIT_OK
     return out, err.getvalue()
 
 
@@ -140,14 +137,14 @@ def test_key_file_replays_a_tournament_exactly(
     for mode, shown in ((0o644, "-rw-r--r--"), (0o640, "-rw-r-----")):
         key_file.chmod(mode)
         capsys.readouterr()
-        args = ["run", *FOUR, *PLAIN, "--key-file", str(key_file), "--out", str(again)]
+        args = ["run", *FOUR, *SHORT, "--key-file", str(key_file), "--out", str(again)]
         assert run_arena(args) == EXIT_USAGE
         err = capsys.readouterr().err
         assert f"key file {key_file} can be read by other users ({shown})" in err
         assert f"chmod 600 {key_file}" in err and err.count("\n") == 1
         assert not again.exists()
     key_file.chmod(0o600)
-    assert run_arena(["run", *FOUR, *PLAIN, "--key-file", str(key_file), "--out", str(again)]) == 0
+    assert run_arena(["run", *FOUR, *SHORT, "--key-file", str(key_file), "--out", str(again)]) == 0
     (r1, g1), (r2, g2) = load_outputs(first), load_outputs(again)
     assert _play(g1) == _play(g2)
     assert r1["standings"] == r2["standings"]
@@ -156,7 +153,7 @@ def test_key_file_replays_a_tournament_exactly(
     # A bad key file is a one-line usage error; --seed and --key-file exclude each other.
     key_file.write_text("not a key")
     assert (
-        run_arena(["run", *FOUR, *PLAIN, "--key-file", str(key_file), "--out", str(tmp_path / "x")])
+        run_arena(["run", *FOUR, *SHORT, "--key-file", str(key_file), "--out", str(tmp_path / "x")])
         == EXIT_USAGE
     )
     assert "hexadecimal digits" in capsys.readouterr().err
@@ -165,7 +162,7 @@ def test_key_file_replays_a_tournament_exactly(
             [
                 "run",
                 *FOUR,
-                *PLAIN,
+                *SHORT,
                 "--key-file",
                 str(key_file),
                 "--seed",
@@ -182,9 +179,9 @@ def test_seed_runs_are_reproducible_and_say_they_are_public(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
-    assert run_arena(["run", *FOUR, *PLAIN, "--seed", "7", "--out", str(a)]) == 0
+    assert run_arena(["run", *FOUR, *SHORT, "--seed", "7", "--out", str(a)]) == 0
     assert "key commitment" not in capsys.readouterr().err  # nothing secret to commit to
-    assert run_arena(["run", *FOUR, *PLAIN, "--seed", "7", "--out", str(b)]) == 0
+    assert run_arena(["run", *FOUR, *SHORT, "--seed", "7", "--out", str(b)]) == 0
     assert _play(load_outputs(a)[1]) == _play(load_outputs(b)[1])
     results = load_outputs(a)[0]
     assert results["key"] == MasterKey.from_seed(7).hex()
@@ -218,7 +215,7 @@ def test_resume_refuses_a_folder_of_the_older_format(
     (out / "run.json").write_text(json.dumps(run))
     capsys.readouterr()
     assert (
-        run_arena(["run", *FOUR, *PLAIN, "--seed", "3", "--out", str(out), "--resume"])
+        run_arena(["run", *FOUR, *SHORT, "--seed", "3", "--out", str(out), "--resume"])
         == EXIT_OUTPUT
     )
     err = capsys.readouterr().err.strip()
@@ -251,7 +248,6 @@ def test_no_two_games_of_one_deal_are_in_play_at_once(
                 "1",
                 "--jobs",
                 "4",
-                "--no-sandbox",  # deal locks are the runner's, sealed or not
                 "--quiet",
                 "--out",
                 str(out),
