@@ -160,6 +160,7 @@ def test_kill_9_then_resume_with_a_secret_key(tmp_path: Path) -> None:
     kill_watchdog(proc.pid)  # as a crash of the machine would: --resume must clean up
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    assert 3 <= len((out / "games.jsonl").read_text().splitlines()) < 12  # killed mid-run
     assert run_arena(["run", *POLITE, *args, "--out", str(out), "--resume"]) == 0
     (ref, ref_records), (results, records) = load_outputs(reference), load_outputs(out)
     assert results["standings"] == ref["standings"]
