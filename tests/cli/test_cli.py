@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,18 @@ from conftest import BOTS, ROOT, bot, load_outputs, run_arena
 from arena.cli.main import EXIT_OUTPUT, EXIT_USAGE
 
 FOUR = [bot("first_legal", n) for n in "abcd"]
+#: The settings of the shared run (:func:`finished`), as given on its command line.
+FINISHED_ARGS = ["--hands", "1", "--rounds", "1", "--seed", "8", "--time-limit", "0.5",
+                 "--startup-time", "3"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One finished run of FOUR with FINISHED_ARGS, for the tests that read it
+    or start from a folder that holds a tournament (they copy it)."""
+    out = tmp_path_factory.mktemp("finished") / "o"
+    assert run_arena(["run", *FOUR, *FINISHED_ARGS, "--out", str(out), "--quiet"]) == 0
+    return out
 
 
 def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
@@ -102,9 +115,10 @@ def test_not_executable_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_output_folder_is_not_overwritten_unless_asked(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    finished: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "o"
+    shutil.copytree(finished, out)  # a folder that holds a tournament
     base = [
         "run",
         *FOUR,
@@ -118,7 +132,6 @@ def test_output_folder_is_not_overwritten_unless_asked(
         str(out),
         "--quiet",
     ]
-    assert run_arena(base) == 0
     capsys.readouterr()
     first = (out / "games.jsonl").read_text()
     assert run_arena(base) == EXIT_OUTPUT
@@ -127,6 +140,7 @@ def test_output_folder_is_not_overwritten_unless_asked(
     assert run_arena([*base, "--overwrite"]) == 0
     results, records = load_outputs(out)
     assert len(records) == 4 and results["complete"] is True
+    assert results["settings"]["seed"] == 4  # played again, not the folder's run
 
 
 def test_drawn_key_commitment_is_printed_and_recorded(
@@ -161,11 +175,8 @@ def test_dry_run_prints_tables_games_and_estimate(
     assert not (tmp_path / "o").exists()
 
 
-def test_settings_are_recorded_with_flag_names_in_seconds(tmp_path: Path) -> None:
-    out = tmp_path / "o"
-    args = ["run", *FOUR, "--hands", "1", "--rounds", "1", "--seed", "8", "--time-limit", "0.5"]
-    assert run_arena([*args, "--startup-time", "3", "--out", str(out), "--quiet"]) == 0
-    settings = json.loads((out / "results.json").read_text())["settings"]
+def test_settings_are_recorded_with_flag_names_in_seconds(finished: Path) -> None:
+    settings = json.loads((finished / "results.json").read_text())["settings"]
     assert settings["time_limit"] == 0.5
     assert settings["startup_time"] == 3.0
     assert settings["hands"] == 1 and settings["target_score"] is None
@@ -258,13 +269,12 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_report_is_refused_while_a_run_writes_the_folder(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    finished: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from arena.run.folder import out_lock
 
     out = tmp_path / "o"
-    args = ["run", *FOUR, "--hands", "1", "--rounds", "1", "--quiet", "--out", str(out)]
-    assert run_arena(args) == 0
+    shutil.copytree(finished, out)  # a finished run (its report is rebuilt below)
     capsys.readouterr()
     with out_lock(out):  # as a running tournament holds it
         assert run_arena(["report", str(out)]) == EXIT_OUTPUT

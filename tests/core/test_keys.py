@@ -111,11 +111,17 @@ def test_seed_keys_are_public_and_reproducible() -> None:
 def test_bot_seed_does_not_lead_back_to_the_key() -> None:
     """Attack 3 of issue 11: the old seeds were below 2^31 and a bot searched
     them from its own game_start seed. A drawn key is 256 bits; a bounded
-    search of 2^20 seed keys (the whole old space takes 2^31) finds nothing,
-    neither from a bot seed nor from the commitment."""
+    search of 2^16 seed keys (the whole old space takes 2^31; any bound finds
+    a drawn key with odds of 2^-64 a seed) finds nothing, neither from a bot
+    seed nor from the commitment, where the same search finds a seed key
+    inside its bound (seed 40000) from either."""
     key = MasterKey.generate()
     target = key.bot_seeds("r1-t0-k0")[0]
     commitment = bytes.fromhex(key.commitment())
+    seeded = MasterKey.from_seed(40000)
+    seeded_target = seeded.bot_seeds("r1-t0-k0")[0]
+    seeded_commitment = bytes.fromhex(seeded.commitment())
+    found_seeded = []
     label = b"hearts-arena/2/bot"
     # hmac.digest: the same HMAC-SHA256 as hmac.new(...).digest(), in one C call
     # (the search takes a third of the time). The seeds compared as their
@@ -123,12 +129,18 @@ def test_bot_seed_does_not_lead_back_to_the_key() -> None:
     digest, sha256 = hmac.digest, hashlib.sha256
     seed_label = b"hearts-arena/2/seed"
     found = []
-    for s in range(2**20):
+    for s in range(2**16):
         master = digest(seed_label, str(s).encode(), "sha256")
-        raw = digest(digest(master, label, "sha256"), b"r1-t0-k0:0", "sha256")[:8]
-        if int.from_bytes(raw) >> 1 == target or sha256(master).digest() == commitment:
+        seed = int.from_bytes(digest(digest(master, label, "sha256"), b"r1-t0-k0:0", "sha256")[:8])
+        hashed = sha256(master).digest()
+        if seed >> 1 == target or hashed == commitment:
             found.append(s)
+        if seed >> 1 == seeded_target:
+            found_seeded.append(("bot seed", s))
+        if hashed == seeded_commitment:
+            found_seeded.append(("commitment", s))
     assert found == []
+    assert found_seeded == [("bot seed", 40000), ("commitment", 40000)]
     # The fast path is the same function: it reproduces a seed key's bot seed.
     known = MasterKey.from_seed(99)
     raw = digest(digest(known.secret, label, "sha256"), b"r1-t0-k0:0", "sha256")[:8]

@@ -77,7 +77,10 @@ OS_DIRECTION = {
 }
 
 BASE_SEED = 20_240_000
-CI_HANDS = 20_000
+#: Hands of the suite's run. Its rarest position to reach (difference (a), an R7
+#: queen) comes about once in 260 hands: 19 times in these 5,000. The slow run
+#: plays the hands after them (the 15,000 the suite played before 2026-12-01 too).
+CI_HANDS = 5_000
 SLOW_HANDS = 200_000
 
 
@@ -353,8 +356,8 @@ def _check_coverage(stats: Counter, count: int) -> None:
 
 
 @pytest.mark.timeout(600)
-def test_openspiel_lock_step_20000_hands() -> None:
-    """20,000 seeded hands agree with OpenSpiel except differences (a) and (b)."""
+def test_openspiel_lock_step_5000_hands() -> None:
+    """5,000 seeded hands agree with OpenSpiel except differences (a) and (b)."""
     stats = run_many(CI_HANDS)
     _check_coverage(stats, CI_HANDS)
 

@@ -100,7 +100,10 @@ def test_an_unwritable_out_is_an_output_error(capsys: pytest.CaptureFixture[str]
 def test_sigterm_stops_a_background_run_with_sigint_ignored(tmp_path: Path) -> None:
     """A script's background job starts with SIGINT ignored; SIGTERM still stops it."""
     out = tmp_path / "o"
-    slow = [f"slow={BOTS / 'stubborn.py'} 0.2", *FOUR[1:]]
+    # 50 ms a card: 16 games last long enough to be stopped after the first, and
+    # the bot exits at the end of its input (stubborn.py cost each game its
+    # close's two grace periods; a bot outliving the arena is test_resume.py's).
+    slow = [f"slow={BOTS / 'slow_legal.py'} 0.05", *FOUR[1:]]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "arena", "run", *slow, *SHORT, "--rounds", "4", "--out", str(out)],

@@ -4,12 +4,12 @@ through a pseudo-terminal (the ``pty`` module), as a person would type."""
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import pty
 import re
 import select
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -130,27 +130,16 @@ def test_a_person_plays_a_hand_at_the_prompt(open_tmp: Path) -> None:
     assert re.search(r"hand 1 points: \d+ \d+ \d+ \d+; totals", text)
 
 
-def test_end_of_input_stops_the_game(open_tmp: Path) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "arena",
-            "play",
-            *[bot("first_legal", n) for n in "abc"],
-            "--human",
-            "--hands",
-            "1",
-        ],
-        cwd=open_tmp,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 130, proc.stderr
-    assert "stopped" in proc.stdout
+def test_end_of_input_stops_the_game(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In this process, its standard input at its end (the prompt reads it
+    with ``input()``, as from a closed pipe; a terminal's Ctrl-C:
+    test_ctrl_c_at_the_prompt_stops_at_once)."""
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    code = run_arena(["play", *[bot("first_legal", n) for n in "abc"], "--human", "--hands", "1"])
+    assert code == 130
+    assert "stopped" in capsys.readouterr().out
 
 
 def test_four_bots_play_a_game_to_the_end(capsys: pytest.CaptureFixture[str]) -> None:

@@ -37,6 +37,11 @@ ENTRANTS = [
     bot("first_legal", "f"),
 ]
 ARGS = ["--hands", "1", "--rounds", "3", "--seed", "99", "--jobs", "2", "--quiet"]
+#: ENTRANTS with a slow bot that plays as stubborn.py does (the first legal card
+#: after 10 ms) but exits at the end of its input, for the tests whose subject
+#: is not a bot that outlives the arena: a stubborn bot costs each of its games
+#: the close's two grace periods (a second) before its SIGKILL.
+POLITE = [f"slow={bot_path('slow_legal')} 0.01", *ENTRANTS[1:]]
 
 
 def start_arena(
@@ -146,16 +151,17 @@ def test_kill_9_then_resume_with_a_secret_key(tmp_path: Path) -> None:
     key_file.chmod(0o600)  # a key file others may read is refused
     reference = tmp_path / "reference"
     assert (
-        run_arena(["run", *ENTRANTS, *args, "--key-file", str(key_file), "--out", str(reference)])
+        run_arena(["run", *POLITE, *args, "--key-file", str(key_file), "--out", str(reference)])
         == 0
     )
     out = tmp_path / "killed"
-    proc = start_arena(out, ENTRANTS, [*args, "--key-file", str(key_file)])
+    proc = start_arena(out, POLITE, [*args, "--key-file", str(key_file)])
     wait_for_games(out, 3, proc)
     kill_watchdog(proc.pid)  # as a crash of the machine would: --resume must clean up
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert run_arena(["run", *ENTRANTS, *args, "--out", str(out), "--resume"]) == 0
+    assert 3 <= len((out / "games.jsonl").read_text().splitlines()) < 12  # killed mid-run
+    assert run_arena(["run", *POLITE, *args, "--out", str(out), "--resume"]) == 0
     (ref, ref_records), (results, records) = load_outputs(reference), load_outputs(out)
     assert results["standings"] == ref["standings"]
     assert [r["hands"] for r in sorted(records, key=lambda r: r["game_index"])] == [
@@ -232,7 +238,7 @@ def test_resume_with_only_out_reads_settings_and_entrants_from_run_json(
     spaced.chmod(0o755)
     (spaced / "first legal.py").write_text((BOTS / "first_legal.py").read_text())
     (spaced / "first legal.py").chmod(0o644)
-    entrants = [*ENTRANTS[:3], f"f={spaced / 'first legal.py'}"]
+    entrants = [*POLITE[:3], f"f={spaced / 'first legal.py'}"]
     settings = ["--time-limit", "0.7", "--strikes", "2", "--max-open-files", "200"]
     whole = open_tmp / "whole"
     assert run_arena(["run", *entrants, *ARGS, *settings, "--out", str(whole)]) == 0
@@ -287,7 +293,7 @@ def test_resume_with_only_out_keeps_a_secret_key_and_disqualification(
     out = tmp_path / "o"
     unseeded = [a for a in ARGS if a not in ("--seed", "99")]
     assert (
-        run_arena(["run", *ENTRANTS, *unseeded, "--disqualify-after", "50", "--out", str(out)]) == 0
+        run_arena(["run", *POLITE, *unseeded, "--disqualify-after", "50", "--out", str(out)]) == 0
     )
     whole, _ = load_outputs(out)
     assert whole["settings"]["seed"] is None and whole["settings"]["disqualify_after"] == 50

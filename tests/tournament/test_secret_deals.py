@@ -205,10 +205,10 @@ def test_an_unfinished_run_never_reveals_the_key() -> None:
 
 
 def test_resume_refuses_a_folder_of_the_older_format(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    drawn: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "o"
-    assert run_arena(["run", *FOUR, *SHORT, "--seed", "3", "--out", str(out)]) == 0
+    shutil.copytree(drawn[0], out)  # a finished run, made older below
     run = json.loads((out / "run.json").read_text())
     del run["format_version"]
     run["settings"]["seed"] = 3
