@@ -26,6 +26,15 @@ hypothesis_settings.register_profile(
 )
 hypothesis_settings.load_profile("arena")
 
+# Core tokens of their own per test process (HEARTS_ARENA_CORE_TOKENS, inherited
+# by the arenas the tests start): a bot that sleeps or hangs in one test holds a
+# token of its own process's arenas only, not one of the two every test's bots
+# would queue for (arena/sandbox/cores.py). Set it beforehand to share a folder.
+if not os.environ.get("HEARTS_ARENA_CORE_TOKENS"):
+    _TOKENS = tempfile.mkdtemp(prefix="arena-test-cores-")
+    os.environ["HEARTS_ARENA_CORE_TOKENS"] = _TOKENS
+    atexit.register(shutil.rmtree, _TOKENS, True)
+
 # The suite's own rules (tests/suite_hooks.py): an ERROR log record fails a test,
 # a test stopped by its timeout ends its xdist worker (with -n 0: no Trio run
 # state is left set for the next test).

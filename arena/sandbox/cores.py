@@ -32,6 +32,8 @@ _WAITERS: trio.lowlevel.RunVar[dict[int, _Waiters]] = trio.lowlevel.RunVar("core
 MAX_POLL: float = 0.002
 #: Folder of the tokens' lock files (of arenas run by root; see :func:`default_token_dir`).
 TOKEN_DIR: Final = Path("/tmp/hearts-arena-cores")
+#: The environment variable naming another folder for the tokens (:func:`default_token_dir`).
+TOKEN_DIR_VARIABLE: Final = "HEARTS_ARENA_CORE_TOKENS"
 
 
 def default_token_dir() -> Path:
@@ -40,7 +42,23 @@ def default_token_dir() -> Path:
     owner-only (a bot running as another user must not hold a token and
     starve every arena), so an arena of a normal user could not open those
     of an arena run by root before it on the machine: every bot it started
-    failed with "Permission denied"."""
+    failed with "Permission denied".
+
+    ``HEARTS_ARENA_CORE_TOKENS`` (:data:`TOKEN_DIR_VARIABLE`, an absolute
+    path) names another folder: arenas that share a folder share the cores,
+    so give an arena a folder of its own only when it runs on CPUs of its own
+    (a cpuset) or when the bots' clocks need not be fair between arenas (the
+    test suite: each test process has its own, so a bot that sleeps or hangs
+    in one test does not hold up the bots of every other test).
+
+    Raises:
+        ValueError: the variable is set to a relative path."""
+    given = os.environ.get(TOKEN_DIR_VARIABLE, "")
+    if given:
+        folder = Path(given)
+        if not folder.is_absolute():
+            raise ValueError(f"{TOKEN_DIR_VARIABLE} must be an absolute path, not {given!r}")
+        return folder
     uid = os.geteuid()
     return TOKEN_DIR if uid == 0 else TOKEN_DIR.with_name(f"{TOKEN_DIR.name}-{uid}")
 

@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -837,15 +838,18 @@ def test_close_ends_a_bot_whose_io_tasks_were_cancelled() -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="changing to another user needs root")
-def test_an_arena_of_a_normal_user_gets_core_tokens_after_root_made_its_own() -> None:
+def test_an_arena_of_a_normal_user_gets_core_tokens_after_root_made_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Core tokens are owner-only files: an arena run by a normal user on a
     machine where root's arena made /tmp/hearts-arena-cores could not open
     them, and every bot it started "crashed" with "Permission denied". A
     normal user's tokens are in a folder of its own."""
     import shutil
 
-    from arena.sandbox.cores import TOKEN_DIR
+    from arena.sandbox.cores import TOKEN_DIR, TOKEN_DIR_VARIABLE
 
+    monkeypatch.delenv(TOKEN_DIR_VARIABLE)  # the suite's own folder (tests/conftest.py)
     CoreGate(1)._files()  # root's tokens exist (as after any arena run by root)
     assert CoreGate(1).token_dir == TOKEN_DIR
     uid = 3_950_123
@@ -902,3 +906,24 @@ def test_a_core_token_folder_another_user_made_is_refused_before_any_bot_starts(
             launcher.check([])
     finally:
         launcher.close()
+
+
+def test_the_core_token_folder_can_be_named_by_an_absolute_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """HEARTS_ARENA_CORE_TOKENS names the tokens' folder (the suite gives each
+    test process its own); arenas that share it share the cores, as two gates
+    in one process do; a relative path is refused."""
+    from arena.sandbox.cores import TOKEN_DIR_VARIABLE, default_token_dir
+
+    folder = tmp_path / "tokens"
+    monkeypatch.setenv(TOKEN_DIR_VARIABLE, str(folder))
+    assert default_token_dir() == folder
+    first, second = CoreGate(1), CoreGate(1)
+    assert first._try() == 0
+    assert second._try() is None  # the one token is held through the same folder
+    assert sorted(p.name for p in folder.iterdir()) == ["0"]
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    monkeypatch.setenv(TOKEN_DIR_VARIABLE, "tokens")
+    with pytest.raises(ValueError, match="absolute path"):
+        default_token_dir()
