@@ -8,16 +8,26 @@ cluster of the organiser's machines as one task.
   never the master key. Priorities: validation, then ladder
   (:data:`arena.server.tables.PRIORITIES`); one unit of the worker resource
   ``table`` each.
-* **Submissions travel as archives** (:func:`seat_archive`): a ``.py`` as its
-  bytes, a zip submission as a zip of its stored folder made the same way
-  every time (made once by the runner), carried by each table's task: the
-  scheduler holds them with the task, so a table rerun after its worker died
-  has them still. (``Client.scatter`` would send each to a worker once, but
-  scattered data that was only on a dead worker is lost and the scheduler
-  cancels the tasks needing it: seen in the four-kill test.)
-  On the worker each archive is checked on arrival (its SHA-256, then
-  :func:`arena.server.uploads.store_upload`'s checks, as an upload is) and
-  cached under its SHA-256 in :func:`worker_cache`: no shared file system.
+* **Each archive sent once per worker** (:func:`seat_archive`,
+  :func:`fetch_archive`): a ``.py`` as its bytes, a zip submission as a zip of
+  its stored folder made the same way every time (made once by the runner).
+  A task carries only the archives' SHA-256s. The runner puts each archive
+  once in the scheduler's metadata (``Client.set_metadata`` under
+  ``[ARCHIVE_METADATA, sha]``), before the first task that needs it; a
+  worker that lacks one in its cache (:func:`worker_cache`, shared by the
+  worker processes of one machine and user) gets it from the scheduler, over
+  the worker's own connection (its ``worker`` certificate: ``dask worker
+  --tls-cert`` gives it no client certificate), checks it on arrival (its
+  SHA-256, then :func:`arena.server.uploads.store_upload`'s checks, as an
+  upload is) and keeps it under its SHA-256. The scheduler holds it, so a
+  table rerun after any worker died still finds it. (``Client.scatter``
+  would leave it on workers only: scattered data that was only on a dead
+  worker is lost and the scheduler cancels the tasks needing it, seen in
+  the four-kill test; carrying the bytes with every task sent them to a
+  worker once per table.) A scheduler started again has lost its
+  metadata: a task that finds an archive missing says so
+  (:class:`ArchivesMissing`), and the runner puts it back and sends the
+  task once more.
 * **The join check** (:class:`AdmissionPlugin`, registered with the client,
   so run on every worker present and on every worker that joins later):
   :func:`arena.server.workers.admission_problem`. A worker that fails sets
@@ -39,8 +49,10 @@ cluster of the organiser's machines as one task.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import ctypes
+import functools
 import hashlib
 import io
 import logging
@@ -52,6 +64,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import zipfile
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
@@ -61,6 +74,7 @@ from typing import Any, Final
 import dask
 import trio
 from distributed import Client, Future, LocalCluster, Reschedule, Security, WorkerPlugin, get_worker
+from distributed.utils import sync
 
 from arena.protocol.records import GameRecordJSON, GameSpec
 from arena.sandbox.isolation import IsolationError
@@ -92,6 +106,9 @@ CONNECT_TIMEOUT: Final = 60.0
 POLL_SECONDS: Final = 2.0
 #: A fixed time for every entry of an archive (zip's first representable).
 ZIP_TIME: Final = (1980, 1, 1, 0, 0, 0)
+#: The scheduler's metadata key under which each archive is kept
+#: (``[ARCHIVE_METADATA, sha256]``: its bytes).
+ARCHIVE_METADATA: Final = "hearts-arena-archives"
 
 _log = logging.getLogger(__name__)
 
@@ -164,6 +181,68 @@ def unpack_archive(sha256: str, data: bytes) -> Path:
     return stored.folder
 
 
+#: One lock per archive SHA-256 in this worker process: two tasks missing the
+#: same archive fetch it once.
+_FETCH_LOCKS: dict[str, threading.Lock] = {}
+_FETCH_LOCKS_LOCK = threading.Lock()
+
+
+class ArchiveMissing(IsolationError):
+    """The scheduler does not hold an archive a task needs (a scheduler started
+    again since the runner put it there): ``sha256`` names it."""
+
+    def __init__(self, sha256: str) -> None:
+        super().__init__(f"archive {sha256[:12]}... is not on the scheduler")
+        self.sha256 = sha256
+
+
+def _scheduler_archive(sha256: str) -> bytes | None:
+    """The archive's bytes from the scheduler's metadata (``None``: not
+    there), asked over this worker's own connection to the scheduler."""
+    worker = get_worker()
+    data = sync(
+        worker.loop,
+        worker.scheduler.get_metadata,
+        keys=[ARCHIVE_METADATA, sha256],
+        default=None,
+    )
+    return data if isinstance(data, bytes) or data is None else bytes(data)
+
+
+def fetch_archive(sha256: str) -> tuple[Path, bool]:
+    """A seat's unpacked archive on this worker: from :func:`worker_cache` if
+    it is there, else fetched from the scheduler once (one fetch per archive
+    in this process however many tasks need it at once) and checked on
+    arrival (:func:`unpack_archive`). Returns the folder and whether it was
+    fetched now.
+
+    Raises:
+        ArchiveMissing: the scheduler does not hold it.
+        IsolationError: the bytes that arrived are not the archive, or are
+            refused by the upload checks.
+    """
+    folder = worker_cache() / sha256
+    if folder.is_dir():
+        return folder, False
+    with _FETCH_LOCKS_LOCK:
+        lock = _FETCH_LOCKS.setdefault(sha256, threading.Lock())
+    with lock:
+        if folder.is_dir():  # fetched meanwhile by another task
+            return folder, False
+        data = _scheduler_archive(sha256)
+        if data is None:
+            raise ArchiveMissing(sha256)
+        return unpack_archive(sha256, data), True
+
+
+@dataclass(frozen=True)
+class ArchivesMissing:
+    """A task's result when the scheduler lacks archives it needs: their
+    SHA-256s (the runner puts them back and sends the task again)."""
+
+    sha256s: tuple[str, ...]
+
+
 # -- the task on a worker ------------------------------------------------------------
 
 
@@ -196,12 +275,15 @@ class TableTask:
 @dataclass(frozen=True)
 class TableOutcome:
     """A table's task's result: the records (rotation order), the worker's
-    address, and ``void``: why the table could not be played there (a
-    sandbox that did not start), or ``None``."""
+    address, ``void``: why the table could not be played there (a sandbox
+    that did not start), or ``None``, and ``fetched``: the SHA-256s of the
+    archives this task fetched from the scheduler (those not in the
+    worker's cache yet)."""
 
     records: list[GameRecordJSON]
     worker: str
     void: str | None = None
+    fetched: tuple[str, ...] = ()
 
 
 def _admitted(expected: Expected) -> str | None:
@@ -220,14 +302,15 @@ def _admitted(expected: Expected) -> str | None:
 
 def play_table_task(
     task: TableTask,
-    archives: dict[str, bytes],
     on_game: Callable[[GameRecordJSON], None] | None = None,
-) -> TableOutcome:
+) -> TableOutcome | ArchivesMissing:
     """Play one table on this worker (runs inside a Dask task, in a thread of
-    the worker): unpack each submission's archive (:func:`unpack_archive`),
-    start the bots with ``task.options`` (this worker's Python, sealed as
-    the server seals them), play the four games in order with Trio, close
-    every bot. ``on_game``: called with each record as it finishes (tests).
+    the worker): each submission's archive from the worker's cache or
+    fetched from the scheduler once (:func:`fetch_archive`), the bots
+    started with ``task.options`` (this worker's Python, sealed as the
+    server seals them), the four games played in order with Trio, every bot
+    closed. ``on_game``: called with each record as it finishes (tests).
+    Returns :class:`ArchivesMissing` when the scheduler lacks an archive.
 
     Raises:
         distributed.Reschedule: this worker failed its join check (the
@@ -245,16 +328,24 @@ def play_table_task(
         cgroup_run=secrets.token_hex(8),
         arena_python=sys.executable,
     )
+    fetched: list[str] = []
     launcher = Launcher(options)
     try:
         try:
             entrants = []
             for seat, sha in zip(task.seats, task.archives, strict=True):
-                folder = unpack_archive(sha, archives[sha]) if sha else None
+                folder = None
+                if sha:
+                    folder, now = fetch_archive(sha)
+                    if now:
+                        fetched.append(sha)
                 entrants.append(seat.entrant(folder))
             launcher.check(entrants)
+        except ArchiveMissing as exc:
+            return ArchivesMissing((exc.sha256,))
         except (IsolationError, OSError, ValueError) as exc:
-            return TableOutcome([], address, f"a sandbox could not start on {address}: {exc}")
+            void = f"a sandbox could not start on {address}: {exc}"
+            return TableOutcome([], address, void, tuple(fetched))
         records: list[GameRecordJSON] = []
 
         def sink(record: GameRecordJSON) -> None:
@@ -267,7 +358,8 @@ def play_table_task(
         trio.run(runner.run, list(task.specs))
     finally:
         launcher.close()
-    return TableOutcome(sorted(records, key=lambda r: int(r["rotation"])), address)
+    ordered = sorted(records, key=lambda r: int(r["rotation"]))
+    return TableOutcome(ordered, address, None, tuple(fetched))
 
 
 @dataclass(frozen=True)
@@ -296,14 +388,16 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def check_task(task: CheckTask, archive: bytes) -> CheckRun:
+def check_task(task: CheckTask) -> CheckRun | ArchivesMissing:
     """Run one submission's check on this worker (inside a Dask task, in a
-    thread of the worker): its archive checked and unpacked
-    (:func:`unpack_archive`), then ``python -m arena check --sandbox`` with
-    the competition's limits (:func:`arena.server.gate.check_argv`, this
-    worker's Python), stopped at ``task.budget`` seconds (SIGTERM, SIGKILL
-    10 s later). An archive refused here is the server's fault (exit code
-    -1: :func:`arena.server.gate.judge_check` has it checked again).
+    thread of the worker): its archive from the worker's cache or fetched
+    from the scheduler once and checked on arrival (:func:`fetch_archive`),
+    then ``python -m arena check --sandbox`` with the competition's limits
+    (:func:`arena.server.gate.check_argv`, this worker's Python), stopped at
+    ``task.budget`` seconds (SIGTERM, SIGKILL 10 s later). An archive
+    refused here is the server's fault (exit code -1:
+    :func:`arena.server.gate.judge_check` has it checked again); one the
+    scheduler lacks gives :class:`ArchivesMissing`.
 
     Raises:
         distributed.Reschedule: this worker failed its join check.
@@ -312,8 +406,10 @@ def check_task(task: CheckTask, archive: bytes) -> CheckRun:
     if _admitted(task.expected) is not None:
         raise Reschedule()
     try:
-        folder = unpack_archive(task.archive, archive)
+        folder, _ = fetch_archive(task.archive)
         entrant = gate.submission_entrant(task.seat.name, task.seat.kind, folder)
+    except ArchiveMissing as exc:
+        return ArchivesMissing((exc.sha256,))
     except (IsolationError, OSError, ValueError) as exc:
         return CheckRun(-1, f"the check could not start on {address}: {exc}", address)
     argv = gate.check_argv(entrant, task.settings, sys.executable)
@@ -393,6 +489,8 @@ class DaskTables:
         task: the function each table task runs (default
             :func:`play_table_task`; tests give a wrapper).
         check_fn: the function each check task runs (default :func:`check_task`).
+        log: the runner's log (``log(event, **fields)``): each table's worker
+            and the archives it fetched (``table_worker``), or ``None``.
     """
 
     kind = "dask"
@@ -404,6 +502,7 @@ class DaskTables:
         options: LaunchOptions,
         task: Callable[..., TableOutcome] | None = None,
         check_fn: Callable[..., CheckRun] | None = None,
+        log: Callable[..., None] | None = None,
     ) -> None:
         self.client = client
         self.cluster = cluster
@@ -413,6 +512,11 @@ class DaskTables:
         self.expected = Expected(workers.arena_version(), workers.package_digest(), options)
         self._archives: dict[str, bytes] = {}  # archive SHA-256 -> its bytes
         self._seat_sha: dict[tuple[str, str], str] = {}  # (kind, submission SHA) -> archive SHA
+        self._published: set[str] = set()  # archive SHA-256s put in the scheduler's metadata
+        self.log = log
+        #: Each archive fetched by a worker: ``(worker address, archive SHA-256)``
+        #: -> times (once per worker, unless its cache was emptied).
+        self.fetches: collections.Counter[tuple[str, str]] = collections.Counter()
         self._token = secrets.token_hex(4)
         self._reports: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
         self._retired: set[str] = set()
@@ -430,6 +534,7 @@ class DaskTables:
         security: Security | None = None,
         n_workers: int | None = None,
         task: Callable[..., TableOutcome] | None = None,
+        log: Callable[..., None] | None = None,
     ) -> DaskTables:
         """Connect to ``scheduler`` (``tls://HOST:PORT``, with ``security``:
         :func:`arena.server.workers.runner_security`), or start a local
@@ -466,7 +571,7 @@ class DaskTables:
                 cluster.close()
             where = scheduler or "a local cluster"
             raise ExecutorUnavailable(f"cannot start Dask on {where}: {exc}") from None
-        return cls(client, cluster, options, task)
+        return cls(client, cluster, options, task, log=log)
 
     # -- archives
 
@@ -549,25 +654,68 @@ class DaskTables:
             self.options,
             self.expected,
         )
-        archives = {sha: data for sha, data in made if data is not None}
         key = f"hearts-{table.numbering}-{table.number}-a{table.attempt}-{self._token}"
-        key += f"-{secrets.token_hex(3)}"
-
-        def submit() -> Future[Any]:
-            return self.client.submit(
-                self.task,
-                task,
-                archives,
-                key=key,
-                resources={TABLE_RESOURCE: 1},
-                priority=PRIORITIES.get(table.numbering, 0),
-                pure=False,
-                retries=0,
-            )
-
-        fut = await trio.to_thread.run_sync(submit)
-        outcome: TableOutcome | str = await self._wait(fut)
+        priority = PRIORITIES.get(table.numbering, 0)
+        outcome: TableOutcome | str = await self._run_task(
+            self.task, task, task.archives, key, priority
+        )
+        if isinstance(outcome, TableOutcome):
+            for sha in outcome.fetched:
+                self.fetches[(outcome.worker, sha)] += 1
+            if self.log is not None:
+                self.log(
+                    "table_worker",
+                    numbering=table.numbering,
+                    number=table.number,
+                    worker=outcome.worker,
+                    fetched=list(outcome.fetched),
+                )
         return outcome
+
+    def _publish(self, shas: Sequence[str], again: bool = False) -> None:
+        """Put each archive in the scheduler's metadata once (``again``: even
+        if put before: a scheduler started again lost it). Blocking."""
+        for sha in dict.fromkeys(shas):
+            if sha and (again or sha not in self._published):
+                self.client.set_metadata([ARCHIVE_METADATA, sha], self._archives[sha])
+                self._published.add(sha)
+
+    async def _run_task(
+        self,
+        fn: Callable[..., Any],
+        task: TableTask | CheckTask,
+        shas: Sequence[str],
+        key: str,
+        priority: int,
+    ) -> Any:
+        """Publish the archives ``shas`` (:meth:`_publish`), submit ``fn(task)``
+        (one unit of ``table``, no retries of Dask's beyond its reruns after a
+        worker died) and wait for it: its result, or the reason it was lost
+        (a string). A result :class:`ArchivesMissing` has the archives put
+        back and the task sent once more."""
+        again = False
+        for _ in range(2):
+            await trio.to_thread.run_sync(functools.partial(self._publish, shas, again))
+            name = f"{key}-{secrets.token_hex(3)}"
+
+            def submit(name: str = name) -> Future[Any]:
+                return self.client.submit(
+                    fn,
+                    task,
+                    key=name,
+                    resources={TABLE_RESOURCE: 1},
+                    priority=priority,
+                    pure=False,
+                    retries=0,
+                )
+
+            fut = await trio.to_thread.run_sync(submit)
+            outcome = await self._wait(fut)
+            if not isinstance(outcome, ArchivesMissing):
+                return outcome
+            _log.warning("archives %s missing on the scheduler: put back", outcome.sha256s)
+            again = True
+        return "its archives could not be kept on the scheduler"
 
     async def _wait(self, fut: Future[Any]) -> Any:
         """Wait for ``fut`` (its done-callback wakes the loop): its result, or
@@ -609,8 +757,9 @@ class DaskTables:
         self, seat: SeatSource, settings: CompetitionSettings, budget: float
     ) -> CheckRun | None:
         """See :meth:`arena.server.tables.TablePlayer.check`: one task
-        (:func:`check_task`, one unit of ``table``, before every table) with
-        the submission's archive; a check lost with its workers, or whose
+        (:func:`check_task`, one unit of ``table``, before every table), the
+        submission's archive put on the scheduler for the worker to fetch
+        once; a check lost with its workers, or whose
         files cannot be read, is the server's (exit code -1, run again once
         by the runner)."""
         try:
@@ -619,22 +768,8 @@ class DaskTables:
             return CheckRun(-1, f"the submission's files cannot be read: {exc}", "")
         assert data is not None
         task = CheckTask(seat, sha, settings, budget, self.expected)
-        key = f"hearts-check-{seat.name}-{self._token}-{secrets.token_hex(3)}"
-
-        def submit() -> Future[Any]:
-            return self.client.submit(
-                self.check_fn,
-                task,
-                data,
-                key=key,
-                resources={TABLE_RESOURCE: 1},
-                priority=PRIORITY_VALIDATION + 1,
-                pure=False,
-                retries=0,
-            )
-
-        fut = await trio.to_thread.run_sync(submit)
-        outcome = await self._wait(fut)
+        key = f"hearts-check-{seat.name}-{self._token}"
+        outcome = await self._run_task(self.check_fn, task, [sha], key, PRIORITY_VALIDATION + 1)
         if isinstance(outcome, str):
             return CheckRun(-1, f"the cluster could not run the check: {outcome}", "")
         assert isinstance(outcome, CheckRun)

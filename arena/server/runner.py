@@ -992,7 +992,12 @@ def _dask_tables(runner: Runner, config: RunnerConfig) -> tables.TablePlayer:
     security = workers.runner_security(runner.comp.paths) if config.scheduler is not None else None
     try:
         return DaskTables.start(
-            runner.options, config.scheduler, security, config.workers, config.dask_task
+            runner.options,
+            config.scheduler,
+            security,
+            config.workers,
+            config.dask_task,
+            log=runner.log,
         )
     except ExecutorUnavailable as exc:
         raise FolderError(str(exc)) from None

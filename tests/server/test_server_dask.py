@@ -161,6 +161,59 @@ def test_tables_on_two_dask_workers_give_the_in_process_standings(
     assert {e[2] for e in s["workers"]} == {"admitted"}
 
 
+def _shas(root: Path) -> set[str]:
+    """The four submissions' SHA-256s (a ``.py``'s archive is its bytes)."""
+    comp = folder.open_folder(root)
+    try:
+        with comp.database.read() as conn:
+            return {s.sha256 for s in store.submissions_in(conn, "ranked")}
+    finally:
+        comp.close()
+
+
+def _fetched_by_worker(log: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Each worker's archive fetches from the scheduler, over the tables it
+    reported (``table_worker``), in order."""
+    out: dict[str, list[str]] = {}
+    for e in log:
+        if e["event"] == "table_worker":
+            out.setdefault(e["worker"], []).extend(e["fetched"])
+    return out
+
+
+def _cache_of(cache: Path, worker: str) -> set[str]:
+    return {p.name for p in (cache / worker.replace("/", "_").replace(":", "_")).iterdir()}
+
+
+def test_each_archive_travels_to_a_worker_once(
+    validated: Path, tmp_path: Path, in_process: dict[str, Any]
+) -> None:
+    """Tasks carry the archives' SHA-256s only: each of the two workers (a
+    cache of its own) fetches each of the four archives from the scheduler
+    once, at its first table, and none at its next: 8 fetches for the 12
+    seats of three tables."""
+    root = _copy(validated, tmp_path)
+    cache = tmp_path / "caches"
+    task = functools.partial(dask_tasks.own_cache, cache=str(cache))
+    log = _run(root, executor="dask", workers=2, dask_task=task)
+    _same_results(_state(root), in_process)
+    shas = _shas(root)
+    assert len(shas) == 4
+    played = [e for e in log if e["event"] == "table_worker"]
+    assert sorted(e["number"] for e in played) == list(range(TABLES))
+    fetched = _fetched_by_worker(log)
+    assert len(fetched) == 2  # tables 0 and 1 at once, one on each worker
+    for worker, got in fetched.items():
+        assert sorted(got) == sorted(shas), worker  # each archive once
+        assert _cache_of(cache, worker) == shas
+    first = {}
+    for e in played:
+        first.setdefault(e["worker"], e["number"])
+    for e in played:  # all four at a worker's first table, none after
+        assert len(e["fetched"]) == (4 if first[e["worker"]] == e["number"] else 0)
+    assert sum(len(g) for g in fetched.values()) == 8 < 4 * TABLES
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("n", [1, 3])
 def test_the_standings_do_not_depend_on_the_number_of_workers(
@@ -179,7 +232,10 @@ def test_a_worker_killed_in_mid_table_has_its_table_played_again_and_nothing_cha
 ) -> None:
     root = _copy(validated, tmp_path)
     counter = tmp_path / "kills"
-    task = functools.partial(dask_tasks.kill_worker, deal="L1", counter=str(counter), kills=1)
+    cache = tmp_path / "caches"
+    task = functools.partial(
+        dask_tasks.kill_worker, deal="L1", counter=str(counter), kills=1, cache=str(cache)
+    )
     log = _run(root, executor="dask", workers=2, dask_task=task)
     assert counter.stat().st_size == 2  # killed once, played again once
     s = _state(root)
@@ -187,6 +243,13 @@ def test_a_worker_killed_in_mid_table_has_its_table_played_again_and_nothing_cha
     assert [len(g) for g in s["games"].values()] == [4] * TABLES
     assert all(r[0] is not None for g in s["games"].values() for r in g)
     assert not [e for e in log if e["event"] == "void"]
+    # The rerun found the archives: the scheduler holds them, not the dead
+    # worker; every worker that played a table fetched each archive once.
+    shas = _shas(root)
+    played = [e for e in log if e["event"] == "table_worker"]
+    assert sorted(e["number"] for e in played) == list(range(TABLES))
+    for worker, got in _fetched_by_worker(log).items():
+        assert sorted(got) == sorted(shas), worker
 
 
 @pytest.mark.slow  # a local cluster and worker restarts: over 60 s on a loaded two-core machine
