@@ -65,6 +65,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import zipfile
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
@@ -104,6 +105,11 @@ WORKER_TTL: Final = "60s"
 CONNECT_TIMEOUT: Final = 60.0
 #: Seconds between two looks at a table's future besides its callback.
 POLL_SECONDS: Final = 2.0
+#: Seconds between two looks, inside a running task, at whether the scheduler
+#: still wants it (cancelled: the runner's time budget, its stop).
+RELEASE_POLL_SECONDS: Final = 0.5
+#: A worker task's states once the scheduler no longer wants its result.
+RELEASED: Final = frozenset({"cancelled", "released", "forgotten"})
 #: A fixed time for every entry of an archive (zip's first representable).
 ZIP_TIME: Final = (1980, 1, 1, 0, 0, 0)
 #: The scheduler's metadata key under which each archive is kept
@@ -121,6 +127,35 @@ def scheduler_config() -> dict[str, Any]:
         "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
         "distributed.scheduler.worker-ttl": WORKER_TTL,
     }
+
+
+#: A local cluster's Dask settings besides :func:`scheduler_config`: no
+#: route on the HTTP servers Dask starts in the scheduler and each worker
+#: whatever the dashboard setting (its pages list tasks and workers), which
+#: :func:`_stop_http` then closes: an unsealed bot could reach loopback.
+LOCAL_HTTP_OFF: Final[dict[str, list[str]]] = {
+    "distributed.scheduler.http.routes": [],
+    "distributed.worker.http.routes": [],
+}
+#: The plugin that closes a local cluster's workers' HTTP servers.
+HTTP_OFF_PLUGIN: Final = "hearts-arena-http-off"
+
+
+async def _stop_http(server: Any) -> None:
+    """Close a Dask scheduler's or worker's HTTP server (in its event loop)."""
+    http = getattr(server, "http_server", None)
+    if http is not None:
+        http.stop()
+
+
+class HttpOffPlugin(WorkerPlugin):
+    """On a local cluster's workers (restarted ones too): no HTTP server."""
+
+    name = HTTP_OFF_PLUGIN
+
+    async def setup(self, worker: Any) -> None:
+        """Close this worker's HTTP server."""
+        await _stop_http(worker)
 
 
 # -- archives ----------------------------------------------------------------------
@@ -246,6 +281,22 @@ class ArchivesMissing:
 # -- the task on a worker ------------------------------------------------------------
 
 
+def _released(worker: Any, key: Any) -> bool:
+    """Whether the scheduler no longer wants the task ``key`` running in this
+    worker (its future cancelled, its client gone): the worker's state of it
+    (read from the task's thread; Dask lets a running thread finish)."""
+    ts = worker.state.tasks.get(key)
+    return ts is None or ts.state in RELEASED
+
+
+async def _until_released(worker: Any, key: Any, scope: trio.CancelScope) -> None:
+    """Cancel ``scope`` once the task ``key`` is released (see :func:`_released`)."""
+    # The worker's state changes in its event loop's thread: nothing to wait on here.
+    while not _released(worker, key):  # noqa: ASYNC110
+        await trio.sleep(RELEASE_POLL_SECONDS)
+    scope.cancel()
+
+
 @dataclass(frozen=True)
 class TableTask:
     """What a worker is sent to play one table (no master key).
@@ -309,14 +360,19 @@ def play_table_task(
     fetched from the scheduler once (:func:`fetch_archive`), the bots
     started with ``task.options`` (this worker's Python, sealed as the
     server seals them), the four games played in order with Trio, every bot
-    closed. ``on_game``: called with each record as it finishes (tests).
-    Returns :class:`ArchivesMissing` when the scheduler lacks an archive.
+    closed. Stopped, its bots closed, within :data:`RELEASE_POLL_SECONDS`
+    of the scheduler releasing it (the runner cancelled it: its time budget,
+    its stop), with the records finished so far. ``on_game``: called with
+    each record as it finishes (tests). Returns :class:`ArchivesMissing` when
+    the scheduler lacks an archive.
 
     Raises:
         distributed.Reschedule: this worker failed its join check (the
             scheduler places the table elsewhere).
     """
-    address = get_worker().address
+    worker = get_worker()
+    address = worker.address
+    key = worker.get_current_task()
     if _admitted(task.expected) is not None:
         raise Reschedule()
     # This machine's cores and a control-group run of the task's own; the
@@ -355,7 +411,15 @@ def play_table_task(
 
         settings = replace(task.settings, jobs=1)
         runner = TournamentRunner(entrants, settings, launcher, sink)
-        trio.run(runner.run, list(task.specs))
+
+        async def play() -> None:
+            # Stopped (its bots closed) once the scheduler no longer wants it.
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_until_released, worker, key, nursery.cancel_scope)
+                await runner.run(list(task.specs))
+                nursery.cancel_scope.cancel()
+
+        trio.run(play)
     finally:
         launcher.close()
     ordered = sorted(records, key=lambda r: int(r["rotation"]))
@@ -394,7 +458,8 @@ def check_task(task: CheckTask) -> CheckRun | ArchivesMissing:
     from the scheduler once and checked on arrival (:func:`fetch_archive`),
     then ``python -m arena check --sandbox`` with the competition's limits
     (:func:`arena.server.gate.check_argv`, this worker's Python), stopped at
-    ``task.budget`` seconds (SIGTERM, SIGKILL 10 s later). An archive
+    ``task.budget`` seconds, or once the scheduler releases the task (SIGTERM,
+    SIGKILL 10 s later). An archive
     refused here is the server's fault (exit code -1:
     :func:`arena.server.gate.judge_check` has it checked again); one the
     scheduler lacks gives :class:`ArchivesMissing`.
@@ -402,7 +467,9 @@ def check_task(task: CheckTask) -> CheckRun | ArchivesMissing:
     Raises:
         distributed.Reschedule: this worker failed its join check.
     """
-    address = get_worker().address
+    worker = get_worker()
+    address = worker.address
+    key = worker.get_current_task()
     if _admitted(task.expected) is not None:
         raise Reschedule()
     try:
@@ -424,11 +491,17 @@ def check_task(task: CheckTask) -> CheckRun | ArchivesMissing:
             env=env,
             preexec_fn=_die_with_parent,
         )
-        code: int | None
-        try:
-            code = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            code = None
+        code: int | None = None
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = RELEASE_POLL_SECONDS if end is None else end - time.monotonic()
+            try:
+                code = proc.wait(timeout=max(0.0, min(RELEASE_POLL_SECONDS, left)))
+                break
+            except subprocess.TimeoutExpired:
+                if (end is not None and time.monotonic() >= end) or _released(worker, key):
+                    break
+        if code is None:
             proc.terminate()
             try:
                 proc.wait(timeout=10)
@@ -540,7 +613,8 @@ class DaskTables:
         :func:`arena.server.workers.runner_security`), or start a local
         cluster of ``n_workers`` worker processes (default: one per core),
         one thread and ``table=1`` each, TLS with a throw-away authority,
-        dashboard off, with :func:`scheduler_config`. Blocking: call it
+        dashboard off and no HTTP server listening (:data:`LOCAL_HTTP_OFF`),
+        with :func:`scheduler_config`. Blocking: call it
         outside the loop.
 
         Raises:
@@ -552,7 +626,7 @@ class DaskTables:
         cluster = None
         try:
             if scheduler is None:
-                with dask.config.set(scheduler_config()):
+                with dask.config.set({**scheduler_config(), **LOCAL_HTTP_OFF}):
                     cluster = LocalCluster(
                         security=Security.temporary(),
                         n_workers=n_workers or os.cpu_count() or 1,
@@ -562,7 +636,9 @@ class DaskTables:
                         dashboard_address=None,
                         silence_logs=logging.ERROR,
                     )
+                cluster.sync(_stop_http, cluster.scheduler)
                 client = Client(cluster)
+                client.register_plugin(HttpOffPlugin(), name=HTTP_OFF_PLUGIN)
             else:
                 client = Client(scheduler, security=security, timeout=CONNECT_TIMEOUT)
             client.wait_for_workers(1, timeout=CONNECT_TIMEOUT)

@@ -75,3 +75,13 @@ def tamper(task: TableTask, *, deal: str, how: str) -> TableOutcome | ArchivesMi
     else:
         record["bot_seeds"][3] += 1
     return outcome
+
+
+def note_end(task: TableTask, *, out: str) -> TableOutcome | ArchivesMissing:
+    """Play the table; when the task returns, append a line to ``out``: the
+    table's deal and how many of its games were played."""
+    outcome = play_table_task(task)
+    played = len(outcome.records) if isinstance(outcome, TableOutcome) else -1
+    with open(out, "a") as f:
+        f.write(f"{task.specs[0].deal_key} {played}\n")
+    return outcome

@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import math
+import types
 from pathlib import Path
 from typing import Any
 
@@ -135,11 +136,21 @@ FETCHES: list[str] = []
 
 
 class _Worker:
+    """A stand-in for the Dask worker running the task ``"k"`` (``TASK.state``)."""
+
     def __init__(self, expected: workers.Expected) -> None:
         self.address = "tls://127.0.0.1:1"
         plugin = dask_tables.AdmissionPlugin(expected)
         plugin.checked = True
         self.plugins = {dask_tables.PLUGIN_NAME: plugin}
+        self.state = types.SimpleNamespace(tasks={"k": TASK})
+
+    def get_current_task(self) -> str:
+        return "k"
+
+
+#: The worker's state of the task a test runs.
+TASK = types.SimpleNamespace(state="executing")
 
 
 def _task(
@@ -157,6 +168,7 @@ def _task(
     data = dask_tables.seat_archive(seat)
     expected = workers.Expected("v", "d", LaunchOptions())
     monkeypatch.setattr(dask_tables, "get_worker", lambda: _Worker(expected))
+    TASK.state = "executing"
     SCHEDULER.clear()
     SCHEDULER[hashlib.sha256(data).hexdigest()] = data
     FETCHES.clear()
@@ -199,6 +211,15 @@ def test_check_task_fetches_its_archive_once_then_finds_it_in_the_cache(
     assert FETCHES[0] == task.archive
     assert (tmp_path / "cache" / task.archive / "bot.py").read_bytes() == BOT
     assert dask_tables.fetch_archive(task.archive) == (tmp_path / "cache" / task.archive, False)
+
+
+def test_check_task_stops_the_check_once_the_scheduler_releases_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task, _ = _task(tmp_path, monkeypatch, math.inf)
+    TASK.state = "cancelled"  # the runner cancelled its future (its stop)
+    got = dask_tables.check_task(task)
+    assert isinstance(got, CheckRun) and got.code is None  # stopped, no budget to run past
 
 
 def test_check_task_says_which_archive_the_scheduler_lacks(

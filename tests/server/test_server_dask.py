@@ -280,6 +280,34 @@ def test_a_table_whose_worker_is_killed_four_times_is_void_and_listed_with_its_s
         assert row[1] <= 8
 
 
+def test_a_table_stopped_at_its_time_budget_stops_on_its_worker(tmp_path: Path) -> None:
+    """A ladder table of four 50-hand games cannot end within its budget of
+    3 s: the runner stops it, plays it again, stops it again (void). Each
+    stopped task ends on its worker (its referee and bots closed) rather
+    than playing its four games out: its line says fewer than 4."""
+    root = tmp_path / "c"
+    settings = folder.CompetitionSettings.from_mapping(
+        {
+            "game": {"hands": 50},
+            "ladder": {"lag": 1, "table_seconds": 3},
+        },
+        "test",
+    )
+    folder.init_folder(root, settings)
+    for name in ("ann", "bob", "cy", "di"):
+        bot = tmp_path / f"{name}.py"
+        bot.write_text((BOTS / "first_legal.py").read_text() + f"\n# {name}\n")
+        _submit(root, name, bot)
+    out = tmp_path / "ends"
+    task = functools.partial(dask_tasks.note_end, out=str(out))
+    log = _run(root, executor="dask", workers=2, dask_task=task, ladder_tables=1)
+    assert [e["run"] for e in log if e["event"] == "table_stopped"] == [1, 2]
+    assert _state(root)["tables"][0][1:2] == ("void",)
+    ends = out.read_text().split() if out.exists() else []
+    assert ends[0::2] == ["L0", "L0"], ends  # both runs ended on their workers
+    assert all(int(n) < 4 for n in ends[1::2])
+
+
 @pytest.mark.parametrize(
     ("how", "problem"),
     [
@@ -463,3 +491,43 @@ def test_worker_cert_writes_a_certificate_signed_by_the_competitions_authority(
     assert err == [f"error: {out / 'w1.example.pem'} exists: remove it or write to another folder"]
     assert main(["serve", str(root), "--worker-cert", "../x", str(out)]) == 2
     assert "is not a host name or label" in capsys.readouterr().err
+
+
+def test_a_local_cluster_listens_on_its_tls_ports_only() -> None:
+    """No HTTP server of Dask's (the dashboard's, /health, /metrics, the
+    scheduler's info pages) listens in a local cluster: an unsealed bot
+    could reach loopback. What listens is the scheduler's, the nannies' and
+    the workers' TLS ports."""
+    import psutil
+
+    from arena.sandbox.launcher import LaunchOptions
+    from arena.server.dask_tables import DaskTables
+
+    player = DaskTables.start(LaunchOptions(), n_workers=1)
+    try:
+        info = player.client.scheduler_info()
+        tls = {info["address"]}
+        http = {info["services"]["dashboard"]}
+        for address, w in info["workers"].items():
+            tls.update({address, w["nanny"]})
+            http.update(w["services"].values())
+        me = psutil.Process()
+        listening = {
+            c.laddr.port
+            for p in [me, *me.children(recursive=True)]
+            for c in p.net_connections(kind="tcp")
+            if c.status == psutil.CONN_LISTEN
+        }
+        ports = {int(a.rsplit(":", 1)[1]) for a in tls}
+        assert all(a.startswith("tls://127.0.0.1:") for a in tls)
+        assert ports <= listening
+        assert not http & listening, (http, listening)
+        workers = {
+            c.laddr.port
+            for p in me.children(recursive=True)
+            for c in p.net_connections(kind="tcp")
+            if c.status == psutil.CONN_LISTEN
+        }
+        assert workers <= ports  # a worker process listens on its TLS port only
+    finally:
+        player.close()
