@@ -67,7 +67,7 @@ import tempfile
 import threading
 import time
 import zipfile
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
@@ -547,6 +547,18 @@ class AdmissionPlugin(WorkerPlugin):
 # -- the server's side ---------------------------------------------------------------
 
 
+def cluster_tables(info: Mapping[str, Any], retired: Collection[str] = ()) -> int:
+    """The tables a cluster plays at once: the sum of its workers' ``table``
+    resources (:data:`arena.server.workers.TABLE_RESOURCE`; a refused worker
+    has set its own to 0) in ``info`` (``Client.scheduler_info()``), the
+    workers in ``retired`` left out."""
+    total = 0.0
+    for address, worker in dict(info.get("workers", {})).items():
+        if address not in retired:
+            total += float(dict(worker.get("resources", {})).get(TABLE_RESOURCE, 0))
+    return int(total)
+
+
 #: Called in the loop with a worker's report: ``(address, name, status, reason)``.
 WorkerReport = Callable[[str, str, str, str | None], Awaitable[None]]
 
@@ -564,6 +576,9 @@ class DaskTables:
         check_fn: the function each check task runs (default :func:`check_task`).
         log: the runner's log (``log(event, **fields)``): each table's worker
             and the archives it fetched (``table_worker``), or ``None``.
+        on_capacity: called with the cluster's capacity in tables
+            (:func:`cluster_tables`) at the start, as workers join and after
+            each table, or ``None``.
     """
 
     kind = "dask"
@@ -576,8 +591,10 @@ class DaskTables:
         task: Callable[..., TableOutcome] | None = None,
         check_fn: Callable[..., CheckRun] | None = None,
         log: Callable[..., None] | None = None,
+        on_capacity: Callable[[int], None] | None = None,
     ) -> None:
         self.client = client
+        self.on_capacity = on_capacity
         self.cluster = cluster
         self.options = options
         self.task = task or play_table_task
@@ -608,6 +625,7 @@ class DaskTables:
         n_workers: int | None = None,
         task: Callable[..., TableOutcome] | None = None,
         log: Callable[..., None] | None = None,
+        on_capacity: Callable[[int], None] | None = None,
     ) -> DaskTables:
         """Connect to ``scheduler`` (``tls://HOST:PORT``, with ``security``:
         :func:`arena.server.workers.runner_security`), or start a local
@@ -647,7 +665,22 @@ class DaskTables:
                 cluster.close()
             where = scheduler or "a local cluster"
             raise ExecutorUnavailable(f"cannot start Dask on {where}: {exc}") from None
-        return cls(client, cluster, options, task, log=log)
+        player = cls(client, cluster, options, task, log=log, on_capacity=on_capacity)
+        player.follow_capacity()
+        return player
+
+    def follow_capacity(self) -> None:
+        """Hand the cluster's capacity (:func:`cluster_tables`, the retired
+        workers left out) to ``on_capacity`` (blocking; nothing without it or
+        when the scheduler cannot be asked)."""
+        if self.on_capacity is None:
+            return
+        try:
+            info = self.client.scheduler_info()
+        except Exception as exc:  # the scheduler away for now: the last count holds
+            _log.debug("capacity: %s", exc)
+            return
+        self.on_capacity(cluster_tables(info, self._retired))
 
     # -- archives
 
@@ -701,6 +734,8 @@ class DaskTables:
         seats, made = prepared
         names = ", ".join(seat.name for seat in seats)
         outcome = await self._send(table, seats, made, specs, settings)
+        if self.on_capacity is not None:  # a worker may have died meanwhile
+            await trio.to_thread.run_sync(self.follow_capacity)
         if isinstance(outcome, str):
             raise TableVoid(f"{outcome} (its submissions: {names})")
         assert isinstance(outcome, TableOutcome)
@@ -878,9 +913,10 @@ class DaskTables:
             problem = event.get("problem")
             if problem is None:
                 await report(address, name, "admitted", None)
-                continue
-            await report(address, name, "refused", str(problem))
-            await self._retire(address)
+            else:
+                await report(address, name, "refused", str(problem))
+                await self._retire(address)
+            await trio.to_thread.run_sync(self.follow_capacity)
 
     def _next_report(self) -> dict[str, Any]:
         return self._reports.get()

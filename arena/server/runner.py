@@ -47,7 +47,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -134,6 +134,9 @@ class RunnerConfig:
         dask_task: the function each Dask table task runs (``None``: the
             real one, :func:`arena.server.dask_tables.play_table_task`; tests
             give a wrapper that kills or tampers).
+        slots_from_cluster: with ``"dask"``, ``slots`` follows the cluster's
+            capacity (the admitted workers' ``table`` resources, read at the
+            start and as workers join or leave) instead of a fixed number.
     """
 
     slots: int = 1
@@ -148,6 +151,7 @@ class RunnerConfig:
     scheduler: str | None = None
     workers: int | None = None
     dask_task: Any = None
+    slots_from_cluster: bool = False
 
 
 @dataclass(frozen=True)
@@ -998,9 +1002,19 @@ def _dask_tables(runner: Runner, config: RunnerConfig) -> tables.TablePlayer:
             config.workers,
             config.dask_task,
             log=runner.log,
+            on_capacity=_set_slots(config) if config.slots_from_cluster else None,
         )
     except ExecutorUnavailable as exc:
         raise FolderError(str(exc)) from None
+
+
+def _set_slots(config: RunnerConfig) -> Callable[[int], None]:
+    """The Dask player's hook that sets ``config.slots`` to the cluster's capacity."""
+
+    def set_slots(tables: int) -> None:
+        config.slots = max(1, tables)
+
+    return set_slots
 
 
 def serve_forever(
@@ -1027,12 +1041,20 @@ def serve_forever(
     import multiprocessing
 
     live = multiprocessing.get_context("spawn").Queue(QUEUE_SIZE)
+    from_cluster = False
     if executor == "dask" and cores is None:
         # Tables on the cluster: as many at once as a local cluster has
-        # workers (one per core); on the organiser's, Dask's queue decides.
-        slots = max(1, os.cpu_count() or 1) if scheduler is None else 64
+        # workers (one per core); on the organiser's, as its admitted
+        # workers declare (their ``table`` resources, followed as they join).
+        slots = max(1, os.cpu_count() or 1)
+        from_cluster = scheduler is not None
     config = RunnerConfig(
-        slots=slots, cores=slots, live=live, executor=executor, scheduler=scheduler
+        slots=slots,
+        cores=slots,
+        live=live,
+        executor=executor,
+        scheduler=scheduler,
+        slots_from_cluster=from_cluster,
     )
     runner = start_runner(root, config, password_file)
     # The web process (arena/server/webproc.py, the web helper's) is spawned

@@ -328,6 +328,10 @@ class _Client:
     def set_metadata(self, keys: list[str], value: bytes) -> None:
         self.metadata.append((keys, value))
 
+    def scheduler_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = getattr(self, "info", {"workers": {}})
+        return info
+
     def submit(self, fn: Any, task: Any, **kwargs: Any) -> _Future:
         self.tasks.append(task)
         return _Future(self.answers.pop(0))
@@ -353,3 +357,31 @@ def test_archives_are_put_on_the_scheduler_once_and_again_when_it_lost_them(
     assert client.metadata == [([dask_tables.ARCHIVE_METADATA, sha], BOT)] * 2
     assert len(client.tasks) == 3
     assert all(t.archive == sha and not hasattr(t, "data") for t in client.tasks)
+
+
+def test_the_slots_follow_the_table_resources_of_the_clusters_workers() -> None:
+    """--scheduler without --cores: as many tables at once as the workers
+    declare (``table`` resources), a refused worker's (set to 0) and a
+    retired one's left out."""
+    info = {
+        "workers": {
+            "tls://a:1": {"resources": {"table": 8}},
+            "tls://b:1": {"resources": {"table": 4.0, "gpu": 1}},
+            "tls://c:1": {"resources": {"table": 0}},  # refused at its join
+            "tls://d:1": {"resources": {}},
+            "tls://e:1": {"resources": {"table": 2}},
+        }
+    }
+    assert dask_tables.cluster_tables(info) == 14
+    assert dask_tables.cluster_tables(info, {"tls://e:1"}) == 12
+    client = _Client([])
+    client.info = info  # type: ignore[attr-defined]
+    got: list[int] = []
+    player = dask_tables.DaskTables(client, None, LaunchOptions(), on_capacity=got.append)  # type: ignore[arg-type]
+    player.follow_capacity()
+    player._retired.add("tls://a:1")
+    player.follow_capacity()
+    assert got == [14, 6]
+    config = runner.RunnerConfig(slots=64, slots_from_cluster=True)
+    runner._set_slots(config)(0)
+    assert config.slots == 1  # never none: a table waits for a worker

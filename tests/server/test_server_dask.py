@@ -84,12 +84,15 @@ def _copy(validated: Path, tmp_path: Path) -> Path:
     return root
 
 
-def _run(root: Path, **config: Any) -> list[dict[str, Any]]:
+def _run(root: Path, before: Any = None, **config: Any) -> list[dict[str, Any]]:
+    """Run the runner until idle (``before(runner)`` first); its log."""
     log = io.StringIO()
     config.setdefault("slots", 2)
     config.setdefault("ladder_tables", TABLES)
     r = start_runner(root, RunnerConfig(exit_when_idle=True, log=log, **config))
     try:
+        if before is not None:
+            before(r)
         trio.run(r.run)
     finally:
         r.comp.close()
@@ -151,14 +154,73 @@ def _dask_starts(log: list[dict[str, Any]]) -> None:
 def test_tables_on_two_dask_workers_give_the_in_process_standings(
     validated: Path, tmp_path: Path, in_process: dict[str, Any]
 ) -> None:
+    """The same standings as in process. The local cluster listens on its TLS
+    ports only. Tasks carry the archives' SHA-256s only: each of the two
+    workers (a cache of its own here) fetches each of the four archives from
+    the scheduler once, at its first table, and none at its next: 8 fetches
+    for the 12 seats of three tables."""
     root = _copy(validated, tmp_path)
-    log = _run(root, executor="dask", workers=2)
+    cache = tmp_path / "caches"
+    task = functools.partial(dask_tasks.own_cache, cache=str(cache))
+    log = _run(
+        root,
+        before=lambda r: _listens_on_tls_only(r.tables.client),
+        executor="dask",
+        workers=2,
+        dask_task=task,
+    )
     _dask_starts(log)
     s = _state(root)
     _same_results(s, in_process)
     admitted = [e for e in log if e["event"] == "worker"]
     assert sorted(e["status"] for e in admitted) == ["admitted", "admitted"]
     assert {e[2] for e in s["workers"]} == {"admitted"}
+    shas = _shas(root)
+    assert len(shas) == 4
+    played = [e for e in log if e["event"] == "table_worker"]
+    assert sorted(e["number"] for e in played) == list(range(TABLES))
+    fetched = _fetched_by_worker(log)
+    assert len(fetched) == 2  # tables 0 and 1 at once, one on each worker
+    for worker, got in fetched.items():
+        assert sorted(got) == sorted(shas), worker  # each archive once
+        assert _cache_of(cache, worker) == shas
+    first: dict[str, int] = {}
+    for e in played:
+        first.setdefault(e["worker"], e["number"])
+    for e in played:  # all four at a worker's first table, none after
+        assert len(e["fetched"]) == (4 if first[e["worker"]] == e["number"] else 0)
+    assert sum(len(g) for g in fetched.values()) == 8 < 4 * TABLES
+
+
+def _listens_on_tls_only(client: Any) -> None:
+    """No HTTP server of Dask's (the dashboard's, /health, /metrics, the
+    scheduler's info pages) listens in a local cluster: an unsealed bot
+    could reach loopback. What listens is the scheduler's, the nannies' and
+    the workers' TLS ports."""
+    import psutil
+
+    info = client.scheduler_info()
+    tls = {info["address"]}
+    http = {info["services"]["dashboard"]}
+    for address, w in info["workers"].items():
+        tls.update({address, w["nanny"]})
+        http.update(w["services"].values())
+    me = psutil.Process()
+
+    def listening(processes: list[Any]) -> set[int]:
+        return {
+            c.laddr.port
+            for p in processes
+            for c in p.net_connections(kind="tcp")
+            if c.status == psutil.CONN_LISTEN
+        }
+
+    ports = {int(a.rsplit(":", 1)[1]) for a in tls}
+    assert all(a.startswith("tls://127.0.0.1:") for a in tls)
+    everything = listening([me, *me.children(recursive=True)])
+    assert ports <= everything
+    assert not http & everything, (http, everything)
+    assert listening(me.children(recursive=True)) <= ports  # a worker: its TLS port only
 
 
 def _shas(root: Path) -> set[str]:
@@ -183,35 +245,6 @@ def _fetched_by_worker(log: list[dict[str, Any]]) -> dict[str, list[str]]:
 
 def _cache_of(cache: Path, worker: str) -> set[str]:
     return {p.name for p in (cache / worker.replace("/", "_").replace(":", "_")).iterdir()}
-
-
-def test_each_archive_travels_to_a_worker_once(
-    validated: Path, tmp_path: Path, in_process: dict[str, Any]
-) -> None:
-    """Tasks carry the archives' SHA-256s only: each of the two workers (a
-    cache of its own) fetches each of the four archives from the scheduler
-    once, at its first table, and none at its next: 8 fetches for the 12
-    seats of three tables."""
-    root = _copy(validated, tmp_path)
-    cache = tmp_path / "caches"
-    task = functools.partial(dask_tasks.own_cache, cache=str(cache))
-    log = _run(root, executor="dask", workers=2, dask_task=task)
-    _same_results(_state(root), in_process)
-    shas = _shas(root)
-    assert len(shas) == 4
-    played = [e for e in log if e["event"] == "table_worker"]
-    assert sorted(e["number"] for e in played) == list(range(TABLES))
-    fetched = _fetched_by_worker(log)
-    assert len(fetched) == 2  # tables 0 and 1 at once, one on each worker
-    for worker, got in fetched.items():
-        assert sorted(got) == sorted(shas), worker  # each archive once
-        assert _cache_of(cache, worker) == shas
-    first = {}
-    for e in played:
-        first.setdefault(e["worker"], e["number"])
-    for e in played:  # all four at a worker's first table, none after
-        assert len(e["fetched"]) == (4 if first[e["worker"]] == e["number"] else 0)
-    assert sum(len(g) for g in fetched.values()) == 8 < 4 * TABLES
 
 
 @pytest.mark.slow
@@ -284,7 +317,8 @@ def test_a_table_stopped_at_its_time_budget_stops_on_its_worker(tmp_path: Path) 
     """A ladder table of four 50-hand games cannot end within its budget of
     3 s: the runner stops it, plays it again, stops it again (void). Each
     stopped task ends on its worker (its referee and bots closed) rather
-    than playing its four games out: its line says fewer than 4."""
+    than playing its four games out: its line says fewer than 4 (and the
+    second run, on the one worker, could start only once the first ended)."""
     root = tmp_path / "c"
     settings = folder.CompetitionSettings.from_mapping(
         {
@@ -300,7 +334,7 @@ def test_a_table_stopped_at_its_time_budget_stops_on_its_worker(tmp_path: Path) 
         _submit(root, name, bot)
     out = tmp_path / "ends"
     task = functools.partial(dask_tasks.note_end, out=str(out))
-    log = _run(root, executor="dask", workers=2, dask_task=task, ladder_tables=1)
+    log = _run(root, executor="dask", workers=1, slots=1, dask_task=task, ladder_tables=1)
     assert [e["run"] for e in log if e["event"] == "table_stopped"] == [1, 2]
     assert _state(root)["tables"][0][1:2] == ("void",)
     ends = out.read_text().split() if out.exists() else []
@@ -402,14 +436,16 @@ def test_a_worker_of_another_arena_version_is_refused_when_it_joins(
         r = start_runner(
             root,
             RunnerConfig(
-                slots=2,
+                slots=64,
                 ladder_tables=1,
                 exit_when_idle=True,
                 log=log_out,
                 executor="dask",
                 scheduler=address,
+                slots_from_cluster=True,
             ),
         )
+        assert r.config.slots == 1  # its one worker's table=1, not a guess
         try:
             bad = subprocess.Popen(
                 [
@@ -440,6 +476,7 @@ def test_a_worker_of_another_arena_version_is_refused_when_it_joins(
             trio.run(r.run)
         finally:
             r.comp.close()
+        assert r.config.slots == 1  # the refused worker's table resource not counted
         assert bad.wait(timeout=120) is not None  # retired: its process ended
         log = [json.loads(x) for x in log_out.getvalue().splitlines()]
         refused = [e for e in log if e["event"] == "worker" and e["status"] == "refused"]
@@ -491,43 +528,3 @@ def test_worker_cert_writes_a_certificate_signed_by_the_competitions_authority(
     assert err == [f"error: {out / 'w1.example.pem'} exists: remove it or write to another folder"]
     assert main(["serve", str(root), "--worker-cert", "../x", str(out)]) == 2
     assert "is not a host name or label" in capsys.readouterr().err
-
-
-def test_a_local_cluster_listens_on_its_tls_ports_only() -> None:
-    """No HTTP server of Dask's (the dashboard's, /health, /metrics, the
-    scheduler's info pages) listens in a local cluster: an unsealed bot
-    could reach loopback. What listens is the scheduler's, the nannies' and
-    the workers' TLS ports."""
-    import psutil
-
-    from arena.sandbox.launcher import LaunchOptions
-    from arena.server.dask_tables import DaskTables
-
-    player = DaskTables.start(LaunchOptions(), n_workers=1)
-    try:
-        info = player.client.scheduler_info()
-        tls = {info["address"]}
-        http = {info["services"]["dashboard"]}
-        for address, w in info["workers"].items():
-            tls.update({address, w["nanny"]})
-            http.update(w["services"].values())
-        me = psutil.Process()
-        listening = {
-            c.laddr.port
-            for p in [me, *me.children(recursive=True)]
-            for c in p.net_connections(kind="tcp")
-            if c.status == psutil.CONN_LISTEN
-        }
-        ports = {int(a.rsplit(":", 1)[1]) for a in tls}
-        assert all(a.startswith("tls://127.0.0.1:") for a in tls)
-        assert ports <= listening
-        assert not http & listening, (http, listening)
-        workers = {
-            c.laddr.port
-            for p in me.children(recursive=True)
-            for c in p.net_connections(kind="tcp")
-            if c.status == psutil.CONN_LISTEN
-        }
-        assert workers <= ports  # a worker process listens on its TLS port only
-    finally:
-        player.close()
