@@ -47,7 +47,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -477,10 +477,7 @@ class Runner:
         after its faults or with its revoked participant, or its participant
         suspended), and no chosen or playing table seats it (a table chosen
         with it plays as chosen)."""
-        seated: set[str] = set()
-        for numbering in db.NUMBERINGS:
-            for t in store.tables_in(conn, numbering, ["chosen", "playing"]):
-                seated.update(t.seating)
+        seated = store.seated_in_play(conn)
         ids = [store.submission_of(n) for n in held if n not in seated]
         # One query for every held submission (this runs at each scheduler
         # round: one query per submission cost most of the runner's own CPU,
@@ -623,16 +620,10 @@ class Runner:
         fold = store.fold_at(conn, fp)
         if fold is None:
             return None
-        joined: dict[str, int] = {}
-        for name in field:
-            sid = store.submission_of(name)
-            if sid is None:
-                continue
-            store.set_joined_table(conn, sid, t)
-            sub = store.submission(conn, sid)
-            assert sub is not None
-            assert sub.joined_table is not None
-            joined[name] = sub.joined_table
+        sids = {name: sid for name in field if (sid := store.submission_of(name)) is not None}
+        # Two statements for the whole field, not two per submission.
+        firsts = store.set_joined_tables(conn, list(sids.values()), t)
+        joined: dict[str, int] = {name: firsts[sid] for name, sid in sids.items()}
         first = min(joined.values(), default=t)
         past = [
             ladder.PastTable(r.number, r.seating, r.focus)
@@ -840,8 +831,12 @@ class Runner:
         if done.flag is not None:
             # A record the re-check refused: nothing of the table is kept.
             conn.execute(db.games.delete().where(db.games.c.table_id == table.id))
+        # The game writer stored each game as it finished: only a game it
+        # has not (none, normally) is stored here (JSON encoded once).
+        stored = store.game_rotations(conn, table.id)
         for rec in done.records:
-            store.add_game(conn, table.id, int(rec["rotation"]), dict(rec))
+            if int(rec["rotation"]) not in stored:
+                store.add_game(conn, table.id, int(rec["rotation"]), dict(rec))
         if table.numbering in classes.NUMBERINGS:
             events = classes.finish_table(conn, self.settings, table, done, now)
             downloads.keep_table_key(conn, table.id, self.key)  # (only a done table's)
@@ -870,7 +865,7 @@ class Runner:
                 events.append(("done", {"number": table.number}))
                 events += self._charge(conn, done.records)
         downloads.keep_table_key(conn, table.id, self.key)  # a done table's deals open to its seats
-        events += self._fold(conn)
+        events += self._fold(conn, {table.id: done.records})
         return events
 
     def _finish_validation(
@@ -924,11 +919,15 @@ class Runner:
                 events.append(("retired", {"submission": sid, "reason": reason}))
         return events
 
-    def _fold(self, conn: Connection) -> list[tuple[str, dict[str, Any]]]:
+    def _fold(
+        self, conn: Connection, known: Mapping[int, Sequence[GameRecordJSON]] | None = None
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """Fold the ladder tables ended since the last fold, in table order.
+        ``known``: the records of tables just ended (table id -> records),
+        used instead of reading them back."""
         through = store.rated_through(conn)
-        tables = store.tables_in(conn, "ladder")
-        statuses = [t.status for t in tables]
-        if [t.number for t in tables] != list(range(len(tables))):
+        ids, numbers, statuses = store.ladder_statuses(conn)
+        if numbers != list(range(len(numbers))):
             raise RuntimeError("the ladder's table numbers have a gap")
         reach = ladder.fold_reach(statuses, through)
         if reach == through:
@@ -937,7 +936,12 @@ class Runner:
         assert fold is not None
         for t in range(through, reach):
             if statuses[t] == "done":
-                records: list[Any] = store.table_records(conn, tables[t].id)
+                mine = (known or {}).get(ids[t])
+                records: list[Any] = (
+                    sorted(mine, key=lambda r: int(r["rotation"]))
+                    if mine is not None and len(mine) == ladder.ROTATIONS
+                    else store.table_records(conn, ids[t])
+                )
                 fold = ladder.fold_tables(fold, [records])
             store.store_fold(conn, t + 1, fold)
         return [("rated", {"through": reach})]
