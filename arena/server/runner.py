@@ -544,7 +544,11 @@ class Runner:
     async def _start_tables(self, nursery: trio.Nursery) -> int:
         started = 0
         # Tables chosen but not playing (a restart's, or a replay): first.
+        # Not looked for while every slot is taken (each round, each second):
+        # none could start (the final's start below does not depend on it).
         for numbering in ("validation", "ladder"):
+            if len(self._playing) >= self.config.slots:
+                break
             for row in await self.database.read_async(store.tables_in, numbering, ["chosen"]):
                 if len(self._playing) >= self.config.slots:
                     return started
