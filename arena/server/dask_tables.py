@@ -39,6 +39,16 @@ cluster of the organiser's machines as one task.
   ``TrioToken.run_sync_soon`` (and a look at the future every
   :data:`POLL_SECONDS`, in case a callback of a rerun future never comes);
   the local cluster is started outside the loop (:meth:`DaskTables.start`).
+* **Stopped when cancelled.** Dask lets a running task's thread run on after
+  its future is cancelled; a table's task looks every
+  :data:`RELEASE_POLL_SECONDS` at whether the scheduler still wants it and,
+  released (the runner's time budget, its stop), cancels its games: the
+  referee and bots are closed, not left playing. A check's task stops its
+  check the same way.
+* **Nothing listening but TLS.** A local cluster's scheduler and workers
+  start an HTTP server whatever the dashboard setting; it gets no route
+  (:data:`LOCAL_HTTP_OFF`) and is closed (:class:`HttpOffPlugin` on every
+  worker, restarted ones too).
 * **Lost work.** Dask reruns a table whose worker died up to
   ``allowed-failures`` (:data:`ALLOWED_FAILURES`) times; a worker silent for
   ``worker-ttl`` (:data:`WORKER_TTL`) is presumed dead. A table lost once
