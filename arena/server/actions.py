@@ -311,6 +311,23 @@ def _set_refold(conn: Connection, a: ActionRow, refold: dict[str, Any]) -> None:
     conn.execute(update(db.actions).where(db.actions.c.id == a.id).values(refold=refold))
 
 
+def refolds_waiting(conn: Connection) -> bool:
+    """Whether an applied replay or void waits for its refold to be recorded
+    (:func:`record_refolds` has something to look at)."""
+    row = conn.execute(
+        select(db.actions.c.id)
+        .where(
+            and_(
+                db.actions.c.status == "applied",
+                db.actions.c.refold.is_not(None),
+                db.actions.c.refolded_at.is_(None),
+            )
+        )
+        .limit(1)
+    ).first()
+    return row is not None
+
+
 def record_refolds(conn: Connection, now: float) -> list[tuple[str, dict[str, Any]]]:
     """Record on each applied replay or void the fold made again from its
     table, once the fold has passed that table again: ``refold`` gets
@@ -383,7 +400,7 @@ async def apply_pending(
     (:func:`record_refolds`). ``playing``: the ids of the tables in play
     (an action on one waits). Logs each event; returns the actions applied
     or refused."""
-    found = await database.read_async(pending)
+    found, waiting = await database.read_async(lambda conn: (pending(conn), refolds_waiting(conn)))
     done = 0
     for a in found:
 
@@ -397,6 +414,7 @@ async def apply_pending(
         done += bool(events)
         for event, fields in events:
             log(event, **fields)
-    for event, fields in await database.write_async(record_refolds, time.time()):
-        log(event, **fields)
+    if done or waiting:  # no write transaction each round for nothing
+        for event, fields in await database.write_async(record_refolds, time.time()):
+            log(event, **fields)
     return done

@@ -91,6 +91,8 @@ async def start_tables(runner: Runner, nursery: trio.Nursery) -> int:
         runner.log("final_started", finalists=seeds, kind=runner.settings.klass.final)
     started = 0
     for numbering in NUMBERINGS:
+        if len(runner._playing) >= runner.config.slots:
+            return started  # every slot taken: nothing to read for
         for row in await runner.database.read_async(store.tables_in, numbering, ["chosen"]):
             if len(runner._playing) >= runner.config.slots:
                 return started

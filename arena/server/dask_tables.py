@@ -8,16 +8,26 @@ cluster of the organiser's machines as one task.
   never the master key. Priorities: validation, then ladder
   (:data:`arena.server.tables.PRIORITIES`); one unit of the worker resource
   ``table`` each.
-* **Submissions travel as archives** (:func:`seat_archive`): a ``.py`` as its
-  bytes, a zip submission as a zip of its stored folder made the same way
-  every time (made once by the runner), carried by each table's task: the
-  scheduler holds them with the task, so a table rerun after its worker died
-  has them still. (``Client.scatter`` would send each to a worker once, but
-  scattered data that was only on a dead worker is lost and the scheduler
-  cancels the tasks needing it: seen in the four-kill test.)
-  On the worker each archive is checked on arrival (its SHA-256, then
-  :func:`arena.server.uploads.store_upload`'s checks, as an upload is) and
-  cached under its SHA-256 in :func:`worker_cache`: no shared file system.
+* **Each archive sent once per worker** (:func:`seat_archive`,
+  :func:`fetch_archive`): a ``.py`` as its bytes, a zip submission as a zip of
+  its stored folder made the same way every time (made once by the runner).
+  A task carries only the archives' SHA-256s. The runner puts each archive
+  once in the scheduler's metadata (``Client.set_metadata`` under
+  ``[ARCHIVE_METADATA, sha]``), before the first task that needs it; a
+  worker that lacks one in its cache (:func:`worker_cache`, shared by the
+  worker processes of one machine and user) gets it from the scheduler, over
+  the worker's own connection (its ``worker`` certificate: ``dask worker
+  --tls-cert`` gives it no client certificate), checks it on arrival (its
+  SHA-256, then :func:`arena.server.uploads.store_upload`'s checks, as an
+  upload is) and keeps it under its SHA-256. The scheduler holds it, so a
+  table rerun after any worker died still finds it. (``Client.scatter``
+  would leave it on workers only: scattered data that was only on a dead
+  worker is lost and the scheduler cancels the tasks needing it, seen in
+  the four-kill test; carrying the bytes with every task sent them to a
+  worker once per table.) A scheduler started again has lost its
+  metadata: a task that finds an archive missing says so
+  (:class:`ArchivesMissing`), and the runner puts it back and sends the
+  task once more.
 * **The join check** (:class:`AdmissionPlugin`, registered with the client,
   so run on every worker present and on every worker that joins later):
   :func:`arena.server.workers.admission_problem`. A worker that fails sets
@@ -29,6 +39,16 @@ cluster of the organiser's machines as one task.
   ``TrioToken.run_sync_soon`` (and a look at the future every
   :data:`POLL_SECONDS`, in case a callback of a rerun future never comes);
   the local cluster is started outside the loop (:meth:`DaskTables.start`).
+* **Stopped when cancelled.** Dask lets a running task's thread run on after
+  its future is cancelled; a table's task looks every
+  :data:`RELEASE_POLL_SECONDS` at whether the scheduler still wants it and,
+  released (the runner's time budget, its stop), cancels its games: the
+  referee and bots are closed, not left playing. A check's task stops its
+  check the same way.
+* **Nothing listening but TLS.** A local cluster's scheduler and workers
+  start an HTTP server whatever the dashboard setting; it gets no route
+  (:data:`LOCAL_HTTP_OFF`) and is closed (:class:`HttpOffPlugin` on every
+  worker, restarted ones too).
 * **Lost work.** Dask reruns a table whose worker died up to
   ``allowed-failures`` (:data:`ALLOWED_FAILURES`) times; a worker silent for
   ``worker-ttl`` (:data:`WORKER_TTL`) is presumed dead. A table lost once
@@ -39,8 +59,10 @@ cluster of the organiser's machines as one task.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import ctypes
+import functools
 import hashlib
 import io
 import logging
@@ -52,8 +74,10 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import zipfile
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
@@ -61,6 +85,7 @@ from typing import Any, Final
 import dask
 import trio
 from distributed import Client, Future, LocalCluster, Reschedule, Security, WorkerPlugin, get_worker
+from distributed.utils import sync
 
 from arena.protocol.records import GameRecordJSON, GameSpec
 from arena.sandbox.isolation import IsolationError
@@ -90,8 +115,16 @@ WORKER_TTL: Final = "60s"
 CONNECT_TIMEOUT: Final = 60.0
 #: Seconds between two looks at a table's future besides its callback.
 POLL_SECONDS: Final = 2.0
+#: Seconds between two looks, inside a running task, at whether the scheduler
+#: still wants it (cancelled: the runner's time budget, its stop).
+RELEASE_POLL_SECONDS: Final = 0.5
+#: A worker task's states once the scheduler no longer wants its result.
+RELEASED: Final = frozenset({"cancelled", "released", "forgotten"})
 #: A fixed time for every entry of an archive (zip's first representable).
 ZIP_TIME: Final = (1980, 1, 1, 0, 0, 0)
+#: The scheduler's metadata key under which each archive is kept
+#: (``[ARCHIVE_METADATA, sha256]``: its bytes).
+ARCHIVE_METADATA: Final = "hearts-arena-archives"
 
 _log = logging.getLogger(__name__)
 
@@ -104,6 +137,35 @@ def scheduler_config() -> dict[str, Any]:
         "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
         "distributed.scheduler.worker-ttl": WORKER_TTL,
     }
+
+
+#: A local cluster's Dask settings besides :func:`scheduler_config`: no
+#: route on the HTTP servers Dask starts in the scheduler and each worker
+#: whatever the dashboard setting (its pages list tasks and workers), which
+#: :func:`_stop_http` then closes: an unsealed bot could reach loopback.
+LOCAL_HTTP_OFF: Final[dict[str, list[str]]] = {
+    "distributed.scheduler.http.routes": [],
+    "distributed.worker.http.routes": [],
+}
+#: The plugin that closes a local cluster's workers' HTTP servers.
+HTTP_OFF_PLUGIN: Final = "hearts-arena-http-off"
+
+
+async def _stop_http(server: Any) -> None:
+    """Close a Dask scheduler's or worker's HTTP server (in its event loop)."""
+    http = getattr(server, "http_server", None)
+    if http is not None:
+        http.stop()
+
+
+class HttpOffPlugin(WorkerPlugin):
+    """On a local cluster's workers (restarted ones too): no HTTP server."""
+
+    name = HTTP_OFF_PLUGIN
+
+    async def setup(self, worker: Any) -> None:
+        """Close this worker's HTTP server."""
+        await _stop_http(worker)
 
 
 # -- archives ----------------------------------------------------------------------
@@ -164,7 +226,85 @@ def unpack_archive(sha256: str, data: bytes) -> Path:
     return stored.folder
 
 
+#: One lock per archive SHA-256 in this worker process: two tasks missing the
+#: same archive fetch it once.
+_FETCH_LOCKS: dict[str, threading.Lock] = {}
+_FETCH_LOCKS_LOCK = threading.Lock()
+
+
+class ArchiveMissing(IsolationError):
+    """The scheduler does not hold an archive a task needs (a scheduler started
+    again since the runner put it there): ``sha256`` names it."""
+
+    def __init__(self, sha256: str) -> None:
+        super().__init__(f"archive {sha256[:12]}... is not on the scheduler")
+        self.sha256 = sha256
+
+
+def _scheduler_archive(sha256: str) -> bytes | None:
+    """The archive's bytes from the scheduler's metadata (``None``: not
+    there), asked over this worker's own connection to the scheduler."""
+    worker = get_worker()
+    data = sync(
+        worker.loop,
+        worker.scheduler.get_metadata,
+        keys=[ARCHIVE_METADATA, sha256],
+        default=None,
+    )
+    return data if isinstance(data, bytes) or data is None else bytes(data)
+
+
+def fetch_archive(sha256: str) -> tuple[Path, bool]:
+    """A seat's unpacked archive on this worker: from :func:`worker_cache` if
+    it is there, else fetched from the scheduler once (one fetch per archive
+    in this process however many tasks need it at once) and checked on
+    arrival (:func:`unpack_archive`). Returns the folder and whether it was
+    fetched now.
+
+    Raises:
+        ArchiveMissing: the scheduler does not hold it.
+        IsolationError: the bytes that arrived are not the archive, or are
+            refused by the upload checks.
+    """
+    folder = worker_cache() / sha256
+    if folder.is_dir():
+        return folder, False
+    with _FETCH_LOCKS_LOCK:
+        lock = _FETCH_LOCKS.setdefault(sha256, threading.Lock())
+    with lock:
+        if folder.is_dir():  # fetched meanwhile by another task
+            return folder, False
+        data = _scheduler_archive(sha256)
+        if data is None:
+            raise ArchiveMissing(sha256)
+        return unpack_archive(sha256, data), True
+
+
+@dataclass(frozen=True)
+class ArchivesMissing:
+    """A task's result when the scheduler lacks archives it needs: their
+    SHA-256s (the runner puts them back and sends the task again)."""
+
+    sha256s: tuple[str, ...]
+
+
 # -- the task on a worker ------------------------------------------------------------
+
+
+def _released(worker: Any, key: Any) -> bool:
+    """Whether the scheduler no longer wants the task ``key`` running in this
+    worker (its future cancelled, its client gone): the worker's state of it
+    (read from the task's thread; Dask lets a running thread finish)."""
+    ts = worker.state.tasks.get(key)
+    return ts is None or ts.state in RELEASED
+
+
+async def _until_released(worker: Any, key: Any, scope: trio.CancelScope) -> None:
+    """Cancel ``scope`` once the task ``key`` is released (see :func:`_released`)."""
+    # The worker's state changes in its event loop's thread: nothing to wait on here.
+    while not _released(worker, key):  # noqa: ASYNC110
+        await trio.sleep(RELEASE_POLL_SECONDS)
+    scope.cancel()
 
 
 @dataclass(frozen=True)
@@ -196,12 +336,15 @@ class TableTask:
 @dataclass(frozen=True)
 class TableOutcome:
     """A table's task's result: the records (rotation order), the worker's
-    address, and ``void``: why the table could not be played there (a
-    sandbox that did not start), or ``None``."""
+    address, ``void``: why the table could not be played there (a sandbox
+    that did not start), or ``None``, and ``fetched``: the SHA-256s of the
+    archives this task fetched from the scheduler (those not in the
+    worker's cache yet)."""
 
     records: list[GameRecordJSON]
     worker: str
     void: str | None = None
+    fetched: tuple[str, ...] = ()
 
 
 def _admitted(expected: Expected) -> str | None:
@@ -220,20 +363,26 @@ def _admitted(expected: Expected) -> str | None:
 
 def play_table_task(
     task: TableTask,
-    archives: dict[str, bytes],
     on_game: Callable[[GameRecordJSON], None] | None = None,
-) -> TableOutcome:
+) -> TableOutcome | ArchivesMissing:
     """Play one table on this worker (runs inside a Dask task, in a thread of
-    the worker): unpack each submission's archive (:func:`unpack_archive`),
-    start the bots with ``task.options`` (this worker's Python, sealed as
-    the server seals them), play the four games in order with Trio, close
-    every bot. ``on_game``: called with each record as it finishes (tests).
+    the worker): each submission's archive from the worker's cache or
+    fetched from the scheduler once (:func:`fetch_archive`), the bots
+    started with ``task.options`` (this worker's Python, sealed as the
+    server seals them), the four games played in order with Trio, every bot
+    closed. Stopped, its bots closed, within :data:`RELEASE_POLL_SECONDS`
+    of the scheduler releasing it (the runner cancelled it: its time budget,
+    its stop), with the records finished so far. ``on_game``: called with
+    each record as it finishes (tests). Returns :class:`ArchivesMissing` when
+    the scheduler lacks an archive.
 
     Raises:
         distributed.Reschedule: this worker failed its join check (the
             scheduler places the table elsewhere).
     """
-    address = get_worker().address
+    worker = get_worker()
+    address = worker.address
+    key = worker.get_current_task()
     if _admitted(task.expected) is not None:
         raise Reschedule()
     # This machine's cores and a control-group run of the task's own; the
@@ -245,16 +394,24 @@ def play_table_task(
         cgroup_run=secrets.token_hex(8),
         arena_python=sys.executable,
     )
+    fetched: list[str] = []
     launcher = Launcher(options)
     try:
         try:
             entrants = []
             for seat, sha in zip(task.seats, task.archives, strict=True):
-                folder = unpack_archive(sha, archives[sha]) if sha else None
+                folder = None
+                if sha:
+                    folder, now = fetch_archive(sha)
+                    if now:
+                        fetched.append(sha)
                 entrants.append(seat.entrant(folder))
             launcher.check(entrants)
+        except ArchiveMissing as exc:
+            return ArchivesMissing((exc.sha256,))
         except (IsolationError, OSError, ValueError) as exc:
-            return TableOutcome([], address, f"a sandbox could not start on {address}: {exc}")
+            void = f"a sandbox could not start on {address}: {exc}"
+            return TableOutcome([], address, void, tuple(fetched))
         records: list[GameRecordJSON] = []
 
         def sink(record: GameRecordJSON) -> None:
@@ -264,10 +421,19 @@ def play_table_task(
 
         settings = replace(task.settings, jobs=1)
         runner = TournamentRunner(entrants, settings, launcher, sink)
-        trio.run(runner.run, list(task.specs))
+
+        async def play() -> None:
+            # Stopped (its bots closed) once the scheduler no longer wants it.
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_until_released, worker, key, nursery.cancel_scope)
+                await runner.run(list(task.specs))
+                nursery.cancel_scope.cancel()
+
+        trio.run(play)
     finally:
         launcher.close()
-    return TableOutcome(sorted(records, key=lambda r: int(r["rotation"])), address)
+    ordered = sorted(records, key=lambda r: int(r["rotation"]))
+    return TableOutcome(ordered, address, None, tuple(fetched))
 
 
 @dataclass(frozen=True)
@@ -296,24 +462,31 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def check_task(task: CheckTask, archive: bytes) -> CheckRun:
+def check_task(task: CheckTask) -> CheckRun | ArchivesMissing:
     """Run one submission's check on this worker (inside a Dask task, in a
-    thread of the worker): its archive checked and unpacked
-    (:func:`unpack_archive`), then ``python -m arena check --sandbox`` with
-    the competition's limits (:func:`arena.server.gate.check_argv`, this
-    worker's Python), stopped at ``task.budget`` seconds (SIGTERM, SIGKILL
-    10 s later). An archive refused here is the server's fault (exit code
-    -1: :func:`arena.server.gate.judge_check` has it checked again).
+    thread of the worker): its archive from the worker's cache or fetched
+    from the scheduler once and checked on arrival (:func:`fetch_archive`),
+    then ``python -m arena check --sandbox`` with the competition's limits
+    (:func:`arena.server.gate.check_argv`, this worker's Python), stopped at
+    ``task.budget`` seconds, or once the scheduler releases the task (SIGTERM,
+    SIGKILL 10 s later). An archive
+    refused here is the server's fault (exit code -1:
+    :func:`arena.server.gate.judge_check` has it checked again); one the
+    scheduler lacks gives :class:`ArchivesMissing`.
 
     Raises:
         distributed.Reschedule: this worker failed its join check.
     """
-    address = get_worker().address
+    worker = get_worker()
+    address = worker.address
+    key = worker.get_current_task()
     if _admitted(task.expected) is not None:
         raise Reschedule()
     try:
-        folder = unpack_archive(task.archive, archive)
+        folder, _ = fetch_archive(task.archive)
         entrant = gate.submission_entrant(task.seat.name, task.seat.kind, folder)
+    except ArchiveMissing as exc:
+        return ArchivesMissing((exc.sha256,))
     except (IsolationError, OSError, ValueError) as exc:
         return CheckRun(-1, f"the check could not start on {address}: {exc}", address)
     argv = gate.check_argv(entrant, task.settings, sys.executable)
@@ -328,11 +501,17 @@ def check_task(task: CheckTask, archive: bytes) -> CheckRun:
             env=env,
             preexec_fn=_die_with_parent,
         )
-        code: int | None
-        try:
-            code = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            code = None
+        code: int | None = None
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = RELEASE_POLL_SECONDS if end is None else end - time.monotonic()
+            try:
+                code = proc.wait(timeout=max(0.0, min(RELEASE_POLL_SECONDS, left)))
+                break
+            except subprocess.TimeoutExpired:
+                if (end is not None and time.monotonic() >= end) or _released(worker, key):
+                    break
+        if code is None:
             proc.terminate()
             try:
                 proc.wait(timeout=10)
@@ -378,6 +557,18 @@ class AdmissionPlugin(WorkerPlugin):
 # -- the server's side ---------------------------------------------------------------
 
 
+def cluster_tables(info: Mapping[str, Any], retired: Collection[str] = ()) -> int:
+    """The tables a cluster plays at once: the sum of its workers' ``table``
+    resources (:data:`arena.server.workers.TABLE_RESOURCE`; a refused worker
+    has set its own to 0) in ``info`` (``Client.scheduler_info()``), the
+    workers in ``retired`` left out."""
+    total = 0.0
+    for address, worker in dict(info.get("workers", {})).items():
+        if address not in retired:
+            total += float(dict(worker.get("resources", {})).get(TABLE_RESOURCE, 0))
+    return int(total)
+
+
 #: Called in the loop with a worker's report: ``(address, name, status, reason)``.
 WorkerReport = Callable[[str, str, str, str | None], Awaitable[None]]
 
@@ -393,6 +584,11 @@ class DaskTables:
         task: the function each table task runs (default
             :func:`play_table_task`; tests give a wrapper).
         check_fn: the function each check task runs (default :func:`check_task`).
+        log: the runner's log (``log(event, **fields)``): each table's worker
+            and the archives it fetched (``table_worker``), or ``None``.
+        on_capacity: called with the cluster's capacity in tables
+            (:func:`cluster_tables`) at the start, as workers join and after
+            each table, or ``None``.
     """
 
     kind = "dask"
@@ -404,8 +600,11 @@ class DaskTables:
         options: LaunchOptions,
         task: Callable[..., TableOutcome] | None = None,
         check_fn: Callable[..., CheckRun] | None = None,
+        log: Callable[..., None] | None = None,
+        on_capacity: Callable[[int], None] | None = None,
     ) -> None:
         self.client = client
+        self.on_capacity = on_capacity
         self.cluster = cluster
         self.options = options
         self.task = task or play_table_task
@@ -413,6 +612,11 @@ class DaskTables:
         self.expected = Expected(workers.arena_version(), workers.package_digest(), options)
         self._archives: dict[str, bytes] = {}  # archive SHA-256 -> its bytes
         self._seat_sha: dict[tuple[str, str], str] = {}  # (kind, submission SHA) -> archive SHA
+        self._published: set[str] = set()  # archive SHA-256s put in the scheduler's metadata
+        self.log = log
+        #: Each archive fetched by a worker: ``(worker address, archive SHA-256)``
+        #: -> times (once per worker, unless its cache was emptied).
+        self.fetches: collections.Counter[tuple[str, str]] = collections.Counter()
         self._token = secrets.token_hex(4)
         self._reports: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
         self._retired: set[str] = set()
@@ -430,12 +634,15 @@ class DaskTables:
         security: Security | None = None,
         n_workers: int | None = None,
         task: Callable[..., TableOutcome] | None = None,
+        log: Callable[..., None] | None = None,
+        on_capacity: Callable[[int], None] | None = None,
     ) -> DaskTables:
         """Connect to ``scheduler`` (``tls://HOST:PORT``, with ``security``:
         :func:`arena.server.workers.runner_security`), or start a local
         cluster of ``n_workers`` worker processes (default: one per core),
         one thread and ``table=1`` each, TLS with a throw-away authority,
-        dashboard off, with :func:`scheduler_config`. Blocking: call it
+        dashboard off and no HTTP server listening (:data:`LOCAL_HTTP_OFF`),
+        with :func:`scheduler_config`. Blocking: call it
         outside the loop.
 
         Raises:
@@ -447,7 +654,7 @@ class DaskTables:
         cluster = None
         try:
             if scheduler is None:
-                with dask.config.set(scheduler_config()):
+                with dask.config.set({**scheduler_config(), **LOCAL_HTTP_OFF}):
                     cluster = LocalCluster(
                         security=Security.temporary(),
                         n_workers=n_workers or os.cpu_count() or 1,
@@ -457,7 +664,9 @@ class DaskTables:
                         dashboard_address=None,
                         silence_logs=logging.ERROR,
                     )
+                cluster.sync(_stop_http, cluster.scheduler)
                 client = Client(cluster)
+                client.register_plugin(HttpOffPlugin(), name=HTTP_OFF_PLUGIN)
             else:
                 client = Client(scheduler, security=security, timeout=CONNECT_TIMEOUT)
             client.wait_for_workers(1, timeout=CONNECT_TIMEOUT)
@@ -466,7 +675,22 @@ class DaskTables:
                 cluster.close()
             where = scheduler or "a local cluster"
             raise ExecutorUnavailable(f"cannot start Dask on {where}: {exc}") from None
-        return cls(client, cluster, options, task)
+        player = cls(client, cluster, options, task, log=log, on_capacity=on_capacity)
+        player.follow_capacity()
+        return player
+
+    def follow_capacity(self) -> None:
+        """Hand the cluster's capacity (:func:`cluster_tables`, the retired
+        workers left out) to ``on_capacity`` (blocking; nothing without it or
+        when the scheduler cannot be asked)."""
+        if self.on_capacity is None:
+            return
+        try:
+            info = self.client.scheduler_info()
+        except Exception as exc:  # the scheduler away for now: the last count holds
+            _log.debug("capacity: %s", exc)
+            return
+        self.on_capacity(cluster_tables(info, self._retired))
 
     # -- archives
 
@@ -520,6 +744,8 @@ class DaskTables:
         seats, made = prepared
         names = ", ".join(seat.name for seat in seats)
         outcome = await self._send(table, seats, made, specs, settings)
+        if self.on_capacity is not None:  # a worker may have died meanwhile
+            await trio.to_thread.run_sync(self.follow_capacity)
         if isinstance(outcome, str):
             raise TableVoid(f"{outcome} (its submissions: {names})")
         assert isinstance(outcome, TableOutcome)
@@ -549,25 +775,68 @@ class DaskTables:
             self.options,
             self.expected,
         )
-        archives = {sha: data for sha, data in made if data is not None}
         key = f"hearts-{table.numbering}-{table.number}-a{table.attempt}-{self._token}"
-        key += f"-{secrets.token_hex(3)}"
-
-        def submit() -> Future[Any]:
-            return self.client.submit(
-                self.task,
-                task,
-                archives,
-                key=key,
-                resources={TABLE_RESOURCE: 1},
-                priority=PRIORITIES.get(table.numbering, 0),
-                pure=False,
-                retries=0,
-            )
-
-        fut = await trio.to_thread.run_sync(submit)
-        outcome: TableOutcome | str = await self._wait(fut)
+        priority = PRIORITIES.get(table.numbering, 0)
+        outcome: TableOutcome | str = await self._run_task(
+            self.task, task, task.archives, key, priority
+        )
+        if isinstance(outcome, TableOutcome):
+            for sha in outcome.fetched:
+                self.fetches[(outcome.worker, sha)] += 1
+            if self.log is not None:
+                self.log(
+                    "table_worker",
+                    numbering=table.numbering,
+                    number=table.number,
+                    worker=outcome.worker,
+                    fetched=list(outcome.fetched),
+                )
         return outcome
+
+    def _publish(self, shas: Sequence[str], again: bool = False) -> None:
+        """Put each archive in the scheduler's metadata once (``again``: even
+        if put before: a scheduler started again lost it). Blocking."""
+        for sha in dict.fromkeys(shas):
+            if sha and (again or sha not in self._published):
+                self.client.set_metadata([ARCHIVE_METADATA, sha], self._archives[sha])
+                self._published.add(sha)
+
+    async def _run_task(
+        self,
+        fn: Callable[..., Any],
+        task: TableTask | CheckTask,
+        shas: Sequence[str],
+        key: str,
+        priority: int,
+    ) -> Any:
+        """Publish the archives ``shas`` (:meth:`_publish`), submit ``fn(task)``
+        (one unit of ``table``, no retries of Dask's beyond its reruns after a
+        worker died) and wait for it: its result, or the reason it was lost
+        (a string). A result :class:`ArchivesMissing` has the archives put
+        back and the task sent once more."""
+        again = False
+        for _ in range(2):
+            await trio.to_thread.run_sync(functools.partial(self._publish, shas, again))
+            name = f"{key}-{secrets.token_hex(3)}"
+
+            def submit(name: str = name) -> Future[Any]:
+                return self.client.submit(
+                    fn,
+                    task,
+                    key=name,
+                    resources={TABLE_RESOURCE: 1},
+                    priority=priority,
+                    pure=False,
+                    retries=0,
+                )
+
+            fut = await trio.to_thread.run_sync(submit)
+            outcome = await self._wait(fut)
+            if not isinstance(outcome, ArchivesMissing):
+                return outcome
+            _log.warning("archives %s missing on the scheduler: put back", outcome.sha256s)
+            again = True
+        return "its archives could not be kept on the scheduler"
 
     async def _wait(self, fut: Future[Any]) -> Any:
         """Wait for ``fut`` (its done-callback wakes the loop): its result, or
@@ -609,8 +878,9 @@ class DaskTables:
         self, seat: SeatSource, settings: CompetitionSettings, budget: float
     ) -> CheckRun | None:
         """See :meth:`arena.server.tables.TablePlayer.check`: one task
-        (:func:`check_task`, one unit of ``table``, before every table) with
-        the submission's archive; a check lost with its workers, or whose
+        (:func:`check_task`, one unit of ``table``, before every table), the
+        submission's archive put on the scheduler for the worker to fetch
+        once; a check lost with its workers, or whose
         files cannot be read, is the server's (exit code -1, run again once
         by the runner)."""
         try:
@@ -619,22 +889,8 @@ class DaskTables:
             return CheckRun(-1, f"the submission's files cannot be read: {exc}", "")
         assert data is not None
         task = CheckTask(seat, sha, settings, budget, self.expected)
-        key = f"hearts-check-{seat.name}-{self._token}-{secrets.token_hex(3)}"
-
-        def submit() -> Future[Any]:
-            return self.client.submit(
-                self.check_fn,
-                task,
-                data,
-                key=key,
-                resources={TABLE_RESOURCE: 1},
-                priority=PRIORITY_VALIDATION + 1,
-                pure=False,
-                retries=0,
-            )
-
-        fut = await trio.to_thread.run_sync(submit)
-        outcome = await self._wait(fut)
+        key = f"hearts-check-{seat.name}-{self._token}"
+        outcome = await self._run_task(self.check_fn, task, [sha], key, PRIORITY_VALIDATION + 1)
         if isinstance(outcome, str):
             return CheckRun(-1, f"the cluster could not run the check: {outcome}", "")
         assert isinstance(outcome, CheckRun)
@@ -667,9 +923,10 @@ class DaskTables:
             problem = event.get("problem")
             if problem is None:
                 await report(address, name, "admitted", None)
-                continue
-            await report(address, name, "refused", str(problem))
-            await self._retire(address)
+            else:
+                await report(address, name, "refused", str(problem))
+                await self._retire(address)
+            await trio.to_thread.run_sync(self.follow_capacity)
 
     def _next_report(self) -> dict[str, Any]:
         return self._reports.get()

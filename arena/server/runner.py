@@ -47,7 +47,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -134,6 +134,9 @@ class RunnerConfig:
         dask_task: the function each Dask table task runs (``None``: the
             real one, :func:`arena.server.dask_tables.play_table_task`; tests
             give a wrapper that kills or tampers).
+        slots_from_cluster: with ``"dask"``, ``slots`` follows the cluster's
+            capacity (the admitted workers' ``table`` resources, read at the
+            start and as workers join or leave) instead of a fixed number.
     """
 
     slots: int = 1
@@ -148,6 +151,7 @@ class RunnerConfig:
     scheduler: str | None = None
     workers: int | None = None
     dask_task: Any = None
+    slots_from_cluster: bool = False
 
 
 @dataclass(frozen=True)
@@ -473,10 +477,7 @@ class Runner:
         after its faults or with its revoked participant, or its participant
         suspended), and no chosen or playing table seats it (a table chosen
         with it plays as chosen)."""
-        seated: set[str] = set()
-        for numbering in db.NUMBERINGS:
-            for t in store.tables_in(conn, numbering, ["chosen", "playing"]):
-                seated.update(t.seating)
+        seated = store.seated_in_play(conn)
         ids = [store.submission_of(n) for n in held if n not in seated]
         # One query for every held submission (this runs at each scheduler
         # round: one query per submission cost most of the runner's own CPU,
@@ -543,7 +544,11 @@ class Runner:
     async def _start_tables(self, nursery: trio.Nursery) -> int:
         started = 0
         # Tables chosen but not playing (a restart's, or a replay): first.
+        # Not looked for while every slot is taken (each round, each second):
+        # none could start (the final's start below does not depend on it).
         for numbering in ("validation", "ladder"):
+            if len(self._playing) >= self.config.slots:
+                break
             for row in await self.database.read_async(store.tables_in, numbering, ["chosen"]):
                 if len(self._playing) >= self.config.slots:
                     return started
@@ -619,16 +624,10 @@ class Runner:
         fold = store.fold_at(conn, fp)
         if fold is None:
             return None
-        joined: dict[str, int] = {}
-        for name in field:
-            sid = store.submission_of(name)
-            if sid is None:
-                continue
-            store.set_joined_table(conn, sid, t)
-            sub = store.submission(conn, sid)
-            assert sub is not None
-            assert sub.joined_table is not None
-            joined[name] = sub.joined_table
+        sids = {name: sid for name in field if (sid := store.submission_of(name)) is not None}
+        # Two statements for the whole field, not two per submission.
+        firsts = store.set_joined_tables(conn, list(sids.values()), t)
+        joined: dict[str, int] = {name: firsts[sid] for name, sid in sids.items()}
         first = min(joined.values(), default=t)
         past = [
             ladder.PastTable(r.number, r.seating, r.focus)
@@ -836,8 +835,12 @@ class Runner:
         if done.flag is not None:
             # A record the re-check refused: nothing of the table is kept.
             conn.execute(db.games.delete().where(db.games.c.table_id == table.id))
+        # The game writer stored each game as it finished: only a game it
+        # has not (none, normally) is stored here (JSON encoded once).
+        stored = store.game_rotations(conn, table.id)
         for rec in done.records:
-            store.add_game(conn, table.id, int(rec["rotation"]), dict(rec))
+            if int(rec["rotation"]) not in stored:
+                store.add_game(conn, table.id, int(rec["rotation"]), dict(rec))
         if table.numbering in classes.NUMBERINGS:
             events = classes.finish_table(conn, self.settings, table, done, now)
             downloads.keep_table_key(conn, table.id, self.key)  # (only a done table's)
@@ -866,7 +869,7 @@ class Runner:
                 events.append(("done", {"number": table.number}))
                 events += self._charge(conn, done.records)
         downloads.keep_table_key(conn, table.id, self.key)  # a done table's deals open to its seats
-        events += self._fold(conn)
+        events += self._fold(conn, {table.id: done.records})
         return events
 
     def _finish_validation(
@@ -920,11 +923,15 @@ class Runner:
                 events.append(("retired", {"submission": sid, "reason": reason}))
         return events
 
-    def _fold(self, conn: Connection) -> list[tuple[str, dict[str, Any]]]:
+    def _fold(
+        self, conn: Connection, known: Mapping[int, Sequence[GameRecordJSON]] | None = None
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """Fold the ladder tables ended since the last fold, in table order.
+        ``known``: the records of tables just ended (table id -> records),
+        used instead of reading them back."""
         through = store.rated_through(conn)
-        tables = store.tables_in(conn, "ladder")
-        statuses = [t.status for t in tables]
-        if [t.number for t in tables] != list(range(len(tables))):
+        ids, numbers, statuses = store.ladder_statuses(conn)
+        if numbers != list(range(len(numbers))):
             raise RuntimeError("the ladder's table numbers have a gap")
         reach = ladder.fold_reach(statuses, through)
         if reach == through:
@@ -933,7 +940,12 @@ class Runner:
         assert fold is not None
         for t in range(through, reach):
             if statuses[t] == "done":
-                records: list[Any] = store.table_records(conn, tables[t].id)
+                mine = (known or {}).get(ids[t])
+                records: list[Any] = (
+                    sorted(mine, key=lambda r: int(r["rotation"]))
+                    if mine is not None and len(mine) == ladder.ROTATIONS
+                    else store.table_records(conn, ids[t])
+                )
                 fold = ladder.fold_tables(fold, [records])
             store.store_fold(conn, t + 1, fold)
         return [("rated", {"through": reach})]
@@ -992,10 +1004,25 @@ def _dask_tables(runner: Runner, config: RunnerConfig) -> tables.TablePlayer:
     security = workers.runner_security(runner.comp.paths) if config.scheduler is not None else None
     try:
         return DaskTables.start(
-            runner.options, config.scheduler, security, config.workers, config.dask_task
+            runner.options,
+            config.scheduler,
+            security,
+            config.workers,
+            config.dask_task,
+            log=runner.log,
+            on_capacity=_set_slots(config) if config.slots_from_cluster else None,
         )
     except ExecutorUnavailable as exc:
         raise FolderError(str(exc)) from None
+
+
+def _set_slots(config: RunnerConfig) -> Callable[[int], None]:
+    """The Dask player's hook that sets ``config.slots`` to the cluster's capacity."""
+
+    def set_slots(tables: int) -> None:
+        config.slots = max(1, tables)
+
+    return set_slots
 
 
 def serve_forever(
@@ -1022,12 +1049,20 @@ def serve_forever(
     import multiprocessing
 
     live = multiprocessing.get_context("spawn").Queue(QUEUE_SIZE)
+    from_cluster = False
     if executor == "dask" and cores is None:
         # Tables on the cluster: as many at once as a local cluster has
-        # workers (one per core); on the organiser's, Dask's queue decides.
-        slots = max(1, os.cpu_count() or 1) if scheduler is None else 64
+        # workers (one per core); on the organiser's, as its admitted
+        # workers declare (their ``table`` resources, followed as they join).
+        slots = max(1, os.cpu_count() or 1)
+        from_cluster = scheduler is not None
     config = RunnerConfig(
-        slots=slots, cores=slots, live=live, executor=executor, scheduler=scheduler
+        slots=slots,
+        cores=slots,
+        live=live,
+        executor=executor,
+        scheduler=scheduler,
+        slots_from_cluster=from_cluster,
     )
     runner = start_runner(root, config, password_file)
     # The web process (arena/server/webproc.py, the web helper's) is spawned

@@ -490,6 +490,32 @@ def set_joined_table(conn: Connection, submission_id: int, table: int) -> None:
     )
 
 
+def set_joined_tables(
+    conn: Connection, submission_ids: Sequence[int], table: int
+) -> dict[int, int]:
+    """:func:`set_joined_table` for several submissions in one statement;
+    returns each one's joined table (submission id -> table number).
+
+    Raises:
+        KeyError: a submission that does not exist.
+    """
+    if not submission_ids:
+        return {}
+    ids = list(submission_ids)
+    conn.execute(
+        update(db.submissions)
+        .where(and_(db.submissions.c.id.in_(ids), db.submissions.c.joined_table.is_(None)))
+        .values(joined_table=table)
+    )
+    rows = conn.execute(
+        select(db.submissions.c.id, db.submissions.c.joined_table).where(
+            db.submissions.c.id.in_(ids)
+        )
+    ).all()
+    firsts = {int(r[0]): int(r[1]) for r in rows if r[1] is not None}
+    return {sid: firsts[sid] for sid in ids}
+
+
 def add_ranked_games(conn: Connection, submission_id: int, games: int, faults_in_row: int) -> None:
     """Add ranked games to a submission and set its run of faulted games."""
     conn.execute(
@@ -572,6 +598,25 @@ def tables_in(
     return [_table(r) for r in conn.execute(q.order_by(db.tables.c.number))]
 
 
+def ladder_statuses(conn: Connection) -> tuple[list[int], list[int], list[str]]:
+    """The ladder's tables by number as three lists: ids, numbers, statuses
+    (three narrow columns: the fold asks at every table's end)."""
+    rows = conn.execute(
+        select(db.tables.c.id, db.tables.c.number, db.tables.c.status)
+        .where(db.tables.c.numbering == "ladder")
+        .order_by(db.tables.c.number)
+    ).all()
+    return [int(r[0]) for r in rows], [int(r[1]) for r in rows], [str(r[2]) for r in rows]
+
+
+def seated_in_play(conn: Connection) -> set[str]:
+    """Every entrant seated at a table chosen or playing, of any numbering."""
+    rows = conn.execute(
+        select(db.tables.c.seating).where(db.tables.c.status.in_(("chosen", "playing")))
+    )
+    return {str(name) for r in rows for name in r[0]}
+
+
 def next_number(conn: Connection, numbering: str) -> int:
     """The number the next table of ``numbering`` gets (0 for the first)."""
     top = conn.execute(
@@ -637,6 +682,12 @@ def add_game(conn: Connection, table_id: int, rotation: int, record: Mapping[str
         )
     )
     conn.execute(insert(db.games).values(table_id=table_id, rotation=rotation, record=dict(record)))
+
+
+def game_rotations(conn: Connection, table_id: int) -> set[int]:
+    """The rotations of a table's stored games."""
+    rows = conn.execute(select(db.games.c.rotation).where(db.games.c.table_id == table_id))
+    return {int(r[0]) for r in rows}
 
 
 def table_records(conn: Connection, table_id: int) -> list[dict[str, Any]]:

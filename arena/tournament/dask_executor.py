@@ -132,8 +132,11 @@ def play_unit(
 
     async def watch(scope: trio.CancelScope) -> None:
         assert event is not None
-        while not await trio.to_thread.run_sync(event.wait, STOP_POLL, abandon_on_cancel=True):
-            pass
+        # A quick look each STOP_POLL, not Event.wait: a wait still pending on
+        # the scheduler when the cluster closes makes Dask log an ERROR
+        # (its event_wait cancelled), seen in tests on a loaded machine.
+        while not await trio.to_thread.run_sync(event.is_set, abandon_on_cancel=True):  # noqa: ASYNC110
+            await trio.sleep(STOP_POLL)
         scope.cancel()
 
     async def main() -> None:

@@ -84,12 +84,15 @@ def _copy(validated: Path, tmp_path: Path) -> Path:
     return root
 
 
-def _run(root: Path, **config: Any) -> list[dict[str, Any]]:
+def _run(root: Path, before: Any = None, **config: Any) -> list[dict[str, Any]]:
+    """Run the runner until idle (``before(runner)`` first); its log."""
     log = io.StringIO()
     config.setdefault("slots", 2)
     config.setdefault("ladder_tables", TABLES)
     r = start_runner(root, RunnerConfig(exit_when_idle=True, log=log, **config))
     try:
+        if before is not None:
+            before(r)
         trio.run(r.run)
     finally:
         r.comp.close()
@@ -151,14 +154,97 @@ def _dask_starts(log: list[dict[str, Any]]) -> None:
 def test_tables_on_two_dask_workers_give_the_in_process_standings(
     validated: Path, tmp_path: Path, in_process: dict[str, Any]
 ) -> None:
+    """The same standings as in process. The local cluster listens on its TLS
+    ports only. Tasks carry the archives' SHA-256s only: each of the two
+    workers (a cache of its own here) fetches each of the four archives from
+    the scheduler once, at its first table, and none at its next: 8 fetches
+    for the 12 seats of three tables."""
     root = _copy(validated, tmp_path)
-    log = _run(root, executor="dask", workers=2)
+    cache = tmp_path / "caches"
+    task = functools.partial(dask_tasks.own_cache, cache=str(cache))
+    log = _run(
+        root,
+        before=lambda r: _listens_on_tls_only(r.tables.client),
+        executor="dask",
+        workers=2,
+        dask_task=task,
+    )
     _dask_starts(log)
     s = _state(root)
     _same_results(s, in_process)
     admitted = [e for e in log if e["event"] == "worker"]
     assert sorted(e["status"] for e in admitted) == ["admitted", "admitted"]
     assert {e[2] for e in s["workers"]} == {"admitted"}
+    shas = _shas(root)
+    assert len(shas) == 4
+    played = [e for e in log if e["event"] == "table_worker"]
+    assert sorted(e["number"] for e in played) == list(range(TABLES))
+    fetched = _fetched_by_worker(log)
+    assert len(fetched) == 2  # tables 0 and 1 at once, one on each worker
+    for worker, got in fetched.items():
+        assert sorted(got) == sorted(shas), worker  # each archive once
+        assert _cache_of(cache, worker) == shas
+    first: dict[str, int] = {}
+    for e in played:
+        first.setdefault(e["worker"], e["number"])
+    for e in played:  # all four at a worker's first table, none after
+        assert len(e["fetched"]) == (4 if first[e["worker"]] == e["number"] else 0)
+    assert sum(len(g) for g in fetched.values()) == 8 < 4 * TABLES
+
+
+def _listens_on_tls_only(client: Any) -> None:
+    """No HTTP server of Dask's (the dashboard's, /health, /metrics, the
+    scheduler's info pages) listens in a local cluster: an unsealed bot
+    could reach loopback. What listens is the scheduler's, the nannies' and
+    the workers' TLS ports."""
+    import psutil
+
+    info = client.scheduler_info()
+    tls = {info["address"]}
+    http = {info["services"]["dashboard"]}
+    for address, w in info["workers"].items():
+        tls.update({address, w["nanny"]})
+        http.update(w["services"].values())
+    me = psutil.Process()
+
+    def listening(processes: list[Any]) -> set[int]:
+        return {
+            c.laddr.port
+            for p in processes
+            for c in p.net_connections(kind="tcp")
+            if c.status == psutil.CONN_LISTEN
+        }
+
+    ports = {int(a.rsplit(":", 1)[1]) for a in tls}
+    assert all(a.startswith("tls://127.0.0.1:") for a in tls)
+    everything = listening([me, *me.children(recursive=True)])
+    assert ports <= everything
+    assert not http & everything, (http, everything)
+    assert listening(me.children(recursive=True)) <= ports  # a worker: its TLS port only
+
+
+def _shas(root: Path) -> set[str]:
+    """The four submissions' SHA-256s (a ``.py``'s archive is its bytes)."""
+    comp = folder.open_folder(root)
+    try:
+        with comp.database.read() as conn:
+            return {s.sha256 for s in store.submissions_in(conn, "ranked")}
+    finally:
+        comp.close()
+
+
+def _fetched_by_worker(log: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Each worker's archive fetches from the scheduler, over the tables it
+    reported (``table_worker``), in order."""
+    out: dict[str, list[str]] = {}
+    for e in log:
+        if e["event"] == "table_worker":
+            out.setdefault(e["worker"], []).extend(e["fetched"])
+    return out
+
+
+def _cache_of(cache: Path, worker: str) -> set[str]:
+    return {p.name for p in (cache / worker.replace("/", "_").replace(":", "_")).iterdir()}
 
 
 @pytest.mark.slow
@@ -179,7 +265,10 @@ def test_a_worker_killed_in_mid_table_has_its_table_played_again_and_nothing_cha
 ) -> None:
     root = _copy(validated, tmp_path)
     counter = tmp_path / "kills"
-    task = functools.partial(dask_tasks.kill_worker, deal="L1", counter=str(counter), kills=1)
+    cache = tmp_path / "caches"
+    task = functools.partial(
+        dask_tasks.kill_worker, deal="L1", counter=str(counter), kills=1, cache=str(cache)
+    )
     log = _run(root, executor="dask", workers=2, dask_task=task)
     assert counter.stat().st_size == 2  # killed once, played again once
     s = _state(root)
@@ -187,6 +276,13 @@ def test_a_worker_killed_in_mid_table_has_its_table_played_again_and_nothing_cha
     assert [len(g) for g in s["games"].values()] == [4] * TABLES
     assert all(r[0] is not None for g in s["games"].values() for r in g)
     assert not [e for e in log if e["event"] == "void"]
+    # The rerun found the archives: the scheduler holds them, not the dead
+    # worker; every worker that played a table fetched each archive once.
+    shas = _shas(root)
+    played = [e for e in log if e["event"] == "table_worker"]
+    assert sorted(e["number"] for e in played) == list(range(TABLES))
+    for worker, got in _fetched_by_worker(log).items():
+        assert sorted(got) == sorted(shas), worker
 
 
 @pytest.mark.slow  # a local cluster and worker restarts: over 60 s on a loaded two-core machine
@@ -215,6 +311,35 @@ def test_a_table_whose_worker_is_killed_four_times_is_void_and_listed_with_its_s
     assert [e["number"] for e in log if e["event"] == "void"] == [0]
     for row in s["rows"]:  # three tables, one void: at most eight games each
         assert row[1] <= 8
+
+
+def test_a_table_stopped_at_its_time_budget_stops_on_its_worker(tmp_path: Path) -> None:
+    """A ladder table of four 50-hand games cannot end within its budget of
+    3 s: the runner stops it, plays it again, stops it again (void). Each
+    stopped task ends on its worker (its referee and bots closed) rather
+    than playing its four games out: its line says fewer than 4 (and the
+    second run, on the one worker, could start only once the first ended)."""
+    root = tmp_path / "c"
+    settings = folder.CompetitionSettings.from_mapping(
+        {
+            "game": {"hands": 50},
+            "ladder": {"lag": 1, "table_seconds": 3},
+        },
+        "test",
+    )
+    folder.init_folder(root, settings)
+    for name in ("ann", "bob", "cy", "di"):
+        bot = tmp_path / f"{name}.py"
+        bot.write_text((BOTS / "first_legal.py").read_text() + f"\n# {name}\n")
+        _submit(root, name, bot)
+    out = tmp_path / "ends"
+    task = functools.partial(dask_tasks.note_end, out=str(out))
+    log = _run(root, executor="dask", workers=1, slots=1, dask_task=task, ladder_tables=1)
+    assert [e["run"] for e in log if e["event"] == "table_stopped"] == [1, 2]
+    assert _state(root)["tables"][0][1:2] == ("void",)
+    ends = out.read_text().split() if out.exists() else []
+    assert ends[0::2] == ["L0", "L0"], ends  # both runs ended on their workers
+    assert all(int(n) < 4 for n in ends[1::2])
 
 
 @pytest.mark.parametrize(
@@ -311,14 +436,16 @@ def test_a_worker_of_another_arena_version_is_refused_when_it_joins(
         r = start_runner(
             root,
             RunnerConfig(
-                slots=2,
+                slots=64,
                 ladder_tables=1,
                 exit_when_idle=True,
                 log=log_out,
                 executor="dask",
                 scheduler=address,
+                slots_from_cluster=True,
             ),
         )
+        assert r.config.slots == 1  # its one worker's table=1, not a guess
         try:
             bad = subprocess.Popen(
                 [
@@ -349,6 +476,7 @@ def test_a_worker_of_another_arena_version_is_refused_when_it_joins(
             trio.run(r.run)
         finally:
             r.comp.close()
+        assert r.config.slots == 1  # the refused worker's table resource not counted
         assert bad.wait(timeout=120) is not None  # retired: its process ended
         log = [json.loads(x) for x in log_out.getvalue().splitlines()]
         refused = [e for e in log if e["event"] == "worker" and e["status"] == "refused"]
