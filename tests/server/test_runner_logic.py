@@ -39,7 +39,7 @@ pytestmark = pytest.mark.usefixtures("each_database")
 
 #: A test whose subject is not the storage: SQLite only (issue 26: the
 #: PostgreSQL variant took twice the SQLite one and checked nothing more).
-sqlite_only = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+sqlite_only = pytest.mark.parametrize("each_database", ["sqlite"], indirect=True)
 
 # The database fixtures (SQLite, a private PostgreSQL): tests/server/db_fixtures.py.
 pytest_plugins = ["db_fixtures"]
