@@ -22,7 +22,7 @@ competition folder the test makes with :func:`arena.server.folder.init_folder`
 keeps its database there (``database_url`` given unless the test gives one).
 
 Migrated templates (issue 26: the migrations took about half a second a
-test): :func:`migrated_sqlite` makes a database file by copying one that the
+test): :func:`server_templates.migrated_sqlite` makes a database file by copying one that the
 real :func:`arena.server.migrate.migrate` made once per test process (SQLite's
 backup API; the copy is in WAL mode, at the head revision, empty), and
 ``migrated_folders`` makes :func:`~arena.server.folder.init_folder` do the
@@ -37,66 +37,16 @@ On PostgreSQL ``each_database`` hands ``init_folder`` a database made with
 from __future__ import annotations
 
 import contextlib
-import sqlite3
-import tempfile
 import uuid
 from collections.abc import Iterator
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
 from private_pg import PostgresServer, PostgresUnavailable, private_postgres
+from server_templates import copy_template, fresh_sqlite
 
 #: The name of the migrated template database on the private PostgreSQL server.
 PG_TEMPLATE = "t_migrated_template"
-
-
-@cache
-def _sqlite_template() -> Path:
-    """A SQLite database made by the real ``set_wal`` and ``migrate``, once per
-    test process (removed with the process's temporary files at exit)."""
-    from arena.server import db
-    from arena.server.migrate import migrate
-
-    path = Path(tempfile.mkdtemp(prefix="hearts-template-")) / db.DATABASE_NAME
-    db.set_wal(path)
-    database = db.Database(path)
-    try:
-        migrate(database)
-    finally:
-        database.close()
-    return path
-
-
-def _copy_template(path: Path) -> None:
-    src = sqlite3.connect(_sqlite_template())
-    try:
-        dst = sqlite3.connect(path)
-        try:
-            src.backup(dst)
-            mode = dst.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            assert str(mode).lower() == "wal", mode
-        finally:
-            dst.close()
-    finally:
-        src.close()
-
-
-def migrated_sqlite(path: Path) -> None:
-    """Make the SQLite database ``path`` (which must not exist) as ``set_wal``
-    then ``migrate`` make it: a copy of the process's migrated template."""
-    assert not path.exists(), path
-    _copy_template(path)
-
-
-def _fresh_sqlite(path: Path) -> bool:
-    """Whether ``path`` holds no table yet (``init_folder``'s new file)."""
-    conn = sqlite3.connect(path)
-    try:
-        return conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
-    finally:
-        conn.close()
 
 
 @pytest.fixture
@@ -112,11 +62,11 @@ def migrated_folders(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def migrate(database: Any) -> Any:
         path = database.path
-        if path is None or not _fresh_sqlite(path):
+        if path is None or not fresh_sqlite(path):
             return real(database)
         database.writer.dispose()  # no pooled connection sees the file change
         database.reader.dispose()
-        _copy_template(path)
+        copy_template(path)
         return MigrationResult(None, head_revision(), None)
 
     monkeypatch.setattr(folder, "migrate", migrate)

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 import trio
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from db_fixtures import migrated_sqlite
+from server_templates import migrated_sqlite
 from sqlalchemy import Connection, insert, inspect, select, text
 
 from arena.server import db, folder, store
@@ -51,7 +51,7 @@ def _open(backend: str | None, tmp_path: Path) -> db.Database:
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[db.Database]:
     """A migrated database: SQLite, then PostgreSQL; a copy of the migrated
-    template (db_fixtures: ``migrate`` ran once per test process; the
+    template (server_templates: ``migrate`` ran once per test process; the
     migrations' own tests run them)."""
     if request.param == "sqlite":
         path = tmp_path / db.DATABASE_NAME

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 import trio
-from db_fixtures import migrated_sqlite
+from server_templates import migrated_sqlite
 
 from arena.cli.main import main
 from arena.server import db, sessions
@@ -40,7 +40,7 @@ def folder() -> Iterator[Path]:
     (top / "db").mkdir(mode=0o700)
     (top / "uploads").mkdir(mode=0o700)
     path = top / "db" / db.DATABASE_NAME
-    migrated_sqlite(path)  # set_wal and migrate, from a template (db_fixtures)
+    migrated_sqlite(path)  # set_wal and migrate, from a template (server_templates)
     database = db.Database(path)
     database.close()
     if ROOT:

@@ -14,7 +14,7 @@ import httpx
 import pytest
 import trio
 import trio.testing
-from db_fixtures import migrated_sqlite
+from server_templates import migrated_sqlite
 
 from arena.server import db, sessions, store
 from arena.server.sessions import SiteSettings
@@ -54,7 +54,7 @@ class Site:
 @pytest.fixture
 def site(tmp_path: Path) -> Any:
     path = tmp_path / db.DATABASE_NAME
-    migrated_sqlite(path)  # set_wal and migrate, from a template (db_fixtures)
+    migrated_sqlite(path)  # set_wal and migrate, from a template (server_templates)
     database = db.Database(path)
     uploads = tmp_path / "uploads"
     uploads.mkdir()

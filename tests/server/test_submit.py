@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import trio
-from db_fixtures import migrated_sqlite
+from server_templates import migrated_sqlite
 
 from arena.cli import submit as submit_module
 from arena.cli.main import main
@@ -49,7 +49,7 @@ def serving(
     from hypercorn.trio import serve
 
     path = tmp_path / db.DATABASE_NAME
-    migrated_sqlite(path)  # set_wal and migrate, from a template (db_fixtures)
+    migrated_sqlite(path)  # set_wal and migrate, from a template (server_templates)
     database = db.Database(path)
     (tmp_path / "uploads").mkdir()
     config = WebConfig(database, tmp_path / "uploads", rate=rate or RateLimit())

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 import trio
-from db_fixtures import migrated_sqlite
+from server_templates import migrated_sqlite
 
 from arena.live.server import SECURITY_HEADERS
 from arena.server import db, store
@@ -70,7 +70,7 @@ class Server:
 @pytest.fixture
 def server(tmp_path: Path) -> Any:
     path = tmp_path / db.DATABASE_NAME
-    migrated_sqlite(path)  # set_wal and migrate, from a template (db_fixtures)
+    migrated_sqlite(path)  # set_wal and migrate, from a template (server_templates)
     database = db.Database(path)
     uploads = tmp_path / "uploads"
     uploads.mkdir()

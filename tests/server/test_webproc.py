@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
-from db_fixtures import migrated_sqlite
+from server_templates import migrated_sqlite
 
 from arena.server import db, store
 from arena.server.webproc import WebProcessError, WebSettings, spawn_web
@@ -45,7 +45,7 @@ def folder() -> Iterator[Path]:
     (top / "db").mkdir(mode=0o700)
     (top / "uploads").mkdir(mode=0o700)
     path = top / "db" / db.DATABASE_NAME
-    migrated_sqlite(path)  # set_wal and migrate, copied from a template (db_fixtures)
+    migrated_sqlite(path)  # set_wal and migrate, copied from a template (server_templates)
     database = db.Database(path)
 
     def add(conn: Any) -> None:
