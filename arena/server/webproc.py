@@ -39,7 +39,6 @@ import pwd
 import signal
 import socket
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -58,6 +57,9 @@ PR_SET_PDEATHSIG: Final = 1
 #: Seconds :meth:`WebProcess.start` waits for the child to serve (importing the
 #: web framework can take many seconds on a loaded machine).
 START_TIMEOUT: Final = 60.0
+#: Seconds a stopped web process gives Hypercorn to close its connections
+#: (it ends as soon as Hypercorn's ``serve`` returns; at most this long).
+SHUTDOWN_GRACE: Final = 2.0
 
 
 class WebProcessError(RuntimeError):
@@ -346,8 +348,18 @@ def _serve(
 
     async def main() -> None:
         shutdown = trio.Event()
+        served = trio.Event()
+
+        async def serving(
+            task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+        ) -> None:
+            try:
+                await serve(app, config, shutdown_trigger=shutdown.wait, task_status=task_status)
+            finally:
+                served.set()
+
         async with trio.open_nursery() as nursery:
-            await nursery.start(partial(serve, app, config, shutdown_trigger=shutdown.wait))
+            await nursery.start(serving)
             if live is not None:  # the tables in play, from the runner's games
                 nursery.start_soon(receive_table_states, app.feed, live)
             ready.send(("ready", os.getpid()))
@@ -355,8 +367,10 @@ def _serve(
             while not stop.is_set():  # noqa: ASYNC110
                 await trio.sleep(0.1)
             shutdown.set()
-            with trio.move_on_after(2):
-                await trio.sleep_forever()
+            # Ends once Hypercorn has closed its connections and returned (a
+            # fixed wait of SHUTDOWN_GRACE seconds before issue 26), or at most then.
+            with trio.move_on_after(SHUTDOWN_GRACE):
+                await served.wait()
             nursery.cancel_scope.cancel()
 
     try:

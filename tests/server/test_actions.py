@@ -14,6 +14,10 @@ from test_runner_logic import Script, _competition, _game, _read, _run, scripted
 from arena.protocol.records import GameSpec
 from arena.server import actions, folder, ladder, store
 
+# init_folder fills its database from a migrated template (tests/server/db_fixtures.py).
+pytestmark = pytest.mark.usefixtures("migrated_folders")
+pytest_plugins = ["db_fixtures"]
+
 __all__ = ["scripted"]
 
 

@@ -3,7 +3,8 @@ the gauntlet and its grades, challenges, practice. The runner's bookkeeping
 with its one seam to the tournament layer, ``play_games``, replaced by
 scripted games whose points depend on the cards (the table key and the
 seat), the bot's seed and the entrant's code (its SHA-256): a duplicate
-setting in miniature. Real SQLite; no bot process."""
+setting in miniature. Real SQLite; no bot process (the runners start with
+``sandbox=False``: nothing to seal, no probe of bubblewrap at each start)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,10 @@ from arena.server import (
 )
 from arena.server import tables as server_tables
 from arena.server.runner import RunnerConfig, start_runner
+
+# init_folder fills its database from a migrated template (tests/server/db_fixtures.py).
+pytestmark = pytest.mark.usefixtures("migrated_folders")
+pytest_plugins = ["db_fixtures"]
 
 PAST = "2000-01-01T00:00:00+00:00"  # a deadline that has passed
 SKILL = {"house:low": 3, "house:random": 5, "house:heuristic": 1}
@@ -160,7 +165,7 @@ def _set(root: Path, **klass: Any) -> None:
 def _run(root: Path, ladder_tables: int) -> list[dict[str, Any]]:
     log = io.StringIO()
     r = start_runner(
-        root, RunnerConfig(sandbox=None, ladder_tables=ladder_tables, exit_when_idle=True, log=log)
+        root, RunnerConfig(sandbox=False, ladder_tables=ladder_tables, exit_when_idle=True, log=log)
     )
     try:
         trio.run(r.run)

@@ -20,6 +20,10 @@ from arena.server.signin import cookie_name
 from arena.server.viewer import Viewer
 from arena.server.web import WebConfig, make_app
 
+# init_folder fills its database from a migrated template (tests/server/db_fixtures.py).
+pytestmark = pytest.mark.usefixtures("migrated_folders")
+pytest_plugins = ["db_fixtures"]
+
 DEADLINE = "2030-06-01T12:00:00+02:00"  # 10:00 UTC
 BEFORE = 1_900_000_000.0  # 2030-03-17, before it
 AFTER = 1_920_000_000.0  # 2030-11-03, after it

@@ -19,7 +19,9 @@ from arena.core.resources import sample_bots_dir
 from arena.server import folder, gauntlet, store
 from arena.server.runner import RunnerConfig, start_runner
 
-pytestmark = [needs_seal, pytest.mark.timeout(600)]
+# init_folder fills its database from a migrated template (tests/server/db_fixtures.py).
+pytestmark = [needs_seal, pytest.mark.timeout(600), pytest.mark.usefixtures("migrated_folders")]
+pytest_plugins = ["db_fixtures"]
 
 
 def test_the_same_program_gets_the_same_gauntlet_scores(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 import trio
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from server_templates import migrated_sqlite
 from sqlalchemy import Connection, insert, inspect, select, text
 
 from arena.server import db, folder, store
@@ -47,11 +48,17 @@ def _open(backend: str | None, tmp_path: Path) -> db.Database:
     return db.Database(db.DatabaseLocation(url=backend))
 
 
-@pytest.fixture
-def database(backend: str | None, tmp_path: Path) -> Iterator[db.Database]:
-    """A migrated database: SQLite, then PostgreSQL."""
-    d = _open(backend, tmp_path)
-    migrate(d)
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[db.Database]:
+    """A migrated database: SQLite, then PostgreSQL; a copy of the migrated
+    template (server_templates: ``migrate`` ran once per test process; the
+    migrations' own tests run them)."""
+    if request.param == "sqlite":
+        path = tmp_path / db.DATABASE_NAME
+        migrated_sqlite(path)
+        d = db.Database(path)
+    else:
+        d = db.Database(db.DatabaseLocation(url=request.getfixturevalue("migrated_postgres_url")))
     yield d
     d.close()
 
@@ -74,13 +81,27 @@ def pg_database(postgres_url: str) -> Iterator[db.Database]:
     d.close()
 
 
-def test_migrations_make_the_tables_of_the_metadata(database: db.Database) -> None:
-    assert current_revision(database) == db.SCHEMA_VERSION
-    with database.writer.connect() as conn:
-        diffs = compare_metadata(MigrationContext.configure(conn), db.metadata)
-    assert diffs == []
-    names = set(inspect(database.reader).get_table_names())
-    assert {"meta", "participants", "tokens", "submissions", "tables", "games", "ratings"} <= names
+def test_migrations_make_the_tables_of_the_metadata(backend: str | None, tmp_path: Path) -> None:
+    """The migrations themselves (the ``database`` fixture is a copy of what they made)."""
+    database = _open(backend, tmp_path)
+    try:
+        migrate(database)
+        assert current_revision(database) == db.SCHEMA_VERSION
+        with database.writer.connect() as conn:
+            diffs = compare_metadata(MigrationContext.configure(conn), db.metadata)
+        assert diffs == []
+        names = set(inspect(database.reader).get_table_names())
+        assert {
+            "meta",
+            "participants",
+            "tokens",
+            "submissions",
+            "tables",
+            "games",
+            "ratings",
+        } <= names
+    finally:
+        database.close()
 
 
 def test_wal_mode_and_busy_timeout(sqlite_database: db.Database) -> None:

@@ -103,7 +103,7 @@ def _run(root: Path, ladder_tables: int) -> None:
     r = start_runner(
         root,
         RunnerConfig(
-            sandbox=None, ladder_tables=ladder_tables, exit_when_idle=True, log=io.StringIO()
+            sandbox=False, ladder_tables=ladder_tables, exit_when_idle=True, log=io.StringIO()
         ),
     )
     try:

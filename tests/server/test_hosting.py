@@ -20,10 +20,10 @@ from typing import Any
 import httpx
 import pytest
 import trio
+from server_templates import migrated_sqlite
 
 from arena.cli.main import main
 from arena.server import db, sessions
-from arena.server.migrate import migrate
 from arena.server.web import HSTS, WebConfig, hypercorn_config, make_app
 from arena.server.webproc import Hosting, WebProcessError, WebSettings, spawn_web
 
@@ -40,9 +40,8 @@ def folder() -> Iterator[Path]:
     (top / "db").mkdir(mode=0o700)
     (top / "uploads").mkdir(mode=0o700)
     path = top / "db" / db.DATABASE_NAME
-    db.set_wal(path)
+    migrated_sqlite(path)  # set_wal and migrate, from a template (server_templates)
     database = db.Database(path)
-    migrate(database)
     database.close()
     if ROOT:
         import pwd

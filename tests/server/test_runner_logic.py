@@ -2,8 +2,14 @@
 tournament layer, ``arena.server.tables.play_games``, replaced by scripted games: validation
 replayed after a house bot's fault, void tables never rated or charged, the
 fault budget, the server's own failures. Real SQLite, then a real PostgreSQL
-database (every test runs on both: ``each_database``, tests/server/conftest.py);
-no bot process."""
+database (``each_database``, tests/server/db_fixtures.py): the scheduler's
+contract (what is chosen, played again, void, rated, charged, and the
+queries behind it) runs on both; the tests whose subject is not the storage
+(the key's and the seal's refusals, a setting, the live feed, the start-up
+line, the launcher's copies: ``sqlite_only``) run on SQLite alone. No bot
+process: the runners here start with ``sandbox=False`` (nothing to seal, so
+no probe of bubblewrap at each start), but the launcher test's, which makes
+real private copies."""
 
 from __future__ import annotations
 
@@ -28,8 +34,12 @@ from arena.server.runner import RunnerConfig, start_runner
 
 Script = Callable[[GameSpec], dict[str, Any]]
 
-# The scheduler's contract on both databases (tests/server/conftest.py).
+# The scheduler's contract on both databases (tests/server/db_fixtures.py).
 pytestmark = pytest.mark.usefixtures("each_database")
+
+#: A test whose subject is not the storage: SQLite only (issue 26: the
+#: PostgreSQL variant took twice the SQLite one and checked nothing more).
+sqlite_only = pytest.mark.parametrize("each_database", ["sqlite"], indirect=True)
 
 # The database fixtures (SQLite, a private PostgreSQL): tests/server/db_fixtures.py.
 pytest_plugins = ["db_fixtures"]
@@ -115,7 +125,7 @@ def _competition(root: Path, subs: int, fault_budget: int = 8) -> None:
 def _run(root: Path, ladder_tables: int) -> list[dict[str, Any]]:
     log = io.StringIO()
     r = start_runner(
-        root, RunnerConfig(sandbox=None, ladder_tables=ladder_tables, exit_when_idle=True, log=log)
+        root, RunnerConfig(sandbox=False, ladder_tables=ladder_tables, exit_when_idle=True, log=log)
     )
     try:
         trio.run(r.run)
@@ -247,6 +257,7 @@ def test_a_submission_crashing_in_8_games_in_a_row_leaves_ranked_play(
     assert [t.status for t in tables] == ["done"] * 4
 
 
+@sqlite_only
 def test_the_runner_refuses_another_key_with_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -265,6 +276,7 @@ def test_the_runner_refuses_another_key_with_one_line(
         assert "serve needs --user" in capsys.readouterr().err
 
 
+@sqlite_only
 def test_the_runner_refuses_to_start_where_bots_cannot_be_sealed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -323,7 +335,7 @@ def _run_on_mock_clock(root: Path, ladder_tables: int) -> tuple[list[dict[str, A
     (a database thread counts), so only the budget is certain to come first."""
     log = io.StringIO()
     r = start_runner(
-        root, RunnerConfig(sandbox=None, ladder_tables=ladder_tables, exit_when_idle=True, log=log)
+        root, RunnerConfig(sandbox=False, ladder_tables=ladder_tables, exit_when_idle=True, log=log)
     )
     clock = trio.testing.MockClock(autojump_threshold=0)
 
@@ -411,6 +423,7 @@ def test_a_ladder_table_stopped_twice_is_void_and_skipped_by_the_fold(
     )
 
 
+@sqlite_only
 def test_a_ladder_table_budget_is_a_setting_checked_at_init(tmp_path: Path) -> None:
     with pytest.raises(folder.FolderError, match=r"^\[ladder\] table_seconds must be 0"):
         folder.CompetitionSettings.from_mapping({"ladder": {"table_seconds": -1.0}}, "t")
@@ -421,6 +434,7 @@ def test_a_ladder_table_budget_is_a_setting_checked_at_init(tmp_path: Path) -> N
     assert s.ladder.table_seconds == 0.0
 
 
+@sqlite_only
 def test_the_runner_sends_table_states_over_the_live_queue(
     tmp_path: Path, scripted: list[tuple[str, Script | Exception]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -447,7 +461,7 @@ def test_the_runner_sends_table_states_over_the_live_queue(
     sent: queue_module.Queue[dict[str, Any]] = queue_module.Queue(100)
     r = start_runner(
         root,
-        RunnerConfig(sandbox=None, ladder_tables=2, exit_when_idle=True, log=io.StringIO(),
+        RunnerConfig(sandbox=False, ladder_tables=2, exit_when_idle=True, log=io.StringIO(),
                      live=sent),
     )  # fmt: skip
     try:
@@ -462,6 +476,7 @@ def test_the_runner_sends_table_states_over_the_live_queue(
     assert {"stderr", "transcripts"}.isdisjoint(states[0])
 
 
+@sqlite_only
 def test_the_start_up_line_says_what_is_weaker_without_root(
     tmp_path: Path, scripted: list[tuple[str, Script | Exception]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -482,6 +497,7 @@ def test_the_start_up_line_says_what_is_weaker_without_root(
     assert "could read the key file" in start["weaker"][1]
 
 
+@sqlite_only
 def test_the_launcher_lets_go_of_each_submission_that_retires(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,9 +14,9 @@ import httpx
 import pytest
 import trio
 import trio.testing
+from server_templates import migrated_sqlite
 
 from arena.server import db, sessions, store
-from arena.server.migrate import migrate
 from arena.server.sessions import SiteSettings
 from arena.server.signin import COOKIE, SECURE_COOKIE
 from arena.server.uploads import UploadLimits
@@ -54,9 +54,8 @@ class Site:
 @pytest.fixture
 def site(tmp_path: Path) -> Any:
     path = tmp_path / db.DATABASE_NAME
-    db.set_wal(path)
+    migrated_sqlite(path)  # set_wal and migrate, from a template (server_templates)
     database = db.Database(path)
-    migrate(database)
     uploads = tmp_path / "uploads"
     uploads.mkdir()
     clock = Clock()

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 import trio
+from server_templates import migrated_sqlite
 
 from arena.cli import submit as submit_module
 from arena.cli.main import main
 from arena.server import db, store
-from arena.server.migrate import migrate
 from arena.server.web import WebConfig, hypercorn_config, make_app
 from arena.server.webstore import RateLimit
 
@@ -49,9 +49,8 @@ def serving(
     from hypercorn.trio import serve
 
     path = tmp_path / db.DATABASE_NAME
-    db.set_wal(path)
+    migrated_sqlite(path)  # set_wal and migrate, from a template (server_templates)
     database = db.Database(path)
-    migrate(database)
     (tmp_path / "uploads").mkdir()
     config = WebConfig(database, tmp_path / "uploads", rate=rate or RateLimit())
     ready: queue.Queue[str] = queue.Queue()

@@ -18,10 +18,10 @@ from typing import Any
 import httpx
 import pytest
 import trio
+from server_templates import migrated_sqlite
 
 from arena.live.server import SECURITY_HEADERS
 from arena.server import db, store
-from arena.server.migrate import migrate
 from arena.server.uploads import UploadLimits
 from arena.server.web import (
     READ_TIMEOUT,
@@ -70,9 +70,8 @@ class Server:
 @pytest.fixture
 def server(tmp_path: Path) -> Any:
     path = tmp_path / db.DATABASE_NAME
-    db.set_wal(path)
+    migrated_sqlite(path)  # set_wal and migrate, from a template (server_templates)
     database = db.Database(path)
-    migrate(database)
     uploads = tmp_path / "uploads"
     uploads.mkdir()
     clock = Clock()

@@ -4,6 +4,7 @@ to open the key file."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -21,9 +22,9 @@ from typing import Any
 
 import httpx
 import pytest
+from server_templates import migrated_sqlite
 
 from arena.server import db, store
-from arena.server.migrate import migrate
 from arena.server.webproc import WebProcessError, WebSettings, spawn_web
 
 ROOT = os.geteuid() == 0
@@ -44,9 +45,8 @@ def folder() -> Iterator[Path]:
     (top / "db").mkdir(mode=0o700)
     (top / "uploads").mkdir(mode=0o700)
     path = top / "db" / db.DATABASE_NAME
-    db.set_wal(path)
+    migrated_sqlite(path)  # set_wal and migrate, copied from a template (server_templates)
     database = db.Database(path)
-    migrate(database)
 
     def add(conn: Any) -> None:
         p = store.add_participant(conn, "ann", 0.0)
@@ -224,3 +224,45 @@ def test_a_port_below_1024_is_bound_by_root_and_served_by_the_user(folder: Path)
         assert httpx.get(f"{web.url}/api/standings", timeout=30).status_code == 200
     finally:
         web.close()
+
+
+def test_a_stopped_web_process_ends_when_hypercorn_has_closed(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26: the web process's serving loop ends once Hypercorn's ``serve``
+    has returned, not after a fixed wait (``SHUTDOWN_GRACE`` seconds at every
+    stop before). Run here under a frozen clock (Trio's MockClock, rate 0, no
+    autojump): a wait on the clock never ends, so the loop can only end on
+    ``serve``'s return. Stop is set before it serves: the poll of ``stop`` is
+    passed once (its 0.1 s sleep is never reached)."""
+    import threading
+
+    import trio.testing
+
+    from arena.server import webproc
+    from arena.server.web import WebConfig, make_app
+
+    real_run = trio.run
+    monkeypatch.setattr(
+        trio, "run", lambda fn, *a, **kw: real_run(fn, *a, clock=trio.testing.MockClock(), **kw)
+    )
+    database = db.Database(folder / "db" / db.DATABASE_NAME)
+    app = make_app(WebConfig(database, folder / "uploads", pages="public"))
+    sock = webproc.listen_socket("127.0.0.1", 0)
+    stop = threading.Event()
+    stop.set()
+    sent: list[tuple[str, int]] = []
+
+    class Ready:
+        def send(self, message: tuple[str, int]) -> None:
+            sent.append(message)
+
+    serving = threading.Thread(target=webproc._serve, args=(app, database, sock, Ready(), stop))
+    try:
+        serving.start()
+        serving.join(60)  # a wait, not a timing assertion: frozen, a fixed wait never ends
+        assert not serving.is_alive(), "the web process waited on the clock after its stop"
+        assert sent == [("ready", os.getpid())]
+    finally:
+        with contextlib.suppress(OSError):  # Hypercorn closed its descriptor
+            sock.close()
