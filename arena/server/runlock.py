@@ -118,8 +118,17 @@ def _hold_advisory(database: db.Database) -> None:
         ) from None
 
     def release() -> None:
+        # Unlocked before the session ends: the server drops a closed
+        # session's locks only once its backend has exited, after the close
+        # returns, so a runner started at once could still find it held.
         with contextlib.suppress(SQLAlchemyError):
-            conn.close()  # the session ends: the server drops its lock
+            conn.execute(
+                text("SELECT pg_advisory_unlock(:space, :key)"),
+                {"space": db.LOCK_SPACE, "key": db.RUNNER_LOCK},
+            )
+            conn.commit()
+        with contextlib.suppress(SQLAlchemyError):
+            conn.close()  # the session ends (a runner that dies: the server drops its lock)
         engine.dispose()
 
     database.close_with(release)
