@@ -737,8 +737,8 @@ def python_for(uid: int) -> tuple[str, str | None]:
     ``PYTHONPATH`` (so bots that import the rules engine still can).
 
     The answer is remembered for the life of this process under the
-    candidates' status and that of every folder on their real paths (owner,
-    mode, change time), so a run played in a process that already asked
+    candidates' status (owner, mode, change time) and that of every folder on
+    their real paths (owner, mode), so a run played in a process that already asked
     (tests, a competition's runner) starts no interpreter; any of them
     changed, it asks again. (A stale answer could only make bots fail to
     start; it never changes how they are confined.)
@@ -774,8 +774,8 @@ _PYTHONS: dict[tuple[object, ...], tuple[str, str | None]] = {}
 
 def _python_key(candidates: list[str]) -> tuple[object, ...] | None:
     """The interpreters ``candidates`` with the status (device, inode, owner,
-    group, mode, change time) of each one's real path and of every folder
-    on it; ``None`` when one cannot be read."""
+    group, mode; a file's change time too) of each one's real path and of
+    every folder on it; ``None`` when one cannot be read."""
     key: list[object] = []
     for path in candidates:
         key.append(path)
@@ -784,7 +784,10 @@ def _python_key(candidates: list[str]) -> tuple[object, ...] | None:
                 st = os.lstat(at)
             except OSError:
                 return None
-            key.append((at, st.st_dev, st.st_ino, st.st_uid, st.st_gid, st.st_mode, st.st_ctime_ns))
+            # A folder's change time moves with every name made in it (/tmp's
+            # all the time): its owner and mode are what decide who may pass.
+            changed = 0 if stat.S_ISDIR(st.st_mode) else st.st_ctime_ns
+            key.append((at, st.st_dev, st.st_ino, st.st_uid, st.st_gid, st.st_mode, changed))
     return tuple(sorted(key, key=str))
 
 

@@ -729,6 +729,9 @@ def test_python_for_asks_once_per_process_until_an_interpreter_or_folder_changes
         assert python_for(lease.uid) == first
         assert len(started) > asked
         asked = len(started)
+        (open_tmp / "other").write_text("")  # a name made in a folder on the path: no change
+        assert python_for(lease.uid) == first
+        assert len(started) == asked
         stand_in.chmod(0o711)  # a folder on a candidate's path changed
         assert python_for(lease.uid) == first
         assert len(started) > asked
