@@ -617,9 +617,7 @@ def test_nothing_of_a_bot_is_left_after_kill_9_and_resume(tmp_path: Path) -> Non
     wait_until(lambda: journal.exists() and journal.read_text().count("\n") >= 2, "2 games")
     _kill_watchdog(proc.pid)
     # Killed while a game holds the bot (not between two games): its child is alive.
-    wait_until(lambda: processes_matching(marker) != [], "the bot's child started")
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    _kill_while_alive(proc, marker)
     assert (out / cgroups.RECORD_FILE).stat().st_mode & 0o777 == 0o600
     dirs = _run_dirs(out)
     assert dirs and any(d.is_dir() for d in dirs)  # (a run folder goes when it empties)
@@ -645,10 +643,8 @@ def test_cleanup_command_removes_what_a_killed_arena_left(tmp_path: Path, capsys
     )  # fmt: skip
     journal = out / "games.jsonl"
     wait_until(lambda: journal.exists() and journal.read_text().count("\n") >= 1, "a game")
-    wait_until(lambda: processes_matching(marker) != [], "the bot's child started")
     _kill_watchdog(proc.pid)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    _kill_while_alive(proc, marker)
     dirs = _run_dirs(out)
     assert processes_matching(marker) != []
     assert run_arena(["cleanup", str(out)]) == 0
@@ -710,6 +706,35 @@ def _kill_watchdog(arena: int) -> None:
         p for p, cmd in processes_matching("arena.sandbox.cgroups") if _parent(p) == arena
     ]
     os.kill(watchdog, signal.SIGKILL)
+
+
+def _kill_while_alive(proc: subprocess.Popen[bytes], marker: str) -> None:
+    """SIGKILL the arena ``proc`` at a moment a process matching ``marker``
+    is alive. The arena and its workers are stopped (SIGSTOP) before the
+    marker is looked for, so a game cannot end (and kill the bot's child)
+    between the look and the kill; a look that finds none lets them go on
+    and waits again."""
+    deadline = time.monotonic() + 120
+    while True:
+        frozen = [proc.pid, *(p for p in _all_pids() if _parent(p) == proc.pid)]
+        for pid in frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        if processes_matching(marker):
+            break
+        for pid in frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        assert time.monotonic() < deadline, f"no process matching {marker} while the arena ran"
+        assert proc.poll() is None, "the arena ended before the bot's child was seen"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    # Its workers die with it (PR_SET_PDEATHSIG); a stopped one gets SIGKILL too.
+
+
+def _all_pids() -> list[int]:
+    return [int(e) for e in os.listdir("/proc") if e.isdigit()]
 
 
 def _parent(pid: int) -> int | None:
