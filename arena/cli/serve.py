@@ -271,7 +271,11 @@ def serve_command(args: argparse.Namespace) -> int:
             scheduler=args.scheduler,
         )
     except folder.FolderError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
+        from arena.server.runlock import RunnerLockLost
+
+        # A lock that went while the runner ran: the environment's fault, not a usage error.
+        code = EXIT_ENVIRONMENT if isinstance(exc, RunnerLockLost) else EXIT_USAGE
+        raise CliError(str(exc), code) from None
     except WebProcessError as exc:  # the web process could not start: one line
         raise CliError(str(exc), EXIT_ENVIRONMENT) from None
     finally:

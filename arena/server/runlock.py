@@ -14,6 +14,13 @@ runner's bots and replay its tables).
   socket). It holds for runners on different machines sharing the database.
 
 The lock goes when the database is closed (:meth:`arena.server.db.Database.close`).
+
+A lock can also be lost while its runner runs: on PostgreSQL the session
+ends (the server restarts, ``pg_terminate_backend``, the network drops) and
+the runner's other connections reconnect; with SQLite the lock file is
+removed or replaced, and a second runner would lock a new one.
+:meth:`RunnerLock.lost` says so; the runner looks every
+:data:`arena.server.runner.LOCK_CHECK_SECONDS` and stops.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -38,7 +46,29 @@ class RunnerLockError(FolderError):
     """Another runner holds this competition (one line naming it)."""
 
 
-def hold_runner_lock(comp: Competition) -> None:
+class RunnerLockLost(RunnerLockError):
+    """The runner's lock went while it ran (one line saying how)."""
+
+
+class RunnerLock:
+    """A held runner lock: :meth:`lost` says whether it still holds.
+
+    Made by :func:`hold_runner_lock`; released with the database
+    (:meth:`arena.server.db.Database.close`). ``check`` is the way to look:
+    ``None`` while held, else one line saying how it went.
+    """
+
+    def __init__(self, check: Callable[[], str | None]) -> None:
+        self._check = check
+
+    def lost(self) -> str | None:
+        """``None`` while the lock holds, else how it went (one line).
+        Blocks for a database round trip on PostgreSQL (call it from a
+        thread); never raises."""
+        return self._check()
+
+
+def hold_runner_lock(comp: Competition) -> RunnerLock:
     """Take the competition's runner lock, held until ``comp.database`` is
     closed.
 
@@ -48,12 +78,11 @@ def hold_runner_lock(comp: Competition) -> None:
             the database cannot be reached).
     """
     if comp.database.dialect == "postgresql":
-        _hold_advisory(comp.database)
-    else:
-        _hold_file(comp.paths.runner / LOCK_FILE, comp.database)
+        return _hold_advisory(comp.database)
+    return _hold_file(comp.paths.runner / LOCK_FILE, comp.database)
 
 
-def _hold_file(path: Path, database: db.Database) -> None:
+def _hold_file(path: Path, database: db.Database) -> RunnerLock:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     except OSError as exc:
@@ -70,12 +99,29 @@ def _hold_file(path: Path, database: db.Database) -> None:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
 
+    held = os.fstat(fd)
+    closed = False
+
     def release() -> None:
+        nonlocal closed
+        closed = True
         with contextlib.suppress(OSError):
             os.ftruncate(fd, 0)
         os.close(fd)  # closing the one descriptor drops the flock
 
+    def check() -> str | None:
+        if closed:
+            return "the runner lock was released (the database is closed)"
+        try:
+            now = os.stat(path, follow_symlinks=False)
+        except OSError as exc:
+            return f"the runner lock file {path} is gone ({exc.strerror or exc})"
+        if (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
+            return f"the runner lock file {path} was replaced by another file"
+        return None
+
     database.close_with(release)
+    return RunnerLock(check)
 
 
 def _holder(conn: Connection) -> str:
@@ -93,7 +139,7 @@ def _holder(conn: Connection) -> str:
     return f"the session of backend pid {row.pid}{where}"
 
 
-def _hold_advisory(database: db.Database) -> None:
+def _hold_advisory(database: db.Database) -> RunnerLock:
     engine = db.postgres_engine(database.location, None)
     try:
         conn = engine.connect()
@@ -131,4 +177,26 @@ def _hold_advisory(database: db.Database) -> None:
             conn.close()  # the session ends (a runner that dies: the server drops its lock)
         engine.dispose()
 
+    def check() -> str | None:
+        try:
+            held = conn.execute(
+                text(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                    "AND classid = :space AND objid = :key AND granted "
+                    "AND pid = pg_backend_pid()"
+                ),
+                {"space": db.LOCK_SPACE, "key": db.RUNNER_LOCK},
+            ).scalar_one()
+            conn.commit()
+        except SQLAlchemyError as exc:
+            first = str(exc.orig if hasattr(exc, "orig") else exc).strip().splitlines()
+            return (
+                f"the session holding the runner lock in {database.describe()} ended "
+                f"({first[0] if first else type(exc).__name__})"
+            )
+        if not held:
+            return f"the runner lock's session in {database.describe()} no longer holds it"
+        return None
+
     database.close_with(release)
+    return RunnerLock(check)

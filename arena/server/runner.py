@@ -86,7 +86,7 @@ from arena.server.folder import (
     open_folder,
     submission_dir,
 )
-from arena.server.runlock import hold_runner_lock
+from arena.server.runlock import RunnerLock, RunnerLockLost, hold_runner_lock
 from arena.tournament.runner import DealLocks, TournamentSettings
 
 #: Plays of one table at most (a restart replays it; a third stop voids it).
@@ -94,6 +94,10 @@ MAX_TABLE_ATTEMPTS: Final = 3
 #: Seconds the scheduler sleeps when nothing woke it (new submissions arrive
 #: from the web process through the database).
 POLL_SECONDS: Final = 1.0
+#: Seconds between two looks at the runner lock (:meth:`arena.server.runlock.RunnerLock.lost`):
+#: a runner whose lock went stops within about this long, before a second
+#: runner started meanwhile has played much beside it.
+LOCK_CHECK_SECONDS: Final = 5.0
 #: The runner's own state file in ``runner/``: the last run id.
 STATE_FILE: Final = "runner.json"
 
@@ -213,6 +217,9 @@ class Runner:
             key=key, target_score=None, hands=1, referee=self.settings.referee()
         )
         self._watchdog: Any = None
+        #: The held runner lock (:func:`start_runner` sets it), watched while running.
+        self.lock: RunnerLock | None = None
+        self._lock_lost: str | None = None
         self.live = LiveFeed(config.live) if config.live is not None else None
         #: Where tables are played (:mod:`arena.server.tables`); a Dask
         #: player replaces it in :func:`start_runner` (made outside the loop).
@@ -322,7 +329,12 @@ class Runner:
     # -- the program ------------------------------------------------------------
 
     async def run(self) -> None:
-        """Run until cancelled (or idle, with ``exit_when_idle``)."""
+        """Run until cancelled (or idle, with ``exit_when_idle``).
+
+        Raises:
+            RunnerLockLost: the runner lock went while it ran (the tables in
+                flight are stopped, as on Ctrl-C; the next start replays them).
+        """
         counts = await trio.to_thread.run_sync(self.recover)
         self.log(
             "start",
@@ -344,14 +356,33 @@ class Runner:
                     # Remote tables' end states (in process each table's
                     # tournament runner flushes the feed).
                     nursery.start_soon(self.live.run)
+                if self.lock is not None:
+                    nursery.start_soon(self._watch_lock, self.lock, nursery.cancel_scope)
                 await self._schedule(nursery)
                 nursery.cancel_scope.cancel()
+            if self._lock_lost is not None:
+                raise RunnerLockLost(
+                    f"{self._lock_lost}: the runner stopped, so that it never plays beside "
+                    "a second runner (start it again)"
+                )
         finally:
             with trio.CancelScope(shield=True):
                 await self.tables.aclose()
             self.launcher.close()
             self._end_bots()
             self.log("stop")
+
+    async def _watch_lock(self, lock: RunnerLock, scope: trio.CancelScope) -> None:
+        """Look at ``lock`` every :data:`LOCK_CHECK_SECONDS`; once it went,
+        log ``runner_lock_lost`` and stop the runner (``scope``)."""
+        while True:
+            await trio.sleep(LOCK_CHECK_SECONDS)
+            reason = await trio.to_thread.run_sync(lock.lost)
+            if reason is not None:
+                self._lock_lost = reason
+                self.log("runner_lock_lost", reason=reason)
+                scope.cancel()
+                return
 
     def _poke(self) -> None:
         self._wake.set()
@@ -971,9 +1002,10 @@ def start_runner(root: Path, config: RunnerConfig, password_file: Path | None = 
     """
     comp = open_folder(root, password_file)
     try:
-        hold_runner_lock(comp)
+        lock = hold_runner_lock(comp)
         key = check_key(comp.paths, comp.database)
         runner = Runner(comp, key, config)
+        runner.lock = lock
         runner.check_sealing()
     except BaseException:
         comp.close()
