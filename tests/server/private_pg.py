@@ -8,6 +8,11 @@ socket in a private folder of mode 0700, and trusts that socket alone
 (``pg_hba.conf``: one ``local`` line). Fsync is off (nothing here need
 survive a crash of the machine). It starts in about two seconds on a quiet
 machine.
+
+A watcher process (:data:`_WATCHER`) stops the server and removes its folder
+when the process that started it dies without doing so itself (a test worker
+killed by SIGKILL, a benchmark stopped with ``kill -9``): no server is left
+running.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +32,25 @@ from pathlib import Path
 
 #: Seconds ``initdb`` and ``pg_ctl`` may take (a loaded machine is slow).
 START_SECONDS = 120
+
+#: The watcher: waits (on a pidfd, no polling) for the process that started
+#: the server to exit, then stops the server and removes its folder. Killed
+#: by that process when it stops the server itself. Its arguments: the
+#: starter's pid, the data folder, the base folder, ``pg_ctl``.
+_WATCHER = """
+import os, select, shutil, subprocess, sys
+parent, data, base, pg_ctl = sys.argv[1:5]
+try:
+    fd = os.pidfd_open(int(parent))
+except ProcessLookupError:
+    fd = None  # gone already
+print("watching", flush=True)
+if fd is not None:
+    select.select([fd], [], [])
+subprocess.run(["runuser", "-u", "postgres", "--", pg_ctl, "-D", data, "-m", "immediate",
+                "-s", "stop"], capture_output=True, timeout=60, check=False)
+shutil.rmtree(base, ignore_errors=True)
+"""
 
 
 class PostgresUnavailable(Exception):
@@ -111,6 +136,7 @@ def private_postgres() -> Iterator[PostgresServer]:
     os.chmod(socket_dir, 0o700)
     os.chown(socket_dir, pg.pw_uid, pg.pw_gid)
     started = False
+    watcher: subprocess.Popen[str] | None = None
     try:
         made = _as_postgres(
             [str(binaries / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust",
@@ -135,8 +161,19 @@ def private_postgres() -> Iterator[PostgresServer]:
             log = (base / "server.log").read_text(errors="replace")[-300:]
             raise PostgresUnavailable(f"pg_ctl could not start it: {run.stderr.strip()} {log}")
         started = True
+        watcher = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _WATCHER, str(os.getpid()), str(data), str(base),
+             str(binaries / "pg_ctl")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            start_new_session=True, text=True,
+        )  # fmt: skip
+        assert watcher.stdout is not None
+        watcher.stdout.readline()  # its pidfd is open: from here on a death is seen
         yield PostgresServer(base, socket_dir, binaries)
     finally:
+        if watcher is not None:
+            watcher.kill()
+            watcher.wait()
         if started:
             _as_postgres([str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate",
                           "-s", "stop"], 60)  # fmt: skip
