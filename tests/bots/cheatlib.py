@@ -168,6 +168,17 @@ class Clairvoyant(HonestSearch):
         )
 
 
+class _MemoryFile:
+    """How much of a memory file has been read (bytes) and its hands."""
+
+    def __init__(self) -> None:
+        self.offset = 0
+        self.remembered: list[tuple[str, list[int]]] = []
+
+
+_MEMORY_FILES: dict[str, _MemoryFile] = {}
+
+
 class Memory(HonestSearch):
     """Remembers every hand of every deal it has played, in ``folder/memory.jsonl``:
     in a later game of a deal it knows all the cards (up to the other entrants'
@@ -177,8 +188,12 @@ class Memory(HonestSearch):
         super().__init__(budget)
         self.path = Path(folder) / "memory.jsonl"
         self.cards: list[int] = [0, 0, 0, 0]
-        self.offset = 0
-        self.remembered: list[tuple[str, list[int]]] = []
+        # The file's lines parsed so far, shared by the policies of one file
+        # (the fixture builder makes one per game): each line is parsed once.
+        self._read = _MEMORY_FILES.setdefault(str(self.path), _MemoryFile())
+        self._scan_key: tuple[str, int, int] | None = None
+        self._scanned = 0
+        self._match: list[int] | None = None
 
     def start(self, msg: Message) -> None:
         super().start(msg)
@@ -198,33 +213,44 @@ class Memory(HonestSearch):
     def _memories(self) -> list[tuple[str, list[int]]]:
         """Every hand remembered, ``(game_id, four masks)``: the lines added to
         the file since the last call are read and kept."""
+        read = self._read
         try:
             with open(self.path, encoding="utf-8") as f:
-                f.seek(self.offset)
+                f.seek(read.offset)
                 text = f.read()
         except OSError:
-            return self.remembered
+            return read.remembered
         end = text.rfind("\n") + 1
-        self.offset += len(text[:end].encode())
+        read.offset += len(text[:end].encode())
         for line in text[:end].splitlines():
             try:
                 m = json.loads(line)
-                self.remembered.append((m["game_id"], [mask_of_names(h) for h in m["hands"]]))
+                read.remembered.append((m["game_id"], [mask_of_names(h) for h in m["hands"]]))
             except (ValueError, KeyError, TypeError):
                 continue
-        return self.remembered
+        return read.remembered
 
     def world(self, msg: Message) -> list[int] | None:
+        """The first remembered hand of another game whose seat ``me`` held 10
+        or more of our cards, completed to the hands now; else None. The
+        memories already scanned for this game, seat and cards are not scanned
+        again (they are only ever appended to, so the first match stays first)."""
         me = int(msg["seat"])
         played = played_by(msg)
         mine = mask_of_names(msg["hand"]) | played[me]
-        for game_id, hands in self._memories():
-            if game_id == self.game_id:
-                continue
-            if (hands[me] & mine).bit_count() >= 10:
-                rng = random.Random(f"{self.seed}:{msg['hand_number']}:{msg['trick_number']}")
-                return complete_world(msg, hands, rng)  # type: ignore[arg-type]
-        return None
+        memories = self._memories()
+        key = (self.game_id, me, mine)
+        if key != self._scan_key:
+            self._scan_key, self._scanned, self._match = key, 0, None
+        while self._match is None and self._scanned < len(memories):
+            game_id, hands = memories[self._scanned]
+            self._scanned += 1
+            if game_id != self.game_id and (hands[me] & mine).bit_count() >= 10:
+                self._match = hands
+        if self._match is None:
+            return None
+        rng = random.Random(f"{self.seed}:{msg['hand_number']}:{msg['trick_number']}")
+        return complete_world(msg, self._match, rng)  # type: ignore[arg-type]
 
 
 class Partner(HonestSearch):

@@ -60,6 +60,34 @@ def clairvoyant_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return audit_runs.build_run(tmp_path_factory.mktemp("c") / "run", field, seed=seed, rounds=12)
 
 
+@pytest.fixture(scope="module")
+def judgments() -> dict[tuple[Any, ...], au.Judged]:
+    """What :func:`arena.tools.audit.judge` said of each decision, kept for the module."""
+    return {}
+
+
+@pytest.fixture
+def judged_once(
+    judgments: dict[tuple[Any, ...], au.Judged], monkeypatch: pytest.MonkeyPatch
+) -> dict[tuple[Any, ...], au.Judged]:
+    """The commands' audits of the clairvoyant run (the same 60 decisions, budget
+    and key three times: JSON, text, the report's) judge each decision once:
+    ``judge`` depends on the decision, its seed, the budget and the
+    counterfactuals only (its docstring), so a later audit is served what an
+    earlier one computed. In this process only (``--jobs 1``); the jobs test
+    does not use it."""
+    real = au.judge
+
+    def judge(d: au.Decision, search: Any, seed: str, budget: int, cfs: int) -> au.Judged:
+        key = (d.ref, d.entrant, d.card, seed, budget, cfs)
+        if key not in judgments:
+            judgments[key] = real(d, search, seed, budget, cfs)
+        return judgments[key]
+
+    monkeypatch.setattr(au, "judge", judge)
+    return judgments
+
+
 @pytest.mark.parametrize("seed", ["audit-h1", "audit-h2", "audit-h3"])
 def test_an_honest_field_is_not_flagged(tmp_path: Path, seed: str) -> None:
     folder = audit_runs.build_run(tmp_path / "run", honest_field(seed), seed=seed, rounds=8)
@@ -146,7 +174,9 @@ def test_holm_steps_down() -> None:
 
 
 def test_the_command_prints_json_and_exits_5_on_a_flag(
-    clairvoyant_run: Path, capsys: pytest.CaptureFixture[str]
+    clairvoyant_run: Path,
+    capsys: pytest.CaptureFixture[str],
+    judged_once: dict[tuple[Any, ...], au.Judged],
 ) -> None:
     code = main(
         [
@@ -186,6 +216,7 @@ def test_the_command_prints_json_and_exits_5_on_a_flag(
     assert code == 5
     assert "flagged at alpha 0.01 (Holm over" in text and text.count("\n") == 7
     assert "cheat" in text.splitlines()[-2]
+    assert len(judged_once) == 4 * 60  # the text run judged the JSON run's decisions
 
 
 def test_the_command_refuses_a_run_whose_key_is_not_revealed(
@@ -210,7 +241,10 @@ def test_the_command_refuses_a_run_whose_key_is_not_revealed(
 
 
 def test_the_report_gets_a_fair_play_section(
-    tmp_path: Path, clairvoyant_run: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    clairvoyant_run: Path,
+    capsys: pytest.CaptureFixture[str],
+    judged_once: dict[tuple[Any, ...], au.Judged],
 ) -> None:
     folder = tmp_path / "run"
     shutil.copytree(clairvoyant_run, folder)
