@@ -322,6 +322,8 @@ class Hub:
         if self.journal is None:  # records are handed over instead
             return 0
         if self._reload_pending:
+            if not self.journal.exists():
+                return 0  # the new run's run.json is written before its journal
             self._retry_reload()
             if self._reload_pending:
                 return 0  # a new run's records wait for its settings (its entrants)
@@ -338,7 +340,13 @@ class Hub:
                 data = f.read()
         except FileNotFoundError:
             if self._identity is not None:
-                self.restart()
+                # Gone (--overwrite removes the journal, then run.json): the
+                # run.json still there may be the old run's, so the new run's
+                # settings are read once its journal is back, not now (read
+                # now, the new run's records were rated with the old run's
+                # entrants: "unknown entrant").
+                self._start(self.settings, self.games_total)
+                self._reload_pending = self.reload is not None
             return 0
         self._offset += len(data)
         data = self._partial + data

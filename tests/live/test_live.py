@@ -238,9 +238,12 @@ def test_the_last_standings_before_the_end_are_every_games(tmp_path: Path) -> No
     assert standings["rows"] == standings_rows(analyse(hub.settings, NAMES, records).standings)
 
 
-def test_a_replaced_journal_starts_the_hub_over(tmp_path: Path) -> None:
+@pytest.mark.parametrize("old_run_file", [False, True], ids=["run.json gone", "run.json old"])
+def test_a_replaced_journal_starts_the_hub_over(tmp_path: Path, old_run_file: bool) -> None:
     # Issue 24 item 8: ``run --overwrite`` removes the journal and run.json,
-    # then writes another run's; the hub forgets the first run.
+    # then writes another run's; the hub forgets the first run. The hub may
+    # look between the two removals: the old run's run.json is still there
+    # ("run.json old"), and must not be taken for the new run's.
     first = synthesize(NAMES, _settings())
     other_settings = TournamentSettings(seed=9, rounds=1, hands=1, target_score=None)
     other_names = ["fay", "gus", "hal", "ivy"]
@@ -257,8 +260,11 @@ def test_a_replaced_journal_starts_the_hub_over(tmp_path: Path) -> None:
     hub.tick(now=0.0)
     hub.compute_standings(now=0.0)
     assert len(hub.records) == len(first) and hub.revealed("r1-t0")
+    if old_run_file:
+        current.update(settings=info, total=len(first))
     hub.journal.unlink()  # --overwrite
     hub.read_journal(now=1.0)
+    current.clear()  # run.json removed
     hub.tick(now=1.0)
     assert hub.records == {} and not hub.revealed("r1-t0")
     assert json.loads(hub.texts["finished"])["games"] == []

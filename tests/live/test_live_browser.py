@@ -187,6 +187,17 @@ def _wait(predicate: Any, seconds: float, what: str) -> None:
 
 #: Games of the live run: five entrants, one round (5 tables of 4 rotations).
 GAMES = 20
+#: The live run's pace, seconds a decision (``--pace``): one hand a game, each
+#: decision's result delivered no earlier than this after it was asked, so
+#: that the run lasts (20 games of about 56 decisions, two at once: at least
+#: 22 s, 35 s here) while the page is checked, at the CPU cost of one hand a game (games
+#: to 100 points made it last by playing about six hands each; a busy machine
+#: could still finish it before the page saw a fault, and the wait for one
+#: then hung until the test's timeout).
+PACE = "0.04"
+#: Milliseconds the page may take to show something the run is still playing
+#: (pytest-timeout bounds the test too): a run that ended first fails here.
+SHOWN_MS = 120_000
 
 
 @pytest.mark.timeout(600)  # a loaded machine plays the games slowly
@@ -202,6 +213,10 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
         "2",
         "--time-limit",
         "2",
+        "--hands",
+        "1",
+        "--pace",
+        PACE,
         "--no-sandbox",
     ]
     log = tmp_path / "run.log"
@@ -249,7 +264,11 @@ def test_live_run_then_watch(browser: Any, tmp_path: Path) -> None:
         # The hostile entrant name is text, not markup.
         assert HOSTILE in page.inner_text("#standings")
         assert page.locator("#standings b").count() == 0
-        page.wait_for_selector("#tables .faults li, #tables .seat-faults")
+        try:
+            page.wait_for_selector("#tables .faults li, #tables .seat-faults", timeout=SHOWN_MS)
+        except sync_api.TimeoutError:
+            ended = "the run had ended" if proc.poll() is not None else "the run still played"
+            raise AssertionError(f"no fault shown on a table in play ({ended})") from None
         answers: list[tuple[float, int, int]] = []
 
         def standings_moved() -> bool:
@@ -552,7 +571,9 @@ def test_paced_view_follows_finished_deals_card_by_card(browser: Any, tmp_path: 
     moments = [s[1:4] for s in after[-4:]]
     game6 = [p[:3] for p in _positions(records[after[-1][0]])]
     at = game6.index(moments[0])
-    assert moments == game6[at : at + 4]
+    # "next" at a game's last moment stays there (replay.js clamps it): a
+    # pause within three moments of the end steps onto the last one again.
+    assert moments == [game6[min(at + i, len(game6) - 1)] for i in range(4)]
     page.select_option("#paced-pick", "4")
     _wait(lambda: _shown(page)[-1][0] == 4, 30, "game 4 to be featured")
     assert _shown(page)[-1][1:4] == (1, 0, 0)

@@ -17,6 +17,7 @@ import shutil
 import socket
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -338,7 +339,7 @@ def test_sealed_and_unsealed_standings_are_equal(tmp_path: Path) -> None:
                 "run",
                 *bots,
                 "--hands",
-                "2",
+                "1",
                 "--rounds",
                 "1",
                 "--seed",
@@ -378,7 +379,6 @@ def test_two_entrants_sharing_a_folder_are_refused_when_sealed(
     assert code == 0
 
 
-@needs_seal
 def _write_bot(program: Path, before_serving: str) -> None:
     """A test bot at ``program`` (beside a copy of ``botlib.py``) that runs
     ``before_serving`` (with ``sys`` imported), then plays as ``first_legal``
@@ -389,41 +389,129 @@ def _write_bot(program: Path, before_serving: str) -> None:
     shutil.copy(bot_path("first_legal").parent / "botlib.py", program.parent / "botlib.py")
 
 
-def test_a_sealed_bot_reads_a_file_next_to_itself(open_tmp: Path) -> None:
+#: The entrants of :func:`shared_run`: each shows one thing a sealed bot's root
+#: holds or bounds (one run of four games for the three tests below).
+SHARED = ("r", "u", "fill", "low")
+
+
+@pytest.fixture(scope="module")
+def shared_run() -> Iterator[tuple[dict[str, Any], list[dict[str, Any]], list[Path]]]:
+    """One sealed run of four games whose bots each show one thing: ``r``
+    reads a file next to itself; ``u`` reads a file in a folder named with
+    ``--sandbox-ro`` and one in a folder not named (both under /var/tmp,
+    readable by everyone); ``fill`` tries to write 48 MiB into /tmp and into
+    /dev/shm under ``--tmp-size 4``; ``low`` is a sample bot. Yields the
+    results, the records and the two runtime folders (named, not named)."""
+    if SEAL_PROBLEM is not None:
+        pytest.skip(f"bots cannot be sealed here: {SEAL_PROBLEM}")
+    top = Path(tempfile.mkdtemp(prefix="arena-test-"))
+    top.chmod(0o777)  # bot users enter it (pytest's own temporary folders are root's)
+    runtimes = [Path(tempfile.mkdtemp(prefix="arena-test-runtime-", dir="/var/tmp")) for _ in "ab"]
+    try:
+        for n, runtime in enumerate(runtimes):
+            runtime.chmod(0o755)
+            (runtime / "lib.txt").write_text(f"runtime {7 + n}\n")
+            (runtime / "lib.txt").chmod(0o644)
+        reader = top / "reader"
+        reader.mkdir()
+        (reader / "model.txt").write_text("weights 42\n")
+        _write_bot(
+            reader / "reader.py",
+            "print('MODEL', open('model.txt').read().strip(), file=sys.stderr, flush=True)\n",
+        )
+        user = top / "user"
+        user.mkdir()
+        _write_bot(
+            user / "user.py",
+            "for path in sys.argv[1:]:\n"
+            "    try:\n"
+            "        seen = open(path).read().strip()\n"
+            "    except OSError as exc:\n"
+            "        seen = type(exc).__name__\n"
+            "    print('RUNTIME', path, seen, file=sys.stderr, flush=True)\n",
+        )
+        out = top / "out"
+        files = " ".join(str(r / "lib.txt") for r in runtimes)
+        code = run_arena(
+            [
+                "run",
+                # A NAME=COMMAND entrant runs in its program's folder.
+                f"r=python3 {reader / 'reader.py'}",
+                f"u={user / 'user.py'} {files}",
+                f"fill={bot_path('hostile_fills_tmp')} 48",
+                "low=sample:low",
+                "--sandbox-ro",
+                str(runtimes[0]),
+                "--tmp-size",
+                "4",
+                "--hands",
+                "1",
+                "--rounds",
+                "1",
+                "--seed",
+                "4",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        assert code == 0
+        results, records = load_outputs(out)
+        assert results["settings"]["isolation"]["sandbox"] is True
+        assert sorted(r["name"] for r in results["standings"]) == sorted(SHARED)
+        assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
+        assert len(records) == 4
+        yield results, records, runtimes
+    finally:
+        for runtime in runtimes:
+            shutil.rmtree(runtime, ignore_errors=True)
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def _stderr_of(records: list[dict[str, Any]], name: str) -> list[str]:
+    """The stderr of entrant ``name`` in each game, as lines."""
+    return [rec["stderr"][rec["seats"].index(name)].splitlines() for rec in records]
+
+
+@needs_seal
+def test_a_sealed_bot_reads_a_file_next_to_itself(shared_run: Any) -> None:
     """The entrant folder is bound read-only (a copy); a NAME=COMMAND entrant
     runs in its program's folder, so a relative path works."""
-    folder = open_tmp / "reader"
-    folder.mkdir()
-    (folder / "model.txt").write_text("weights 42\n")
-    _write_bot(
-        folder / "reader.py",
-        "print('MODEL', open('model.txt').read().strip(), file=sys.stderr, flush=True)\n",
-    )
-    out = open_tmp / "out"
-    code = run_arena(
-        [
-            "run",
-            f"r=python3 {folder / 'reader.py'}",
-            "sample:low",
-            "sample:duck",
-            "sample:random",
-            "--hands",
-            "1",
-            "--rounds",
-            "1",
-            "--seed",
-            "4",
-            "--out",
-            str(out),
-            "--quiet",
-        ]
-    )
-    assert code == 0
-    results, records = load_outputs(out)
-    assert results["settings"]["isolation"]["sandbox"] is True
-    assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
-    for rec in records:
-        assert "MODEL weights 42" in rec["stderr"][rec["seats"].index("r")]
+    _, records, _ = shared_run
+    for lines in _stderr_of(records, "r"):
+        assert "MODEL weights 42" in lines
+
+
+@needs_seal
+def test_a_sealed_bots_tmp_and_shm_stop_at_the_tmp_size(shared_run: Any) -> None:
+    """A bot trying to write 48 MiB into /tmp and into /dev/shm stops at
+    --tmp-size (4 MiB each): both are private tmpfs mounts of that size (they
+    had no bound: the machine's shared memory grew by what a bot wrote)."""
+    results, records, _ = shared_run
+    assert results["settings"]["isolation"]["tmp_mb"] == 4
+    for lines in _stderr_of(records, "fill"):
+        line = next(x for x in lines if x.startswith("FILLED "))
+        filled = json.loads(line.removeprefix("FILLED "))
+        # A tmpfs of 4 MiB holds 4 MiB of data (a 1 MiB write that does
+        # not fit is refused or cut short).
+        assert 3 * 1024 * 1024 <= filled["/tmp"] <= 4 * 1024 * 1024, filled
+        assert 3 * 1024 * 1024 <= filled["/dev/shm"] <= 4 * 1024 * 1024, filled
+
+
+@needs_seal
+@pytest.mark.parametrize("given", [False, True])
+def test_sandbox_ro_shows_a_path_outside_the_allowlist(shared_run: Any, given: bool) -> None:
+    """A folder outside the allowlist (here under /var/tmp, readable by
+    everyone) is not in a sealed bot's root unless the organiser names it
+    with --sandbox-ro (a runtime in /opt, say): of the two folders bot ``u``
+    reads, the named one only."""
+    results, records, runtimes = shared_run
+    runtime = runtimes[0] if given else runtimes[1]
+    assert (str(runtime) in results["settings"]["isolation"]["sandbox_ro"]) is given
+    assert results["settings"]["isolation"]["sandbox_ro"] == [str(runtimes[0])]
+    want = "runtime 7" if given else "FileNotFoundError"
+    for lines in _stderr_of(records, "u"):
+        assert f"RUNTIME {runtime / 'lib.txt'} {want}" in lines
 
 
 @needs_seal
@@ -566,29 +654,6 @@ def test_a_bot_finds_nothing_a_previous_holder_of_its_uid_left(
 
 
 @needs_seal
-def test_a_sealed_bots_tmp_and_shm_stop_at_the_tmp_size(tmp_path: Path) -> None:
-    """A bot trying to write 48 MiB into /tmp and into /dev/shm stops at
-    --tmp-size (4 MiB each): both are private tmpfs mounts of that size (they
-    had no bound: the machine's shared memory grew by what a bot wrote)."""
-    out = tmp_path / "out"
-    fill = f"fill={bot_path('hostile_fills_tmp')} 48"
-    args = ["run", fill, "sample:low", "sample:duck", "sample:random", "--tmp-size", "4"]
-    code = run_arena([*args, "--hands", "1", "--rounds", "1", "--out", str(out), "--quiet"])
-    assert code == 0
-    results, records = load_outputs(out)
-    assert results["settings"]["isolation"]["tmp_mb"] == 4
-    assert all(sum(row["faults"].values()) == 0 for row in results["standings"])
-    for rec in records:
-        text = rec["stderr"][rec["seats"].index("fill")]
-        line = next(x for x in text.splitlines() if x.startswith("FILLED "))
-        filled = json.loads(line.removeprefix("FILLED "))
-        # A tmpfs of 4 MiB holds 4 MiB of data (a 1 MiB write that does
-        # not fit is refused or cut short).
-        assert 3 * 1024 * 1024 <= filled["/tmp"] <= 4 * 1024 * 1024, filled
-        assert 3 * 1024 * 1024 <= filled["/dev/shm"] <= 4 * 1024 * 1024, filled
-
-
-@needs_seal
 def test_where_bots_cannot_be_sealed_one_line_says_what_is_not_isolated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -610,42 +675,6 @@ def test_where_bots_cannot_be_sealed_one_line_says_what_is_not_isolated(
     assert "network" in lines[0] and "file locks" in lines[0]
     results, _ = load_outputs(out)
     assert results["settings"]["isolation"]["sandbox"] is False
-
-
-@needs_seal
-@pytest.mark.parametrize("given", [False, True])
-def test_sandbox_ro_shows_a_path_outside_the_allowlist(open_tmp: Path, given: bool) -> None:
-    """A folder outside the allowlist (here under /var/tmp, readable by
-    everyone) is not in a sealed bot's root unless the organiser names it
-    with --sandbox-ro (a runtime in /opt, say)."""
-    runtime = Path(tempfile.mkdtemp(prefix="arena-test-runtime-", dir="/var/tmp"))
-    try:
-        runtime.chmod(0o755)
-        (runtime / "lib.txt").write_text("runtime 7\n")
-        (runtime / "lib.txt").chmod(0o644)
-        folder = open_tmp / "user"
-        folder.mkdir()
-        _write_bot(
-            folder / "user.py",
-            "try:\n"
-            "    seen = open(sys.argv[1]).read().strip()\n"
-            "except OSError as exc:\n"
-            "    seen = type(exc).__name__\n"
-            "print('RUNTIME', seen, file=sys.stderr, flush=True)\n",
-        )
-        out = open_tmp / "out"
-        extra = ["--sandbox-ro", str(runtime)] if given else []
-        args = ["run", f"u={folder / 'user.py'} {runtime / 'lib.txt'}", "sample:low"]
-        args += ["sample:duck", "sample:random", "--hands", "1", "--rounds", "1"]
-        code = run_arena([*args, "--out", str(out), "--quiet", *extra])
-        assert code == 0
-        results, records = load_outputs(out)
-        assert results["settings"]["isolation"]["sandbox_ro"] == ([str(runtime)] if given else [])
-        want = "RUNTIME runtime 7" if given else "RUNTIME FileNotFoundError"
-        for rec in records:
-            assert want in rec["stderr"][rec["seats"].index("u")].splitlines()
-    finally:
-        shutil.rmtree(runtime)
 
 
 @needs_seal

@@ -38,6 +38,10 @@ def folder() -> Iterator[Path]:
     """A competition folder as ``serve --init`` makes it: the folder 0711, the
     key 0600 root's, the database and uploads folders the web user's (0700).
     Outside pytest's own temporary folder, which is root's and 0700."""
+    yield from _folder()
+
+
+def _folder() -> Iterator[Path]:
     top = Path(tempfile.mkdtemp(prefix="hearts-arena-web-"))
     top.chmod(0o711)
     (top / "key").write_text("00" * 32)
@@ -97,49 +101,68 @@ def port_free(port: int) -> bool:
     return True
 
 
-@needs_root
-def test_as_root_runs_as_the_user_and_cannot_open_the_key(folder: Path) -> None:
-    uid, gid = _ids(USER)
-    web = spawn_web(settings(folder))
-    try:
-        assert status_ids(web.pid) == {"Uid": [uid] * 4, "Gid": [gid] * 4, "Groups": [gid]}
-        # no descriptor of the web process leads to the key
-        targets = [
-            os.readlink(f"/proc/{web.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{web.pid}/fd")
-        ]
-        assert str(folder / "key") not in targets
-        # a process with its ids cannot open the key: 0600 root's
-        probe = subprocess.run(
-            ["cat", str(folder / "key")],
-            user=uid,
-            group=gid,
-            extra_groups=[],
-            capture_output=True,
-            text=True,
-            check=False,
+@pytest.fixture(scope="module")
+def served() -> Iterator[tuple[Path, Any, int | None]]:
+    """A web process started by root as ``--user nobody`` on a folder of
+    :func:`folder`'s, listening on a port below 1024 where one is free (else
+    one the system picks): the two tests below only look at it and ask it
+    (a web process's start is about 3 CPU-seconds). Yields the folder, the
+    process and the low port (``None``: none was free). Once both are done
+    it is closed and must be gone."""
+    if not ROOT:
+        pytest.skip("dropping to --user needs root")
+    for top in _folder():
+        port = next((p for p in range(1023, 900, -1) if port_free(p)), None)
+        s = settings(top)
+        web = spawn_web(
+            WebSettings(s.database, s.uploads, port=port or 0, user=USER, pages="public")
         )
-        assert probe.returncode == 1 and "Permission denied" in probe.stderr
-        # it serves, reading and writing the database as that user
-        r = httpx.get(f"{web.url}/api/standings", timeout=30)
-        assert r.json() == {
-            "competition": {"key_sha256": None, "closed_at": None, "key": None},
-            "rated_through": 0,
-            "tables_in_play": 0,
-            "rows": [],
-        }
-        headers = {"Authorization": "Bearer " + TOKEN}
-        # a zip (its names decoded with a codec loaded before the drop) and a .py
-        buffer = io.BytesIO()
-        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-            archive.writestr("bot.toml", 'command = "main.py"\n')
-            archive.writestr("main.py", "print('hi')\n")
-        r = httpx.post(f"{web.url}/api/submissions", content=buffer.getvalue(), headers=headers)
-        assert r.status_code == 201, r.text
-        stored = folder / "uploads" / r.json()["sha256"]
-        assert (stored.stat().st_uid, (stored / "main.py").stat().st_uid) == (uid, uid)
-    finally:
-        web.close()
-    assert not web.alive()
+        try:
+            yield top, web, port
+        finally:
+            web.close()
+        assert not web.alive()
+
+
+@needs_root
+def test_as_root_runs_as_the_user_and_cannot_open_the_key(
+    served: tuple[Path, Any, int | None],
+) -> None:
+    uid, gid = _ids(USER)
+    folder, web, _ = served
+    assert status_ids(web.pid) == {"Uid": [uid] * 4, "Gid": [gid] * 4, "Groups": [gid]}
+    # no descriptor of the web process leads to the key
+    targets = [os.readlink(f"/proc/{web.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{web.pid}/fd")]
+    assert str(folder / "key") not in targets
+    # a process with its ids cannot open the key: 0600 root's
+    probe = subprocess.run(
+        ["cat", str(folder / "key")],
+        user=uid,
+        group=gid,
+        extra_groups=[],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert probe.returncode == 1 and "Permission denied" in probe.stderr
+    # it serves, reading and writing the database as that user
+    r = httpx.get(f"{web.url}/api/standings", timeout=30)
+    assert r.json() == {
+        "competition": {"key_sha256": None, "closed_at": None, "key": None},
+        "rated_through": 0,
+        "tables_in_play": 0,
+        "rows": [],
+    }
+    headers = {"Authorization": "Bearer " + TOKEN}
+    # a zip (its names decoded with a codec loaded before the drop) and a .py
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("bot.toml", 'command = "main.py"\n')
+        archive.writestr("main.py", "print('hi')\n")
+    r = httpx.post(f"{web.url}/api/submissions", content=buffer.getvalue(), headers=headers)
+    assert r.status_code == 201, r.text
+    stored = folder / "uploads" / r.json()["sha256"]
+    assert (stored.stat().st_uid, (stored / "main.py").stat().st_uid) == (uid, uid)
 
 
 @needs_root
@@ -212,18 +235,15 @@ def _running(pid: int) -> bool:
 
 
 @needs_root
-def test_a_port_below_1024_is_bound_by_root_and_served_by_the_user(folder: Path) -> None:
-    port = next((p for p in range(1023, 900, -1) if port_free(p)), None)
+def test_a_port_below_1024_is_bound_by_root_and_served_by_the_user(
+    served: tuple[Path, Any, int | None],
+) -> None:
+    _, web, port = served
     if port is None:
         pytest.skip("no free port below 1024")
-    s = settings(folder)
-    web = spawn_web(WebSettings(s.database, s.uploads, port=port, user=USER, pages="public"))
-    try:
-        assert web.url == f"http://127.0.0.1:{port}"
-        assert status_ids(web.pid)["Uid"] == [_ids(USER)[0]] * 4
-        assert httpx.get(f"{web.url}/api/standings", timeout=30).status_code == 200
-    finally:
-        web.close()
+    assert web.url == f"http://127.0.0.1:{port}"
+    assert status_ids(web.pid)["Uid"] == [_ids(USER)[0]] * 4
+    assert httpx.get(f"{web.url}/api/standings", timeout=30).status_code == 200
 
 
 def test_a_stopped_web_process_ends_when_hypercorn_has_closed(
