@@ -161,8 +161,10 @@ def test_schedule_has_no_ladder_up_front() -> None:
 # -- through the command line ----------------------------------------------------
 
 ENTRANTS = [bot("first_legal" if i % 3 == 0 else "random_legal", f"b{i:02d}") for i in range(12)]
+#: Unsealed: the ladder's choices, not the seal, are the subject here, and the
+#: two runs of :func:`ladder_runs` and the resumed one start 160 bot processes.
 LADDER_ARGS = ["--format", "ladder", "--games", "16", "--ladder-batch", "3", "--hands", "1",
-               "--seed", "17", "--quiet"]  # fmt: skip
+               "--seed", "17", "--quiet", "--no-sandbox"]  # fmt: skip
 
 
 def _games(records: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
