@@ -148,7 +148,9 @@ def test_kill_9_then_resume_with_a_secret_key(tmp_path: Path) -> None:
     """A drawn key is kept owner-only in the folder (tournament.key): --resume
     uses it without being given it, and ends with the tournament the same key
     plays uninterrupted (--key-file), revealed and verifiable."""
-    args = [a for a in ARGS if a not in ("--seed", "99")]
+    # Unsealed: the key is the subject (a sealed arena killed and resumed is
+    # test_kill_9_then_resume_gives_the_uninterrupted_standings[sealed]).
+    args = [*(a for a in ARGS if a not in ("--seed", "99")), "--no-sandbox"]
     key_file = tmp_path / "k.key"
     key_file.write_text(MasterKey.generate().hex())
     key_file.chmod(0o600)  # a key file others may read is refused
@@ -185,6 +187,7 @@ def test_resume_refuses_different_settings(tmp_path: Path, capsys) -> None:
         "--rounds",
         "1",
         "--quiet",
+        "--no-sandbox",  # the settings compared, not the seal, are the subject
     ]
     assert run_arena([*base, "--seed", "5", "--out", str(out)]) == 0
     capsys.readouterr()
@@ -294,7 +297,7 @@ def test_resume_with_only_out_keeps_a_secret_key_and_disqualification(
     """A run without --seed (a secret key in the folder) resumes from --out
     alone and ends with the standings of the whole run."""
     out = tmp_path / "o"
-    unseeded = [a for a in ARGS if a not in ("--seed", "99")]
+    unseeded = [*(a for a in ARGS if a not in ("--seed", "99")), "--no-sandbox"]  # not the seal
     assert (
         run_arena(["run", *POLITE, *unseeded, "--disqualify-after", "50", "--out", str(out)]) == 0
     )
@@ -318,7 +321,8 @@ def test_resume_with_only_out_judges_by_the_runs_fail_if_and_junit(
     out, junit = tmp_path / "o", tmp_path / "j.xml"
     entrants = [*ENTRANTS[1:], bot("illegal", "bad")]
     verdict = ["--fail-if", "faults>0", "--fail-if", "mean_rank > 3.9", "--junit", str(junit)]
-    assert run_arena(["run", *entrants, *ARGS, *verdict, "--out", str(out)]) == EXIT_FAILED
+    unsealed = [*ARGS, "--no-sandbox"]  # the verdict, not the seal, is the subject
+    assert run_arena(["run", *entrants, *unsealed, *verdict, "--out", str(out)]) == EXIT_FAILED
     info = json.loads((out / "run.json").read_text())
     assert info["verdict"] == {"fail_if": ["faults>0", "mean_rank > 3.9"], "junit": str(junit)}
     journal = out / "games.jsonl"
