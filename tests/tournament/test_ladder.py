@@ -219,7 +219,8 @@ def test_ladder_stops_at_sigma_target_and_reports_games_scheduled(tmp_path: Path
     out = tmp_path / "o"
     four = [bot("first_legal", n) for n in "abcd"]
     args = ["run", *four, "--format", "ladder", "--games", "400", "--sigma-target", "7.5",
-            "--ladder-batch", "1", "--hands", "1", "--seed", "2", "--quiet", "--out", str(out)]  # fmt: skip
+            "--ladder-batch", "1", "--hands", "1", "--seed", "2", "--quiet", "--no-sandbox",
+            "--out", str(out)]  # fmt: skip
     assert run_arena(args) == 0
     results, records = load_outputs(out)
     assert 0 < len(records) < 400 and len(records) % GAMES_PER_TABLE == 0
