@@ -161,8 +161,10 @@ def test_schedule_has_no_ladder_up_front() -> None:
 # -- through the command line ----------------------------------------------------
 
 ENTRANTS = [bot("first_legal" if i % 3 == 0 else "random_legal", f"b{i:02d}") for i in range(12)]
+#: Unsealed: the ladder's choices, not the seal, are the subject here, and the
+#: two runs of :func:`ladder_runs` and the resumed one start 160 bot processes.
 LADDER_ARGS = ["--format", "ladder", "--games", "16", "--ladder-batch", "3", "--hands", "1",
-               "--seed", "17", "--quiet"]  # fmt: skip
+               "--seed", "17", "--quiet", "--no-sandbox"]  # fmt: skip
 
 
 def _games(records: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
@@ -217,7 +219,8 @@ def test_ladder_stops_at_sigma_target_and_reports_games_scheduled(tmp_path: Path
     out = tmp_path / "o"
     four = [bot("first_legal", n) for n in "abcd"]
     args = ["run", *four, "--format", "ladder", "--games", "400", "--sigma-target", "7.5",
-            "--ladder-batch", "1", "--hands", "1", "--seed", "2", "--quiet", "--out", str(out)]  # fmt: skip
+            "--ladder-batch", "1", "--hands", "1", "--seed", "2", "--quiet", "--no-sandbox",
+            "--out", str(out)]  # fmt: skip
     assert run_arena(args) == 0
     results, records = load_outputs(out)
     assert 0 < len(records) < 400 and len(records) % GAMES_PER_TABLE == 0

@@ -36,7 +36,10 @@ ENTRANTS = [
     bot("random_legal", "r2"),
     bot("first_legal", "f"),
 ]
-ARGS = ["--hands", "1", "--rounds", "3", "--seed", "99", "--jobs", "2", "--quiet"]
+#: Two rounds: 8 games (one table, 4 rotations a round), enough to kill a run
+#: or cut its journal mid-run (three rounds, 12 games, cost each test here 4
+#: more games a run and as many resumed, about 0.15 CPU-s a game).
+ARGS = ["--hands", "1", "--rounds", "2", "--seed", "99", "--jobs", "2", "--quiet"]
 #: ENTRANTS with a slow bot that plays as stubborn.py does (the first legal card
 #: after 10 ms) but exits at the end of its input, for the tests whose subject
 #: is not a bot that outlives the arena: a stubborn bot costs each of its games
@@ -98,7 +101,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("reference") / "o"
     assert run_arena(["run", *ENTRANTS, *ARGS, "--no-sandbox", "--out", str(out)]) == 0
     _, records = load_outputs(out)
-    assert len(records) == 12
+    assert len(records) == 8
     return out
 
 
@@ -117,7 +120,7 @@ def test_kill_9_then_resume_gives_the_uninterrupted_standings(
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     kept = len((out / "games.jsonl").read_text().splitlines())
-    assert 3 <= kept < 12
+    assert 3 <= kept < 8
     if mode:
         # The bots of the games in progress outlived the arena (they ignore SIGTERM and EOF).
         time.sleep(0.2)
@@ -135,7 +138,7 @@ def test_kill_9_then_resume_gives_the_uninterrupted_standings(
     assert code == 0
     results, records = load_outputs(out)
     assert results["complete"] is True
-    assert sorted(r["game_index"] for r in records) == list(range(12))
+    assert sorted(r["game_index"] for r in records) == list(range(8))
     assert results["standings"] == ref_results["standings"]
     assert run_processes(out) == []
     assert run_tmpdirs(out) == []
@@ -145,7 +148,9 @@ def test_kill_9_then_resume_with_a_secret_key(tmp_path: Path) -> None:
     """A drawn key is kept owner-only in the folder (tournament.key): --resume
     uses it without being given it, and ends with the tournament the same key
     plays uninterrupted (--key-file), revealed and verifiable."""
-    args = [a for a in ARGS if a not in ("--seed", "99")]
+    # Unsealed: the key is the subject (a sealed arena killed and resumed is
+    # test_kill_9_then_resume_gives_the_uninterrupted_standings[sealed]).
+    args = [*(a for a in ARGS if a not in ("--seed", "99")), "--no-sandbox"]
     key_file = tmp_path / "k.key"
     key_file.write_text(MasterKey.generate().hex())
     key_file.chmod(0o600)  # a key file others may read is refused
@@ -160,7 +165,7 @@ def test_kill_9_then_resume_with_a_secret_key(tmp_path: Path) -> None:
     kill_watchdog(proc.pid)  # as a crash of the machine would: --resume must clean up
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert 3 <= len((out / "games.jsonl").read_text().splitlines()) < 12  # killed mid-run
+    assert 3 <= len((out / "games.jsonl").read_text().splitlines()) < 8  # killed mid-run
     assert run_arena(["run", *POLITE, *args, "--out", str(out), "--resume"]) == 0
     (ref, ref_records), (results, records) = load_outputs(reference), load_outputs(out)
     assert results["standings"] == ref["standings"]
@@ -182,6 +187,7 @@ def test_resume_refuses_different_settings(tmp_path: Path, capsys) -> None:
         "--rounds",
         "1",
         "--quiet",
+        "--no-sandbox",  # the settings compared, not the seal, are the subject
     ]
     assert run_arena([*base, "--seed", "5", "--out", str(out)]) == 0
     capsys.readouterr()
@@ -201,7 +207,7 @@ def test_ctrl_c_stops_cleanly_with_partial_standings(tmp_path: Path, signum: int
     it to its whole process group, the worker processes too) all stop the run
     with partial standings and the line that resumes it."""
     out = tmp_path / "o"
-    # About 0.7 s a game, and enough games (60) that --jobs 2 uses worker processes.
+    # About 0.7 s a game, and enough games (40) that --jobs 2 uses worker processes.
     slower = [f"slow={bot_path('stubborn')} 0.05", *ENTRANTS[1:], bot("first_legal", "g")]
     proc = start_arena(out, slower, session=True)
     wait_for_games(out, 1, proc)
@@ -221,7 +227,7 @@ def test_ctrl_c_stops_cleanly_with_partial_standings(tmp_path: Path, signum: int
         results["key_commitment"]
         == json.loads((out / "run.json").read_text())["settings"]["key_commitment"]
     )
-    assert results["games_played"] == len(records) < 60
+    assert results["games_played"] == len(records) < 40
     assert sum(row["games"] for row in results["standings"]) == 4 * len(records)
     assert (out / "index.html").exists()
     assert run_processes(out) == []
@@ -243,29 +249,29 @@ def test_resume_with_only_out_reads_settings_and_entrants_from_run_json(
     whole = open_tmp / "whole"
     assert run_arena(["run", *entrants, *ARGS, *settings, "--out", str(whole)]) == 0
     ref_results, ref_records = load_outputs(whole)
-    assert len(ref_records) == 12
+    assert len(ref_records) == 8
 
     # The cut run: the same run's folder (playing it again would give the same
-    # files), its journal then cut to its first 5 games.
+    # files), its journal then cut to its first 3 games.
     out = open_tmp / "o"
     shutil.copytree(whole, out)
     journal = out / "games.jsonl"
-    journal.write_text("".join(journal.read_text().splitlines(keepends=True)[:5]))
+    journal.write_text("".join(journal.read_text().splitlines(keepends=True)[:3]))
     capsys.readouterr()
     # A flag that disagrees with the record: one line, exit 3, nothing played.
     assert run_arena(["run", "--resume", "--out", str(out), "--rounds", "4"]) == EXIT_OUTPUT
     err = capsys.readouterr().err.strip()
     assert err == (
-        f"error: --resume: settings differ from the run in {out}: rounds: recorded 3, given 4 "
+        f"error: --resume: settings differ from the run in {out}: rounds: recorded 2, given 4 "
         "(give only --out and --resume to continue it as recorded)"
     )
-    assert len(journal.read_text().splitlines()) == 5
+    assert len(journal.read_text().splitlines()) == 3
     # Only --out: the recorded entrants (a command with an argument, a path
     # with a space) and settings; flags that agree are accepted.
     assert run_arena(["run", "--resume", "--out", str(out), "--quiet", "--hands", "1"]) == 0
     results, records = load_outputs(out)
     assert results["complete"] is True
-    assert sorted(r["game_index"] for r in records) == list(range(12))
+    assert sorted(r["game_index"] for r in records) == list(range(8))
     assert results["standings"] == ref_results["standings"]
     assert results["settings"] == json.loads((whole / "run.json").read_text())["settings"]
 
@@ -291,7 +297,7 @@ def test_resume_with_only_out_keeps_a_secret_key_and_disqualification(
     """A run without --seed (a secret key in the folder) resumes from --out
     alone and ends with the standings of the whole run."""
     out = tmp_path / "o"
-    unseeded = [a for a in ARGS if a not in ("--seed", "99")]
+    unseeded = [*(a for a in ARGS if a not in ("--seed", "99")), "--no-sandbox"]  # not the seal
     assert (
         run_arena(["run", *POLITE, *unseeded, "--disqualify-after", "50", "--out", str(out)]) == 0
     )
@@ -302,7 +308,7 @@ def test_resume_with_only_out_keeps_a_secret_key_and_disqualification(
     capsys.readouterr()
     assert run_arena(["run", "--resume", "--out", str(out)]) == 0
     results, records = load_outputs(out)
-    assert len(records) == 12 and results["standings"] == whole["standings"]
+    assert len(records) == 8 and results["standings"] == whole["standings"]
     assert results["settings"] == whole["settings"]
 
 
@@ -315,7 +321,8 @@ def test_resume_with_only_out_judges_by_the_runs_fail_if_and_junit(
     out, junit = tmp_path / "o", tmp_path / "j.xml"
     entrants = [*ENTRANTS[1:], bot("illegal", "bad")]
     verdict = ["--fail-if", "faults>0", "--fail-if", "mean_rank > 3.9", "--junit", str(junit)]
-    assert run_arena(["run", *entrants, *ARGS, *verdict, "--out", str(out)]) == EXIT_FAILED
+    unsealed = [*ARGS, "--no-sandbox"]  # the verdict, not the seal, is the subject
+    assert run_arena(["run", *entrants, *unsealed, *verdict, "--out", str(out)]) == EXIT_FAILED
     info = json.loads((out / "run.json").read_text())
     assert info["verdict"] == {"fail_if": ["faults>0", "mean_rank > 3.9"], "junit": str(junit)}
     journal = out / "games.jsonl"
@@ -323,7 +330,7 @@ def test_resume_with_only_out_judges_by_the_runs_fail_if_and_junit(
     junit.unlink()
     capsys.readouterr()
     assert run_arena(["run", "--resume", "--out", str(out), "--quiet"]) == EXIT_FAILED
-    assert len(load_outputs(out)[1]) == 12
+    assert len(load_outputs(out)[1]) == 8
     err = capsys.readouterr().err
     assert [x.split(":")[0] for x in err.splitlines() if x.startswith("fail-if")] == [
         "fail-if faults>0"

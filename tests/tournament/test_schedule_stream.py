@@ -171,7 +171,9 @@ def test_a_resumed_run_plays_the_stream_of_what_is_left(tmp_path: Path) -> None:
     """A run cut after some games, resumed: the journal then holds every game
     once, the same as a run in one go."""
     entrants = [bot("first_legal", n) for n in ("a", "b", "c", "d", "e")]
-    common = ["--hands", "1", "--rounds", "2", "--seed", "3", "--quiet"]
+    # Unsealed: the stream, not the seal, is the subject, and the two runs
+    # start 120 bot processes.
+    common = ["--hands", "1", "--rounds", "2", "--seed", "3", "--quiet", "--no-sandbox"]
     whole = tmp_path / "whole"
     assert run_arena(["run", *entrants, *common, "--out", str(whole)]) == 0
     _, want = load_outputs(whole)

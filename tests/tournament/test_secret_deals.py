@@ -144,7 +144,9 @@ def test_key_file_replays_a_tournament_exactly(
         assert f"chmod 600 {key_file}" in err and err.count("\n") == 1
         assert not again.exists()
     key_file.chmod(0o600)
-    assert run_arena(["run", *FOUR, *SHORT, "--key-file", str(key_file), "--out", str(again)]) == 0
+    # Unsealed, the drawn run sealed: the key alone decides the play.
+    replay = ["run", *FOUR, *SHORT, "--key-file", str(key_file), "--no-sandbox"]
+    assert run_arena([*replay, "--out", str(again)]) == 0
     (r1, g1), (r2, g2) = load_outputs(first), load_outputs(again)
     assert _play(g1) == _play(g2)
     assert r1["standings"] == r2["standings"]
@@ -179,9 +181,12 @@ def test_seed_runs_are_reproducible_and_say_they_are_public(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
-    assert run_arena(["run", *FOUR, *SHORT, "--seed", "7", "--out", str(a)]) == 0
+    # Unsealed (the seal is not the subject; sealed and unsealed runs play
+    # alike, tests/seats/test_seal.py): 32 bot processes without bubblewrap.
+    seeded = [*FOUR, *SHORT, "--seed", "7", "--no-sandbox"]
+    assert run_arena(["run", *seeded, "--out", str(a)]) == 0
     assert "key commitment" not in capsys.readouterr().err  # nothing secret to commit to
-    assert run_arena(["run", *FOUR, *SHORT, "--seed", "7", "--out", str(b)]) == 0
+    assert run_arena(["run", *seeded, "--out", str(b)]) == 0
     assert _play(load_outputs(a)[1]) == _play(load_outputs(b)[1])
     results = load_outputs(a)[0]
     assert results["key"] == MasterKey.from_seed(7).hex()
@@ -231,7 +236,9 @@ def test_no_two_games_of_one_deal_are_in_play_at_once(
     holding cards of one deal at once. Five entrants, one round: five tables
     of four rotations for four jobs, so a job is often free while the only
     tables left are in play (the slow bots, 5 ms a card, keep each game in
-    play long enough for an overlap to show)."""
+    play long enough for an overlap to show). Unsealed: what is checked is
+    when games are in play, which the seal does not change, and the run's
+    80 bot processes start without bubblewrap."""
     monkeypatch.setattr("arena.tournament.executors.POOL_MIN_GAMES", 0)
     entrants = [f"s{n}={BOTS / 'slow_legal.py'} 0.005" for n in range(3)] + [
         bot("first_legal", n) for n in "ab"
@@ -249,6 +256,7 @@ def test_no_two_games_of_one_deal_are_in_play_at_once(
                 "--jobs",
                 "4",
                 "--quiet",
+                "--no-sandbox",
                 "--out",
                 str(out),
             ]

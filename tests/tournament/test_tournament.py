@@ -157,6 +157,7 @@ def test_same_seed_gives_same_standings_for_any_jobs(
                 "21",
                 "--jobs",
                 str(jobs),
+                "--no-sandbox",  # the subject is the schedule, not the seal: 32 bots unsealed
                 "--out",
                 str(out),
                 "--quiet",
