@@ -183,6 +183,11 @@ class WorkerError(RuntimeError):
     """A worker process failed (a bug in the arena, not a bot's fault)."""
 
 
+#: The signals a terminal sends to the arena's whole process group, which a
+#: worker leaves to the coordinator.
+_GROUP_SIGNALS: Final = frozenset({signal.SIGINT, signal.SIGHUP})
+
+
 def _die_with_parent(parent: int) -> None:
     """Ask the kernel to SIGKILL this worker if the coordinator (pid
     ``parent``) dies; its bots' control groups are then removed by
@@ -224,6 +229,7 @@ def _worker(
     # the coordinator, which stops the calls' chains (or workers, with SIGTERM).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _GROUP_SIGNALS)  # blocked from birth (_start)
     runner = TournamentRunner(
         entrants,
         settings,
@@ -339,6 +345,27 @@ class ProcessPool:
         self._broken: str | None = None
 
     def _start(self) -> None:
+        # Ctrl-C and a terminal's SIGHUP reach the whole process group. A
+        # worker ignores both (the coordinator stops it), but only from the
+        # start of _worker: one still importing died of a SIGHUP, and the
+        # pool took that for a stop from outside (the run then ended with a
+        # bare "interrupted", no resume line). A signal mask is inherited
+        # across exec, so the workers (and the resource tracker, started
+        # here at the first queue) are born with both blocked; _worker
+        # unblocks them once it ignores them. The tracker's start unblocks
+        # SIGINT (and SIGTERM) in this thread again: it is started first,
+        # then both are blocked again for the workers.
+        from multiprocessing import resource_tracker
+
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _GROUP_SIGNALS)
+        try:
+            resource_tracker.ensure_running()
+            signal.pthread_sigmask(signal.SIG_BLOCK, _GROUP_SIGNALS)
+            self._start_workers()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+    def _start_workers(self) -> None:
         ctx = multiprocessing.get_context("spawn")
         self._tasks = ctx.Queue()
         self._results = ctx.Queue()

@@ -5,6 +5,8 @@ once, one cancelled, the other played to its end."""
 
 from __future__ import annotations
 
+import os
+import signal
 import uuid
 from typing import Any
 
@@ -132,4 +134,37 @@ def test_cancel_of_a_dask_call_records_what_finished() -> None:
     # A unit is a table's four games: the first unit's, and those that finished while stopping.
     assert 4 <= len(records) < len(games)
     assert len({r["game_index"] for r in records}) == len(records)
+    assert left_behind(opts) == []
+
+
+def test_pool_workers_survive_a_sighup_while_they_start() -> None:
+    # A terminal's SIGHUP (or Ctrl-C) reaches the arena's whole process group.
+    # Sent the moment the workers are spawned, long before their start-up code
+    # ignores it (they are still importing): born with it blocked, they live on
+    # and play. (Before, one died of it, and the run ended with a bare
+    # "interrupted".)
+    entrants, opts = field(4), options()
+    tournament = settings(rounds=1, jobs=2).without_key()
+    games = schedule([e.name for e in entrants], settings(rounds=1, jobs=2))
+    pool = ProcessPool(entrants, tournament, opts, workers=2)
+    got: list[GameRecordJSON] = []
+    try:
+        pool._start()
+        assert len(pool._procs) == 2
+        for proc in pool._procs:
+            assert proc.pid is not None
+            os.kill(proc.pid, signal.SIGHUP)
+            os.kill(proc.pid, signal.SIGINT)
+
+        async def main() -> None:
+            await pool.play(games, got.append)
+            assert all(p.is_alive() for p in pool._procs)
+            await pool.aclose()
+
+        trio.run(main)
+    finally:
+        for proc in pool._procs:
+            proc.kill()
+    assert sorted(r["game_index"] for r in got) == [g.game_index for g in games]
+    assert all(p.exitcode == 0 for p in pool._procs), [p.exitcode for p in pool._procs]
     assert left_behind(opts) == []
