@@ -101,6 +101,7 @@ from arena.server.tables import (
     TableVoid,
 )
 from arena.server.workers import TABLE_RESOURCE, Expected
+from arena.tournament.dask_executor import LOCAL_CLUSTER_CONFIG
 from arena.tournament.runner import TournamentRunner, TournamentSettings
 
 #: The topic of the join check's reports (``Worker.log_event``).
@@ -642,7 +643,8 @@ class DaskTables:
         cluster of ``n_workers`` worker processes (default: one per core),
         one thread and ``table=1`` each, TLS with a throw-away authority,
         dashboard off and no HTTP server listening (:data:`LOCAL_HTTP_OFF`),
-        with :func:`scheduler_config`. Blocking: call it
+        with :func:`scheduler_config` and
+        :data:`arena.tournament.dask_executor.LOCAL_CLUSTER_CONFIG`. Blocking: call it
         outside the loop.
 
         Raises:
@@ -654,7 +656,9 @@ class DaskTables:
         cluster = None
         try:
             if scheduler is None:
-                with dask.config.set({**scheduler_config(), **LOCAL_HTTP_OFF}):
+                with dask.config.set(
+                    {**scheduler_config(), **LOCAL_HTTP_OFF, **LOCAL_CLUSTER_CONFIG}
+                ):
                     cluster = LocalCluster(
                         security=Security.temporary(),
                         n_workers=n_workers or os.cpu_count() or 1,

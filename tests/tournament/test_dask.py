@@ -9,9 +9,11 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import dask
 import pytest
 from conftest import BOTS, bot, load_outputs, run_arena
 
@@ -26,18 +28,55 @@ def _games(records: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
 
 LADDER = [bot("first_legal" if i % 2 else "random_legal", f"b{i}") for i in range(8)]
 CASES = {
-    "ladder": [*LADDER, "--format", "ladder", "--games", "16", "--ladder-batch", "2"],
+    # Three tables: two at once on the two workers, then one from the next snapshot.
+    "ladder": [*LADDER, "--format", "ladder", "--games", "12", "--ladder-batch", "2"],
     "round-robin": [*LADDER[:4], "--rounds", "2"],
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_local_cluster_equals_local_executor(case: str, tmp_path: Path) -> None:
+def _cluster(n_workers: int) -> distributed.LocalCluster:
+    """A local cluster of ``n_workers`` single-threaded worker processes with
+    ``table=1`` each, no dashboard, quiet logs and the arena's own local
+    cluster's Dask settings (plain TCP: the arena's own cluster, with TLS, is
+    :func:`test_local_cluster_talks_tls_and_workers_get_no_key`'s)."""
+    from arena.tournament.dask_executor import LOCAL_CLUSTER_CONFIG
+
+    with dask.config.set(LOCAL_CLUSTER_CONFIG):
+        return distributed.LocalCluster(
+            n_workers=n_workers,
+            threads_per_worker=1,
+            processes=True,
+            resources={"table": 1},
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,
+        )
+
+
+class TestOnASharedCluster:
+    """The tests that only need a working cluster share one of two worker
+    processes (a class's fixture: it stops after the class's last test, and
+    pytest-randomly keeps a class's tests together); a test that kills a
+    worker has a cluster of its own."""
+
+    @pytest.fixture(scope="class")
+    def shared_cluster(self) -> Iterator[distributed.LocalCluster]:
+        with _cluster(2) as cluster:
+            yield cluster
+
+    @pytest.mark.parametrize("case", sorted(CASES))
+    def test_local_cluster_equals_local_executor(
+        self, case: str, tmp_path: Path, shared_cluster: distributed.LocalCluster
+    ) -> None:
+        _equals_local_executor(case, tmp_path, shared_cluster.scheduler_address)
+
+
+def _equals_local_executor(case: str, tmp_path: Path, scheduler: str) -> None:
     common = ["run", *CASES[case], "--hands", "1", "--seed", "8", "--jobs", "2", "--quiet"]
-    local, dask = tmp_path / "local", tmp_path / "dask"
+    local, on_dask = tmp_path / "local", tmp_path / "dask"
     assert run_arena([*common, "--out", str(local)]) == 0
-    assert run_arena([*common, "--executor", "dask", "--out", str(dask)]) == 0
-    (res_l, rec_l), (res_d, rec_d) = load_outputs(local), load_outputs(dask)
+    dask_args = ["--executor", "dask", "--scheduler", scheduler]
+    assert run_arena([*common, *dask_args, "--out", str(on_dask)]) == 0
+    (res_l, rec_l), (res_d, rec_d) = load_outputs(local), load_outputs(on_dask)
     assert res_d["standings"] == res_l["standings"]
     assert _games(rec_d) == _games(rec_l)
     assert len(rec_d) == len(_games(rec_d)) == res_d["games_total"]  # each game once
@@ -66,16 +105,13 @@ def _kill_a_busy_worker(
 # ERROR when the worker dies holding a finished table (seen in CI, 2026-12-01).
 @pytest.mark.allow_error_logs
 def test_killed_worker_still_records_every_game_once(tmp_path: Path) -> None:
+    # Three tables at once on two workers: when the first table's records
+    # arrive, the third has just started on that worker and the second is in
+    # play on the other, so a worker holds a table for a table's time.
+    games = 12
     slow = [f"s{i}={BOTS / 'slow_legal.py'} 0.004" for i in range(8)]
     out = tmp_path / "o"
-    with distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        resources={"table": 1},
-        dashboard_address=None,
-        silence_logs=logging.CRITICAL,
-    ) as cluster:
+    with _cluster(2) as cluster:
         done, killed = threading.Event(), []
         watcher = threading.Thread(
             target=_kill_a_busy_worker,
@@ -84,7 +120,7 @@ def test_killed_worker_still_records_every_game_once(tmp_path: Path) -> None:
         watcher.start()
         try:
             code = run_arena(
-                ["run", *slow, "--format", "ladder", "--games", "24", "--ladder-batch", "6",
+                ["run", *slow, "--format", "ladder", "--games", str(games), "--ladder-batch", "3",
                  "--hands", "1", "--seed", "4", "--quiet", "--out", str(out),
                  "--executor", "dask", "--scheduler", cluster.scheduler_address]
             )  # fmt: skip
@@ -94,9 +130,9 @@ def test_killed_worker_still_records_every_game_once(tmp_path: Path) -> None:
     assert code == 0
     assert killed, "no worker was killed while holding a table"
     results, records = load_outputs(out)
-    assert sorted(r["game_index"] for r in records) == list(range(24))  # each game once
-    assert results["complete"] is True and results["games_played"] == 24
-    assert sum(row["games"] for row in results["standings"]) == 4 * 24
+    assert sorted(r["game_index"] for r in records) == list(range(games))  # each game once
+    assert results["complete"] is True and results["games_played"] == games
+    assert sum(row["games"] for row in results["standings"]) == 4 * games
 
 
 def test_cluster_without_table_resource_is_refused(
