@@ -66,24 +66,21 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 #: The test files that take longest, longest first (seconds of test time in a
-#: whole-suite run on the shared two-core machine, 2026-12-01: 228 ... 52).
+#: whole-suite run on the shared two-core machine, 2026-12-01: 99 ... 21).
 #: Collection puts them first, and xdist keeps that order (``--no-loadscope-reorder``
 #: in pyproject.toml): by default xdist hands out the files with the most tests
 #: first, which puts most of these (few tests, long each) near the end, where a
-#: worker that has one queued runs on alone. (Scheduled greedily from the
-#: measured file times, both orders end within a few seconds of each other;
-#: this one keeps a long file from being the last one a worker takes.) A file
-#: not named here keeps its place after them.
+#: worker that has one queued runs on alone. A file not named here keeps its
+#: place after them.
 LONG_FILES_FIRST = (
-    "tournament/test_resume.py", "cli/test_doc_commands.py", "tournament/test_dask.py",
-    "tools/test_check.py", "tools/test_audit.py", "tools/test_audit_signals.py",
-    "sandbox/test_seal.py", "kits/test_kits.py", "report/test_browser_replay.py",
-    "cli/test_config.py", "tournament/test_secret_deals.py", "live/test_live_browser.py",
-    "seats/test_hostile.py", "sandbox/test_seal_channels.py", "report/test_ci_verdicts.py",
-    "sandbox/test_cgroups.py", "sandbox/test_descriptors.py", "tournament/test_schedule_stream.py",
-    "cli/test_cli.py", "tools/test_replay.py", "game/test_bad_inputs.py",
-    "tournament/test_deal_carrier.py", "botkit/test_search_bot.py",
-    "core/test_rules_openspiel.py",
+    "live/test_live_browser.py", "tournament/test_resume.py", "server/test_server_dask.py",
+    "tournament/test_dask.py", "seats/test_hostile.py", "server/test_runner.py",
+    "tools/test_check.py", "report/test_browser_replay.py", "sandbox/test_cgroups.py",
+    "sandbox/test_seal.py", "cli/test_doc_commands.py", "tournament/test_executors.py",
+    "tournament/test_secret_deals.py", "server/test_runner_logic.py", "cli/test_config.py",
+    "kits/test_kits.py", "tournament/test_deal_carrier.py", "tools/test_audit.py",
+    "report/test_browser.py", "cli/test_cli.py", "tools/test_replay.py",
+    "report/test_ci_verdicts.py", "sandbox/test_seal_channels.py", "protocol/test_protocol.py",
 )  # fmt: skip
 
 
