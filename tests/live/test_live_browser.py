@@ -173,6 +173,16 @@ def _ask_hands(base: str, token: str, finished: dict[str, Any]) -> list[tuple[fl
     return out
 
 
+#: Clicks the paced player's pause button in one task of the page, only while
+#: it plays and at least eight moments before its game's end; whether it did.
+_PAUSE_WHILE_PLAYING_JS = """() => {
+  const player = paced.player;
+  if (!player || player.timer === null || player.i > player.list.length - 8) return false;
+  document.querySelector("#player button[data-action=play]").click();
+  return player.timer === null;
+}"""
+
+
 def _wait(predicate: Any, seconds: float, what: str) -> None:
     """Poll ``predicate`` until it holds. ``seconds`` is what it takes on a quiet
     machine; a busy one may take many times that, so the wait gives up only
@@ -561,8 +571,15 @@ def test_paced_view_follows_finished_deals_card_by_card(browser: Any, tmp_path: 
     assert right <= 1280
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280  # nothing wider
 
-    # Pause, step card by card, pick another table.
-    page.click("#player button[data-action=play]")
+    # Pause, step card by card, pick another table. The pause button is
+    # clicked while the player plays, away from a game's end: in the pause
+    # after a game's last card (autoplay stopped, the next game not yet
+    # featured) the same button starts the game again, and a click that the
+    # page handled there (the page runs on while Playwright acts) replayed it.
+    def paused_while_playing() -> bool:
+        return bool(page.evaluate(_PAUSE_WHILE_PLAYING_JS))
+
+    _wait(paused_while_playing, 30, "a moment to pause the player while it plays")
     before = len(_shown(page))
     for _ in range(3):
         page.click("#player button[data-action=next]")

@@ -52,16 +52,18 @@ def _cluster(n_workers: int) -> distributed.LocalCluster:
         )
 
 
+@pytest.fixture(scope="class")
+def shared_cluster() -> Iterator[distributed.LocalCluster]:
+    """A cluster of two worker processes for the tests of one class."""
+    with _cluster(2) as cluster:
+        yield cluster
+
+
 class TestOnASharedCluster:
     """The tests that only need a working cluster share one of two worker
-    processes (a class's fixture: it stops after the class's last test, and
-    pytest-randomly keeps a class's tests together); a test that kills a
+    processes (a class-scoped fixture: it stops after the class's last test,
+    and pytest-randomly keeps a class's tests together); a test that kills a
     worker has a cluster of its own."""
-
-    @pytest.fixture(scope="class")
-    def shared_cluster(self) -> Iterator[distributed.LocalCluster]:
-        with _cluster(2) as cluster:
-            yield cluster
 
     @pytest.mark.parametrize("case", sorted(CASES))
     def test_local_cluster_equals_local_executor(
