@@ -52,6 +52,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -177,6 +178,11 @@ class Hub:
         self.texts = dict.fromkeys(PARTS, "{}")
         self.frames = {name: b"" for name in PARTS}
         self._joined: dict[tuple[Any, ...], bytes] = {}
+        # Parts are published from threads too (finish, in the server's last
+        # step) while the streams build their messages in the loop: a message
+        # and a publish never interleave (a part published between a message's
+        # frames and its versions was marked sent and never written).
+        self._parts_lock = threading.Lock()
         self.errors: list[str] = []
         self._start(settings, games_total)
 
@@ -222,10 +228,12 @@ class Hub:
 
     def _publish(self, name: str, text: str) -> None:
         """Make ``text`` (JSON) part ``name``'s new version."""
-        self.versions[name] += 1
-        self.texts[name] = text
-        self.frames[name] = f"event: {name}\ndata: {text}\n\n".encode()
-        self._joined.clear()
+        frame = f"event: {name}\ndata: {text}\n\n".encode()
+        with self._parts_lock:
+            self.versions[name] += 1
+            self.texts[name] = text
+            self.frames[name] = frame
+            self._joined.clear()
 
     def message(self, sent: dict[str, int], parts: Sequence[str] = PARTS) -> bytes:
         """The server-sent events a stream that has sent the part versions
@@ -236,16 +244,17 @@ class Hub:
         joined once."""
         names = tuple(name for name in PARTS if name in parts)
         key = (names, *(sent.get(name, 0) for name in names))
-        joined = self._joined.get(key)
-        if joined is None:
-            if len(self._joined) >= JOINED_ROOM:
-                self._joined.clear()
-            joined = self._joined[key] = b"".join(
-                self.frames[name]
-                for name, version in zip(names, key[1:], strict=True)
-                if self.versions[name] != version
-            )
-        sent.update({name: self.versions[name] for name in names})
+        with self._parts_lock:
+            joined = self._joined.get(key)
+            if joined is None:
+                if len(self._joined) >= JOINED_ROOM:
+                    self._joined.clear()
+                joined = self._joined[key] = b"".join(
+                    self.frames[name]
+                    for name, version in zip(names, key[1:], strict=True)
+                    if self.versions[name] != version
+                )
+            sent.update({name: self.versions[name] for name in names})
         return joined
 
     # -- input ----------------------------------------------------------------

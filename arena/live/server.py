@@ -340,7 +340,7 @@ def make_app(
                     message = hub.message(sent, parts)
                     if message:
                         yield message
-                    if hub.versions["end"]:
+                    if sent.get("end"):  # written (not only published, maybe from a thread)
                         return
                     with trio.move_on_after(KEEPALIVE) as scope:
                         await pusher.changed()
