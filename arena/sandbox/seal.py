@@ -34,6 +34,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from arena.sandbox.rootview import ROOT_VIEW_PREFIX, RootView, root_view
+
 _PY: Final = f"python{sys.version_info[0]}.{sys.version_info[1]}"
 #: Files and folders of ``/etc`` bound into the sandbox when they exist: the
 #: dynamic loader's cache, name service, time zone, users and groups (for
@@ -285,8 +287,9 @@ PACKAGE_COPY_PREFIX: Final = "hearts-arena-package-"
 
 
 def remove_package_copies_of_dead_arenas(folder: Path | None = None) -> int:
-    """Remove the package copies (:func:`bot_package_parent`) and static
-    ``/proc`` views (:func:`proc_view`) left in
+    """Remove the package copies (:func:`bot_package_parent`), static
+    ``/proc`` views (:func:`proc_view`) and root views
+    (:mod:`arena.sandbox.rootview`) left in
     ``folder`` (default: the temporary folder) by arenas that are gone: one
     killed with SIGKILL removes nothing at exit. Copies of running arenas stay.
 
@@ -300,7 +303,7 @@ def remove_package_copies_of_dead_arenas(folder: Path | None = None) -> int:
     with contextlib.suppress(OSError):
         for entry in os.scandir(folder):
             prefix = next(
-                (p for p in (PACKAGE_COPY_PREFIX, PROC_VIEW_PREFIX) if entry.name.startswith(p)),
+                (p for p in _LEFT_PREFIXES if entry.name.startswith(p)),
                 None,
             )
             pid_text = entry.name[len(prefix) :].split("-", 1)[0] if prefix else ""
@@ -650,6 +653,17 @@ def _readable() -> tuple[tuple[str, ...], dict[str, str]]:
     return _READABLE[0]
 
 
+def _root_view() -> RootView:
+    """This process's root view of :func:`_readable` (:mod:`arena.sandbox.rootview`)."""
+    if not _ROOT_VIEW_MADE:
+        remove_package_copies_of_dead_arenas()
+        _ROOT_VIEW_MADE.append(True)
+    return root_view(*_readable())
+
+
+_ROOT_VIEW_MADE: list[bool] = []
+
+
 def readable_paths() -> tuple[Path, ...]:
     """What a sealed bot can read besides its own folder, the bot kit, its
     private ``/tmp`` and ``/dev/shm``, the static ``/proc`` view
@@ -680,6 +694,8 @@ PROC_AS_IS: Final = (
 #: per-device statistics and file system journals: nothing a bot needs).
 PROC_HIDDEN_DIRS: Final = ("acpi", "driver", "fs", "irq", "bus", "tty", "scsi", "1")
 _PROC_VIEWS: dict[int, Path] = {}
+#: The prefixes of what an arena leaves in the temporary folder when killed.
+_LEFT_PREFIXES: Final = (PACKAGE_COPY_PREFIX, PROC_VIEW_PREFIX, ROOT_VIEW_PREFIX)
 
 
 def _meminfo(memory_mb: int) -> str:
@@ -886,16 +902,8 @@ def sealed_argv(
         seccomp_fd: the descriptor holding the filter (:data:`SECCOMP_FD`).
     """
     args = [bwrap, "--unshare-all", "--die-with-parent", "--hostname", "hearts-bot"]
-    bound, links = _readable()
-    for path in bound:
-        args += ["--ro-bind", path, path]
-    made = {"/"}
-    for where, text in sorted(links.items(), key=lambda item: (item[0].count("/"), item[0])):
-        parent = os.path.dirname(where)
-        if parent not in made and not any(parent == b or parent.startswith(b + "/") for b in bound):
-            args += ["--dir", parent]
-            made.add(parent)
-        args += ["--symlink", text, where]
+    view = _root_view()
+    args += view.argv()
     size = str(tmp_mb * 1024 * 1024)
     args += ["--proc", "/proc", *proc_binds(proc_view(memory_mb))]
     args += ["--perms", "0755", "--tmpfs", "/dev"]
@@ -912,7 +920,9 @@ def sealed_argv(
     for tmpfs in ("/tmp", "/dev/shm"):
         args += ["--perms", "0700", "--size", size, "--tmpfs", tmpfs]
     for extra in read_only:
+        view.mount_point(str(extra), folder=os.path.isdir(extra))
         args += ["--ro-bind", str(extra), str(extra)]
+    view.mount_point(str(KIT_DIR / "arena"), folder=True)
     args += ["--ro-bind", str(kit_source()), str(KIT_DIR / "arena")]
     args += ["--ro-bind", str(folder), str(ENTRANT_DIR), "--chdir", str(cwd)]
     if seccomp:
