@@ -91,9 +91,17 @@ from arena.tournament.runner import DealLocks, TournamentSettings
 
 #: Plays of one table at most (a restart replays it; a third stop voids it).
 MAX_TABLE_ATTEMPTS: Final = 3
-#: Seconds the scheduler sleeps when nothing woke it (new submissions arrive
-#: from the web process through the database).
+#: Seconds the scheduler and the gate first sleep when nothing woke them (new
+#: submissions and organiser actions arrive from the web process and the
+#: command line through the database, so they are polled for).
 POLL_SECONDS: Final = 1.0
+#: The longest sleep: each round that found nothing to do (the scheduler's,
+#: the gate's) doubles its sleep from :data:`POLL_SECONDS` up to this, and
+#: any event resets it (a table's end, a check's end, a round that started a
+#: table, applied an action or released a copy; a queued submission for the
+#: gate). So an idle server reads its database a few times in this long, and
+#: a new submission's check or an action starts within about this long.
+POLL_MAX_SECONDS: Final = 4.0
 #: Seconds between two looks at the runner lock (:meth:`arena.server.runlock.RunnerLock.lost`):
 #: a runner whose lock went stops within about this long, before a second
 #: runner started meanwhile has played much beside it.
@@ -202,6 +210,8 @@ class Runner:
         self.launcher = Launcher(self.options)
         self._launcher_lock = trio.Lock()
         self._wake = trio.Event()
+        #: The scheduler's next sleep when nothing wakes it (seconds).
+        self._poll = POLL_SECONDS
         self._playing: set[int] = set()  # table ids in flight
         self._send, self._receive = trio.open_memory_channel[_Finished](64)
         self._game_send, self._game_receive = trio.open_memory_channel[
@@ -387,19 +397,36 @@ class Runner:
     def _poke(self) -> None:
         self._wake.set()
 
-    async def _sleep(self) -> None:
-        with trio.move_on_after(POLL_SECONDS):
+    async def _sleep(self, active: bool) -> None:
+        """The scheduler's wait between two rounds: until :meth:`_poke` or
+        :attr:`_poll` seconds. ``active``: the round did something (the next
+        sleep starts again from :data:`POLL_SECONDS`); a round that neither
+        did anything nor was woken doubles it, up to :data:`POLL_MAX_SECONDS`."""
+        if active:
+            self._poll = POLL_SECONDS
+        with trio.move_on_after(self._poll) as scope:
             await self._wake.wait()
         self._wake = trio.Event()
+        if scope.cancelled_caught and not active:
+            self._poll = min(2 * self._poll, POLL_MAX_SECONDS)
+        else:
+            self._poll = POLL_SECONDS
 
     # -- the gate: checks -------------------------------------------------------
 
     async def _gate(self) -> None:
+        """Check queued submissions one at a time, oldest first; with none
+        queued, look again after a sleep that doubles from :data:`POLL_SECONDS`
+        to :data:`POLL_MAX_SECONDS` (a submission is checked within about
+        that long of its upload)."""
+        wait = POLL_SECONDS
         while True:
             queued = await self.database.read_async(store.submissions_in, "queued")
             if not queued:
-                await trio.sleep(POLL_SECONDS)
+                await trio.sleep(wait)
+                wait = min(2 * wait, POLL_MAX_SECONDS)
                 continue
+            wait = POLL_SECONDS
             await self._check(queued[0])
             self._poke()
 
@@ -483,8 +510,10 @@ class Runner:
 
     async def _schedule(self, nursery: trio.Nursery) -> None:
         while True:
-            await self._release_retired()
-            await actions.apply_pending(self.database, self._fold, self._playing, self.log)
+            released = await self._release_retired()
+            applied = await actions.apply_pending(
+                self.database, self._fold, self._playing, self.log
+            )
             started = await self._start_tables(nursery)
             # Once idle, one more look: what the idle check read may be newer
             # than what the choosers read (the writer stored a table's end in
@@ -496,7 +525,7 @@ class Runner:
                 and not await self._start_tables(nursery)
             ):
                 return
-            await self._sleep()
+            await self._sleep(bool(released or applied or started))
 
     # -- letting go of retired submissions ---------------------------------------
 
@@ -532,23 +561,25 @@ class Runner:
             out.append(name)
         return out
 
-    async def _release_retired(self) -> None:
+    async def _release_retired(self) -> int:
         """Give back the launcher's copy of every submission that no longer
         plays (:meth:`_retired`; :meth:`arena.sandbox.launcher.Launcher.release`):
         the scheduler's first step, so a copy goes before the next table is
         chosen. A submission that plays again (a suspended participant made
         active) gets a fresh copy from the check before its next table.
-        Logs ``released`` with the submission and what the launcher did."""
+        Logs ``released`` with the submission and what the launcher did;
+        returns the copies released."""
         held = [n for n in self.launcher.copies() if store.submission_of(n) is not None]
         if not held:
-            return
+            return 0
         names = await self.database.read_async(self._retired, held)
         if not names:
-            return
+            return 0
         async with self._launcher_lock:
             for name in names:
                 how = await trio.to_thread.run_sync(self.launcher.release, name)
                 self.log("released", submission=store.submission_of(name), copy=how)
+        return len(names)
 
     async def _idle(self) -> bool:
         if self._playing:
