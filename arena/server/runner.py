@@ -95,12 +95,15 @@ MAX_TABLE_ATTEMPTS: Final = 3
 #: submissions and organiser actions arrive from the web process and the
 #: command line through the database, so they are polled for).
 POLL_SECONDS: Final = 1.0
-#: The longest sleep: each round that found nothing to do (the scheduler's,
-#: the gate's) doubles its sleep from :data:`POLL_SECONDS` up to this, and
-#: any event resets it (a table's end, a check's end, a round that started a
-#: table, applied an action or released a copy; a queued submission for the
-#: gate). So an idle server reads its database a few times in this long, and
-#: a new submission's check or an action starts within about this long.
+#: The longest sleep. The scheduler wakes at its own events (a table's end,
+#: a check's end); between them it looks at the database for the others'
+#: changes (an organiser's action, a participant suspended from the command
+#: line, the close, a deadline passed) after a sleep that doubles from
+#: :data:`POLL_SECONDS` up to this with each round that found none, and
+#: starts again from :data:`POLL_SECONDS` after a round that applied an
+#: action or released a copy. The gate likewise, started again by a queued
+#: submission. So an idle server reads its database a few times in this long,
+#: and a new submission's check or an action starts within about this long.
 POLL_MAX_SECONDS: Final = 4.0
 #: Seconds between two looks at the runner lock (:meth:`arena.server.runlock.RunnerLock.lost`):
 #: a runner whose lock went stops within about this long, before a second
@@ -397,20 +400,19 @@ class Runner:
     def _poke(self) -> None:
         self._wake.set()
 
-    async def _sleep(self, active: bool) -> None:
+    async def _sleep(self, changed: bool) -> None:
         """The scheduler's wait between two rounds: until :meth:`_poke` or
-        :attr:`_poll` seconds. ``active``: the round did something (the next
-        sleep starts again from :data:`POLL_SECONDS`); a round that neither
-        did anything nor was woken doubles it, up to :data:`POLL_MAX_SECONDS`."""
-        if active:
+        :attr:`_poll` seconds. ``changed``: the round found another's change
+        (it applied an action or released a copy): the sleep starts again
+        from :data:`POLL_SECONDS`; a sleep that ends unwoken doubles the
+        next, up to :data:`POLL_MAX_SECONDS`; one woken leaves it."""
+        if changed:
             self._poll = POLL_SECONDS
         with trio.move_on_after(self._poll) as scope:
             await self._wake.wait()
         self._wake = trio.Event()
-        if scope.cancelled_caught and not active:
+        if scope.cancelled_caught:
             self._poll = min(2 * self._poll, POLL_MAX_SECONDS)
-        else:
-            self._poll = POLL_SECONDS
 
     # -- the gate: checks -------------------------------------------------------
 
@@ -525,7 +527,7 @@ class Runner:
                 and not await self._start_tables(nursery)
             ):
                 return
-            await self._sleep(bool(released or applied or started))
+            await self._sleep(bool(released or applied))
 
     # -- letting go of retired submissions ---------------------------------------
 

@@ -19,7 +19,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from arena.server import folder, runner, store
+from arena.server import actions, folder, runner, store
 from arena.server.runner import POLL_MAX_SECONDS, POLL_SECONDS, RunnerConfig, start_runner
 
 #: Mock seconds the runner is left idle.
@@ -75,6 +75,12 @@ def _gate_reads(calls: list[Call]) -> list[float]:
     return [t for t, fn, args in calls if fn is store.submissions_in and args == ("queued",)]
 
 
+def _rounds(calls: list[Call]) -> list[float]:
+    """The mock times of the scheduler's rounds (each begins with one read of
+    the pending actions)."""
+    return [t for t, fn, _ in calls if fn.__qualname__ == "apply_pending.<locals>.<lambda>"]
+
+
 def test_an_idle_runner_reads_its_database_a_few_times_in_ten_minutes(tmp_path: Path) -> None:
     """Nothing queued, nothing to play, no action: each round that found
     nothing doubles the scheduler's sleep and the gate's, from 1 s up to
@@ -98,7 +104,7 @@ def test_an_idle_runner_reads_its_database_a_few_times_in_ten_minutes(tmp_path: 
         r.comp.close()
     rounds = IDLE / POLL_MAX_SECONDS  # at the longest sleep
     gate = len(_gate_reads(calls))
-    scheduler = [t for t, fn, _ in calls if fn.__qualname__ == "apply_pending.<locals>.<lambda>"]
+    scheduler = _rounds(calls)
     assert rounds <= gate <= rounds + 3  # 1, 2, then 4 s apart
     assert rounds <= len(scheduler) <= rounds + 3
     assert len(calls) <= 13 * (rounds + 3)  # 13 a round; before, 13 a second: 7,800
@@ -149,7 +155,45 @@ def test_a_new_submission_is_checked_within_the_longest_poll(tmp_path: Path) -> 
     # The gate's sleep was at its longest before the first upload ...
     before = [t for t in _gate_reads(calls) if t < up1]
     gaps = [b - a for a, b in itertools.pairwise(before)]
-    assert gaps[:3] == [POLL_SECONDS, 2 * POLL_SECONDS, 4 * POLL_SECONDS]
-    assert set(gaps[2:]) == {POLL_MAX_SECONDS}
+    assert gaps == sorted(gaps) and set(gaps) <= {POLL_SECONDS, 2 * POLL_SECONDS, 4 * POLL_SECONDS}
+    assert gaps[-20:] == [POLL_MAX_SECONDS] * 20
     # ... and after the first check it is back at POLL_SECONDS.
     assert up2 < at2 <= at1 + POLL_SECONDS + 1e-9
+
+
+def test_an_organisers_action_is_applied_within_the_longest_poll(tmp_path: Path) -> None:
+    """An action recorded (by the web process) while the runner sleeps its
+    longest is applied within POLL_MAX_SECONDS; the scheduler's next look
+    comes POLL_SECONDS after that round (a change found starts the back-off
+    again), then 2, then 4 s apart."""
+    root = tmp_path / "c"
+    _empty_competition(root)
+    r = start_runner(root, RunnerConfig(sandbox=False, log=io.StringIO()))
+    counted = Counted(r)
+    with r.database.write() as conn:
+        p = store.add_participant(conn, "ann", 0.0)
+    recorded: list[float] = []
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            await counted.start(nursery)
+            await trio.sleep(100.3)
+            with r.database.write() as conn:
+                actions.request_action(conn, "suspend", 0.0, participant_id=p.id)
+            recorded.append(trio.current_time())
+            await trio.sleep(30.0)
+            nursery.cancel_scope.cancel()
+
+    try:
+        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    finally:
+        r.comp.close()
+    with r.database.read() as conn:
+        assert store.participant_by_id(conn, p.id).status == "suspended"  # type: ignore[union-attr]
+        (row,) = actions.all_actions(conn)
+    assert row.status == "applied"
+    looks = _rounds(counted.calls)
+    at = min(t for t in looks if t > recorded[0])
+    assert at <= recorded[0] + POLL_MAX_SECONDS
+    after = [t - at for t in looks if t >= at][:4]
+    assert after == [0.0, POLL_SECONDS, 3 * POLL_SECONDS, 7 * POLL_SECONDS]
