@@ -658,10 +658,24 @@ def make_app(config: WebConfig) -> Any:
             return error(ApiError(404, f"you have no submission {request.path_params['id']}"))
         return JSONResponse(found)
 
+    # The last answer of /api/standings, by webstore.standings_mark: a
+    # client asking each second costs half the query while nothing changed.
+    standings_cache: dict[str, Any] = {}
+
     async def standings_api(request: Request) -> Response:
         if (refused := await pages.refused(request, config, "api-standings")) is not None:
             return refused
-        return JSONResponse(await database.read_async(webstore.standings_json))
+
+        def read(conn: Any) -> tuple[tuple[Any, ...], dict[str, Any] | None]:
+            mark = webstore.standings_mark(conn)  # and the standings in the same snapshot
+            if standings_cache.get("mark") == mark:
+                return mark, None
+            return mark, webstore.standings_json(conn)
+
+        mark, fresh = await database.read_async(read)
+        if fresh is not None:
+            standings_cache.update(mark=mark, body=JSONResponse(fresh).body)
+        return Response(standings_cache["body"], media_type="application/json")
 
     async def environment_api(request: Request) -> Response:
         if (refused := await pages.refused(request, config, "api-environment")) is not None:

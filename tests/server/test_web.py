@@ -347,6 +347,44 @@ def play_table(server: Server) -> None:
     server.database.run_write(write)
 
 
+def test_the_standings_api_answers_from_its_last_answer_until_something_changes(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GET /api/standings reads the standings again only when
+    webstore.standings_mark changed (a client asking each second made the
+    query each second): the same bytes while nothing changed; a table
+    played and folded, then a participant suspended, are seen at once."""
+    from arena.server import webstore
+
+    server.add("ann")
+    server.add("bob")
+    reads: list[int] = []
+    real = webstore.standings_json
+
+    def counted(conn: Any) -> dict[str, Any]:
+        reads.append(1)
+        return real(conn)
+
+    monkeypatch.setattr(webstore, "standings_json", counted)
+
+    async def test(client: httpx.AsyncClient) -> None:
+        first = [(await client.get("/api/standings")).content for _ in range(3)]
+        assert len(set(first)) == 1 and len(reads) == 1
+        assert json.loads(first[0])["rated_through"] == 0
+        play_table(server)
+        r = await client.get("/api/standings")
+        assert r.headers["content-type"] == "application/json"
+        data = r.json()
+        assert data["rated_through"] == 1 and len(reads) == 2
+        assert [x["participant"] for x in data["rows"]][:2] == ["bob", "ann"]
+        assert (await client.get("/api/standings")).content == r.content and len(reads) == 2
+        server.database.run_write(store.set_participant_status, "bob", "suspended", 1.0)
+        again = (await client.get("/api/standings")).json()
+        assert len(reads) == 3 and again == json.loads(json.dumps(server.database.run_read(real)))
+
+    run(server, test)
+
+
 def test_standings_tables_and_replay(server: Server) -> None:
     server.add("ann")
     server.add("bob")
