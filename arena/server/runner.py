@@ -693,10 +693,11 @@ class Runner:
         firsts = store.set_joined_tables(conn, list(sids.values()), t)
         joined: dict[str, int] = {name: firsts[sid] for name, sid in sids.items()}
         first = min(joined.values(), default=t)
+        # Only the tables the chooser looks at (reading every table made each
+        # choice grow with the ladder).
         past = [
             ladder.PastTable(r.number, r.seating, r.focus)
-            for r in store.tables_in(conn, "ladder")
-            if r.number >= min(first, fp)
+            for r in store.tables_in(conn, "ladder", since=min(first, fp))
         ]
         recent = [p for p in past if p.number >= fp]
         chosen = ladder.choose_ladder_table(t, self.key, lag, field, fold, recent, joined, past)

@@ -589,12 +589,18 @@ def table_by_number(conn: Connection, numbering: str, number: int) -> TableRow |
 
 
 def tables_in(
-    conn: Connection, numbering: str, statuses: Sequence[str] | None = None
+    conn: Connection,
+    numbering: str,
+    statuses: Sequence[str] | None = None,
+    since: int | None = None,
 ) -> list[TableRow]:
-    """The tables of a numbering (in one of ``statuses`` if given), by number."""
+    """The tables of a numbering (in one of ``statuses`` if given; numbered
+    ``since`` or later if given), by number."""
     q = select(db.tables).where(db.tables.c.numbering == numbering)
     if statuses is not None:
         q = q.where(db.tables.c.status.in_(list(statuses)))
+    if since is not None:
+        q = q.where(db.tables.c.number >= since)
     return [_table(r) for r in conn.execute(q.order_by(db.tables.c.number))]
 
 
