@@ -60,6 +60,15 @@ __all__ = [
 ]
 
 
+#: How long, in seconds of wall time, a bot whose stdout or stdin ended is
+#: waited for to exit (thawed, if it was frozen off move) before it is said
+#: to have closed the pipe while still running. A killed bot's pipe ends at
+#: once; its exit is seen once bubblewrap (the sandbox's init, the process
+#: the arena waits for) has ended too. A bot that closes its output and goes
+#: on running costs its table this wait once.
+EXIT_WAIT_SECONDS: Final = 0.5
+
+
 class PipeTransport:
     """The :class:`~arena.seats.seat.Transport` of a bot process: the
     arena's non-blocking ends of its stdin and stdout pipes.
@@ -223,9 +232,15 @@ class BotProcess(WireSeat):
 
     async def _why_ended(self, what: str) -> str:
         """Why stdout (``what`` = ``"output"``) or stdin (``"input"``) ended:
-        the process exited (waited for up to 0.2 s), or it closed the pipe
-        while still running."""
-        with trio.move_on_after(0.2):
+        the process exited (waited for up to :data:`EXIT_WAIT_SECONDS`), or
+        it closed the pipe while still running."""
+        if not self.exited.is_set():
+            # A frozen process cannot finish dying: a bot killed just after
+            # its reply (over its CPU limit, by a thread it left running) was
+            # frozen with it, half dead, and its pipe's end was read at its
+            # next request, before it was thawed.
+            self.proc.thaw()
+        with trio.move_on_after(EXIT_WAIT_SECONDS):
             await self.exited.wait()
         if self.exited.is_set():
             return f"exited ({self.exit_status()})"

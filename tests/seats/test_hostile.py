@@ -83,6 +83,9 @@ CASES = {
     "closes stdout, stays alive": Case(
         hostile("closes_stdout"), {"crashed": GAMES}, "closed its output while still running"
     ),
+    "closes stdout, exits 0.2 s later, frozen": Case(
+        hostile("slow_exit"), {"crashed": GAMES}, "exited (exit code 5)"
+    ),
     "ignores SIGTERM and bye": Case(hostile("ignores_term"), {}),
     "grandchild keeps the pipes": Case(hostile("grandchild", "pipes"), {}),
     "grandchild in a new session": Case(hostile("grandchild", "setsid"), {}),
