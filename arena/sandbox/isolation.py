@@ -737,7 +737,7 @@ def python_for(uid: int) -> tuple[str, str | None]:
     ``PYTHONPATH`` (so bots that import the rules engine still can).
 
     The answer is remembered for the life of this process under the
-    candidates' status (owner, mode, change time) and that of every folder on
+    candidates' status (owner, mode, modification time) and that of every folder on
     their real paths (owner, mode), so a run played in a process that already asked
     (tests, a competition's runner) starts no interpreter; any of them
     changed, it asks again. (A stale answer could only make bots fail to
@@ -774,7 +774,7 @@ _PYTHONS: dict[tuple[object, ...], tuple[str, str | None]] = {}
 
 def _python_key(candidates: list[str]) -> tuple[object, ...] | None:
     """The interpreters ``candidates`` with the status (device, inode, owner,
-    group, mode; a file's change time too) of each one's real path and of
+    group, mode; a file's modification time too) of each one's real path and of
     every folder on it; ``None`` when one cannot be read."""
     key: list[object] = []
     for path in candidates:
@@ -786,7 +786,10 @@ def _python_key(candidates: list[str]) -> tuple[object, ...] | None:
                 return None
             # A folder's change time moves with every name made in it (/tmp's
             # all the time): its owner and mode are what decide who may pass.
-            changed = 0 if stat.S_ISDIR(st.st_mode) else st.st_ctime_ns
+            # A file's modification time, not its change time: the root view
+            # of every arena (arena.sandbox.rootview) hard-links the system
+            # interpreter, and each link made or removed moves its change time.
+            changed = 0 if stat.S_ISDIR(st.st_mode) else st.st_mtime_ns
             key.append((at, st.st_dev, st.st_ino, st.st_uid, st.st_gid, st.st_mode, changed))
     return tuple(sorted(key, key=str))
 

@@ -761,6 +761,12 @@ def test_python_for_asks_once_per_process_until_an_interpreter_or_folder_changes
         (open_tmp / "other").write_text("")  # a name made in a folder on the path: no change
         assert python_for(lease.uid) == first
         assert len(started) == asked
+        # A hard link made to an interpreter (each arena's root view makes and
+        # removes some, moving its change time): no change either.
+        with contextlib.suppress(OSError):
+            os.link(os.path.realpath(first[0]), open_tmp / "linked")
+        assert python_for(lease.uid) == first
+        assert len(started) == asked
         stand_in.chmod(0o711)  # a folder on a candidate's path changed
         assert python_for(lease.uid) == first
         assert len(started) > asked
