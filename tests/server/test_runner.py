@@ -123,7 +123,10 @@ def test_a_submission_is_checked_validated_and_plays_ranked_tables_with_house_bo
     log = _run(root, slots=1, ladder_tables=2)
     s = _state(root)
     ann, bob = s["subs"][good], s["subs"][bad]
-    assert (ann.status, ann.ranked_games, ann.joined_table) == ("ranked", 8, 0)
+    assert (ann.status, ann.ranked_games, ann.joined_table) == ("ranked", 8, 0), (
+        ann.failed_step,
+        ann.reason,
+    )
     assert "14 of 14 checks passed" in (ann.check_output or "")
     assert (bob.status, bob.failed_step) == ("failed", "check")
     assert bob.reason.startswith(

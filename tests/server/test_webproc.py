@@ -159,7 +159,9 @@ def test_as_root_runs_as_the_user_and_cannot_open_the_key(
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("bot.toml", 'command = "main.py"\n')
         archive.writestr("main.py", "print('hi')\n")
-    r = httpx.post(f"{web.url}/api/submissions", content=buffer.getvalue(), headers=headers)
+    r = httpx.post(
+        f"{web.url}/api/submissions", content=buffer.getvalue(), headers=headers, timeout=30
+    )
     assert r.status_code == 201, r.text
     stored = folder / "uploads" / r.json()["sha256"]
     assert (stored.stat().st_uid, (stored / "main.py").stat().st_uid) == (uid, uid)

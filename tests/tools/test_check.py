@@ -61,9 +61,12 @@ def test_check_passes_every_sample_bot(path: Path) -> None:
     failed = [f"{r.name}: {r.reason}" for r in report.results if not r.passed]
     assert report.passed, failed
     assert [r.name for r in report.results] == ALL_CHECKS
-    # A reply's time is positive and, every check having passed, within the time limit
-    # (no wall-time bound beyond the rule's own: the machine may be busy).
-    assert report.slowest is not None and 0 < report.slowest[0] <= CheckSettings().time_limit
+    # A reply's time is positive. No upper bound: the limit is counted in the
+    # bot's CPU time (up to a wall-time cap), and the seconds recorded are wall
+    # time, the event loop's delay in reading a reply on a busy machine included
+    # (2.3 s against a 1 s limit, a passing check, at a load average of 30). A
+    # reply over the referee's cap is a timeout, which fails the check above.
+    assert report.slowest is not None and report.slowest[0] > 0
     # Named by its file, as `check --list` shows it.
     file_name = report.slowest[1].removeprefix("scenario ").split(",", 1)[0]
     assert file_name in {s.path.name for s in load_scenarios()}
