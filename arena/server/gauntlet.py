@@ -163,7 +163,8 @@ def _interval(values: Sequence[float]) -> tuple[float | None, float | None, floa
     mean = statistics.fmean(values)
     if len(values) < 2:
         return mean, None, None
-    # SciPy only when an interval is computed (the web process imports this module).
+    # SciPy (and the NumPy it loads, its threads limited by arena.results.numeric,
+    # imported above with the analysis) only when an interval is computed.
     from scipy.stats import t as student_t
 
     half = float(student_t.ppf(0.975, len(values) - 1)) * statistics.stdev(values)

@@ -91,3 +91,27 @@ def test_no_command_help_loads_a_heavy_library(tmp_path: Path) -> None:
         *(f"{c} --help" for c in commands),
     }
     assert {argv: result for argv, result in found.items() if result != [0, []]} == {}
+
+
+def test_a_command_that_runs_loads_its_libraries(tmp_path: Path) -> None:
+    # The other side of the check above (it is not blind): ``report`` of a folder
+    # loads the report's libraries (Jinja2; NumPy for the statistics) when it runs,
+    # with OpenBLAS kept to one thread (arena.results.numeric).
+    folder = tmp_path / "none"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys; from arena.cli.main import main; code = main(sys.argv[1:]); "
+            "print(code, 'numpy' in sys.modules, 'jinja2' in sys.modules, "
+            "os.environ.get('OPENBLAS_NUM_THREADS'))",
+            "report",
+            str(folder),
+        ],
+        cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stdout.split() == ["3", "True", "True", "1"], done.stdout + done.stderr
