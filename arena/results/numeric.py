@@ -6,7 +6,7 @@ module of the package that uses it, or SciPy, imports it from here first:
 Why: the arena's NumPy work is small vectors (a bootstrap of 2000 replicates
 over a few hundred deals, a t quantile, an audit's per-entrant counts), where
 more threads gain nothing, while OpenBLAS starts one thread per core when it
-loads and those threads spin: on the lead's two-core machine ``import numpy``
+loads and those threads spin: on a two-core machine ``import numpy``
 cost 173 ms of CPU per process with them and 79 ms with one
 (``OPENBLAS_NUM_THREADS=1``). The test suite and a competition server start
 many arena processes (pool and Dask workers inherit the setting).
