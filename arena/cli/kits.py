@@ -22,7 +22,6 @@ from typing import Any, Final
 
 from arena.cli.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_OK, EXIT_OUTPUT, CliError
 from arena.core.resources import botkit_file, kits_dir
-from arena.run.host import BOT_TOML, BotFolderError, load_bot_folder
 
 #: The kits: language -> (folder in ``kits/``, the tools its build and run
 #: need, and the Debian packages that give them).
@@ -84,6 +83,8 @@ def new_command(args: argparse.Namespace) -> int:
             shutil.copyfile(botkit_file(), folder / "botkit.py")
     except OSError as exc:
         raise CliError(f"cannot write {folder}: {exc.strerror or exc}", EXIT_OUTPUT) from None
+    from arena.run.host import load_bot_folder
+
     spec = load_bot_folder(folder)
     shown = shlex.quote(str(folder))
     print(f"a {args.language} bot in {folder} (its strategy: see {folder / 'README.md'})")
@@ -107,6 +108,8 @@ def build_command(args: argparse.Namespace) -> int:
         CliError: exit 2: no usable ``bot.toml``; exit 4: the build's program
             is not found; exit 5: the build failed (its exit code is named).
     """
+    from arena.run.host import BOT_TOML, BotFolderError, load_bot_folder
+
     folder: Path = args.folder
     try:
         spec = load_bot_folder(folder)

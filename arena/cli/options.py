@@ -9,11 +9,13 @@ same options from this table (:meth:`Option.add_to`, with their own help or
 default where their meaning differs).
 
 Defaults have one home each: the settings class that owns them
-(:class:`~arena.game.referee.RefereeSettings` for the time limits, strikes
-and transcript cap; :class:`~arena.tournament.runner.TournamentSettings` for
-rounds, seating, length and format; :class:`~arena.run.host.Limits`
-and :class:`~arena.run.host.LaunchOptions` for the bots' bounds), read
-here with :func:`field_default`.
+(:class:`~arena.game.settings.RefereeSettings` for the time limits, strikes
+and transcript cap; :class:`~arena.tournament.settings.TournamentSettings` for
+rounds, seating, length and format; :class:`~arena.run.options.Limits`
+and :class:`~arena.run.options.LaunchOptions` for the bots' bounds), read
+here with :func:`field_default`. Those modules load no Trio, NumPy or
+launcher, so building the parser (``--help``, ``--version``) stays cheap
+(``tests/cli/test_lazy_imports.py``).
 """
 
 from __future__ import annotations
@@ -29,11 +31,10 @@ from typing import Any, Final, NoReturn
 
 from arena.cli.errors import EXIT_USAGE, CliError
 from arena.core.rules import MAX_TIEBREAK_HANDS
-from arena.game.referee import RefereeSettings
+from arena.game.settings import RefereeSettings
 from arena.report.verdict import Condition, ConditionError, parse_condition
-from arena.run.host import LaunchOptions, Limits
-from arena.tournament.runner import FORMATS, MAX_SCHEDULED_GAMES, TournamentSettings
-from arena.tournament.work import EXECUTORS
+from arena.run.options import LaunchOptions, Limits
+from arena.tournament.settings import EXECUTORS, FORMATS, MAX_SCHEDULED_GAMES, TournamentSettings
 
 
 def arg(args: argparse.Namespace, dest: str, default: Any = None) -> Any:

@@ -6,7 +6,9 @@ command line, a tournament's ``run.json``.
 Used by :mod:`arena.cli.commands` (``run``, ``report``, ``cleanup``),
 :mod:`arena.cli.tools` (``check``, ``replay``, ``play``) and
 :mod:`arena.cli.live` (``watch``); imports no other module of the command
-line but its errors and options.
+line but its errors and options. The run's host (the launcher, Trio) and
+its folder (the report's libraries) are imported by the functions that use
+them, so the tools' parsers, which read :func:`game_length`, load neither.
 """
 
 from __future__ import annotations
@@ -17,18 +19,18 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arena.cli.errors import EXIT_ENVIRONMENT, EXIT_OUTPUT, EXIT_USAGE, CliError
 from arena.cli.options import arg, field_default
 from arena.core.keys import MasterKey
-from arena.game.referee import RefereeSettings
-from arena.run import host
+from arena.game.settings import RefereeSettings
 from arena.run.errors import RunError
-from arena.run.folder import read_run_file as read_run
-from arena.run.host import Entrant, EntrantError, Launcher, LaunchOptions, Limits, parse_entrant
-from arena.tournament.runner import TournamentSettings
-from arena.tournament.settings import RunFile
+from arena.run.options import LaunchOptions, Limits
+from arena.tournament.settings import RunFile, TournamentSettings
+
+if TYPE_CHECKING:
+    from arena.run.host import Entrant, Launcher
 
 
 def game_length(target_score: int | None, hands: int | None) -> tuple[int | None, int | None]:
@@ -99,6 +101,8 @@ def fit_memory_limit(args: argparse.Namespace, jobs: int, *, say: bool = True) -
     args.memory_fitted = True
     if args.memory_limit is None and arg(args, "resume", False):
         args.memory_limit = _recorded_memory_limit(args.out / "run.json")
+    from arena.run import host
+
     fit = host.fit_memory(jobs, args.memory_limit, args.tmp_size, sealed=arg(args, "sandbox"))
     args.memory_limit = fit.memory_mb
     args.memory_notes = list(fit.notes)
@@ -116,6 +120,8 @@ def say_memory_notes(args: argparse.Namespace) -> None:
 def _recorded_memory_limit(path: Path) -> int | None:
     """The bound per bot a run being resumed recorded (fitted when it
     started: a resume keeps it, whatever its ``--jobs``), or ``None``."""
+    from arena.run.folder import read_run_file as read_run
+
     try:
         launch = read_run(path).settings.launch
     except RunError:
@@ -157,6 +163,8 @@ def check_launcher(launcher: Launcher, entrants: list[Entrant]) -> None:
         CliError: exit 2 if an entrant's program or folder is unusable, 4 if
             the sandbox or separate users are unavailable.
     """
+    from arena.run import host
+
     try:
         host.check_launcher(launcher, entrants)
     except RunError as exc:
@@ -173,6 +181,8 @@ def checked_launcher(args: argparse.Namespace, entrants: Sequence[Entrant]) -> L
     Raises:
         CliError: see :func:`check_launcher`.
     """
+    from arena.run.host import Launcher
+
     launcher = Launcher(launch_options(args, None))
     try:
         check_launcher(launcher, list(entrants))
@@ -188,6 +198,8 @@ def parse_bot(text: str) -> Entrant:
     Raises:
         CliError: exit 2, a bad one.
     """
+    from arena.run.host import EntrantError, parse_entrant
+
     try:
         return parse_entrant(text)
     except EntrantError as exc:
@@ -200,6 +212,8 @@ def read_run_file(path: Path) -> RunFile:
     Raises:
         CliError: exit 3, the file cannot be read or is not a run file.
     """
+    from arena.run.folder import read_run_file as read_run
+
     try:
         return read_run(path)
     except RunError as exc:

@@ -42,7 +42,7 @@ from arena.cli.options import (
     positive_int,
 )
 from arena.cli.settings import checked_launcher, game_length, parse_bot
-from arena.game.referee import RefereeSettings
+from arena.game.settings import RefereeSettings
 from arena.protocol.records import GameRecordJSON
 from arena.report.verdict import ConditionError, Verdict, check_names
 

@@ -20,14 +20,14 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from functools import cache
-from typing import Any, Final, cast
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from arena.core.cards import CARD_NAMES
 from arena.core.resources import protocol_dir
 from arena.protocol.messages import BotReply, RefereeMessage
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 PROTOCOL_VERSION: Final = "hearts-arena/1"
 #: Longest line a bot may send, in bytes, newline excluded (protocol/README.md).
@@ -74,7 +74,9 @@ def schema() -> dict[str, Any]:
 
 @cache
 def validator(definition: str) -> Draft202012Validator:
-    """A validator for one ``$defs`` entry of the schema, built once.
+    """A validator for one ``$defs`` entry of the schema, built once
+    (jsonschema is imported here, on the first one: a command that checks no
+    message, such as ``--help``, never loads it).
 
     Args:
         definition: ``"bot_play"``, ``"referee_deal"`` and so on.
@@ -82,6 +84,8 @@ def validator(definition: str) -> Draft202012Validator:
     Raises:
         KeyError: no such definition.
     """
+    from jsonschema import Draft202012Validator
+
     defs = schema()["$defs"]
     if definition not in defs:
         raise KeyError(f"no schema definition {definition!r}")
@@ -238,6 +242,8 @@ def check_reply(kind: str, obj: dict[str, Any]) -> BotReply:
     v = validator(f"bot_{kind}")
     if v.is_valid(obj):
         return cast(BotReply, obj)
+    from jsonschema.exceptions import best_match
+
     error = best_match(v.iter_errors(obj))
     path = list(error.absolute_path)
     where = "/".join(str(p) for p in path) or "(message)"
@@ -264,6 +270,8 @@ def check_referee_message(obj: RefereeMessage | Mapping[str, Any]) -> None:
         raise ProtocolError(f"unknown message type {_short(kind)}")
     v = validator(f"referee_{kind}")
     if not v.is_valid(obj):
+        from jsonschema.exceptions import best_match
+
         error = best_match(v.iter_errors(obj))
         where = "/".join(str(p) for p in error.absolute_path) or "(message)"
         raise ProtocolError(f"referee {kind!r} fails the schema at {where}: {error.message}")

@@ -41,11 +41,10 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, TypedDict
 
-import numpy as np
-
 from arena.core.rules import deal_name
 from arena.game.referee import derive_seed
 from arena.protocol.records import GameRecordJSON, HandJSON
+from arena.results.numeric import np
 
 #: Confidence level of every interval.
 CONFIDENCE: Final = 0.95

@@ -12,6 +12,9 @@
 * :mod:`arena.run.host`: the host's explicit steps on this machine (launcher
   checks, CPU priority, fitting jobs and memory, control groups, clean-up of
   what a killed run left) and the seat layer's names a host needs.
+* :mod:`arena.run.options`: the bots' bounds and launch options
+  (:class:`~arena.run.options.Limits`, :class:`~arena.run.options.LaunchOptions`),
+  named without loading the launcher (for the defaults of ``--help``).
 * :mod:`arena.run.errors`: :class:`RunError`, one line with its kind.
 
 Nothing in this package prints, parses arguments, sets the umask or moves a

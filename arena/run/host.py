@@ -41,7 +41,7 @@ from arena.sandbox.entrants import (
 )
 from arena.sandbox.isolation import IsolationError, Limits, kill_all
 from arena.sandbox.launcher import RUN_VARIABLE, Launcher, LaunchOptions
-from arena.tournament.runner import TournamentSettings
+from arena.tournament.settings import TournamentSettings
 
 
 def check_launcher(launcher: Launcher, entrants: list[Entrant]) -> None:

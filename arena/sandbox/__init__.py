@@ -10,8 +10,9 @@ Its interface to the layers above, narrow on purpose:
   from a :class:`~arena.sandbox.spawn.LaunchSpec`; the core token, freeze and
   thaw, the CPU clock, memory kills and the reason of a kill, then
   ``kill_tree`` of everything the bot started);
-* decide the confinement: :mod:`~arena.sandbox.launcher` (``LaunchOptions``,
-  ``Launcher.check`` and ``Launcher.spec``), from what describes the program:
+* decide the confinement: :mod:`~arena.sandbox.launcher` (``Launcher.check``
+  and ``Launcher.spec``, applying the ``LaunchOptions`` of
+  :mod:`~arena.sandbox.options`, a module without Trio), from what describes the program:
   entrants (:mod:`~arena.sandbox.entrants`) and bot folders
   (:mod:`~arena.sandbox.botfolder`);
 * release: ``LaunchSpec.release`` and ``release_specs`` give back a process's

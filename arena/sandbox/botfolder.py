@@ -26,12 +26,12 @@ import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Final
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
+from typing import TYPE_CHECKING, Any, Final
 
 from arena.core.resources import protocol_dir
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 #: The file that makes a folder a bot folder.
 BOT_TOML: Final = "bot.toml"
@@ -83,6 +83,9 @@ class BotFolder:
 
 @cache
 def _validator() -> Draft202012Validator:
+    # jsonschema is loaded with the first bot.toml read, not with the module.
+    from jsonschema import Draft202012Validator
+
     schema = json.loads((protocol_dir() / "bot_toml.schema.json").read_text(encoding="utf-8"))
     return Draft202012Validator(schema)
 
@@ -127,6 +130,8 @@ def load_bot_folder(folder: Path) -> BotFolder:
         data: dict[str, Any] = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise BotFolderError(f"{path}: not TOML: {exc}") from None
+    from jsonschema.exceptions import best_match
+
     error = best_match(_validator().iter_errors(data))
     if error is not None:
         raise BotFolderError(f"{path}: {_describe(error, data)}")

@@ -49,7 +49,6 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from scipy.stats import t as student_t
 from sqlalchemy import Connection
 
 from arena.core.keys import MasterKey
@@ -164,6 +163,10 @@ def _interval(values: Sequence[float]) -> tuple[float | None, float | None, floa
     mean = statistics.fmean(values)
     if len(values) < 2:
         return mean, None, None
+    # SciPy (and the NumPy it loads, its threads limited by arena.results.numeric,
+    # imported above with the analysis) only when an interval is computed.
+    from scipy.stats import t as student_t
+
     half = float(student_t.ppf(0.975, len(values) - 1)) * statistics.stdev(values)
     half /= math.sqrt(len(values))
     return mean, mean - half, mean + half

@@ -60,8 +60,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
-import numpy as np
-
 from arena.core.cards import CARD_NAMES, mask_of_names, parse_card
 from arena.core.keys import MasterKey
 from arena.core.resources import sample_bots_dir
@@ -69,6 +67,7 @@ from arena.core.rules import Hand, pass_mask
 from arena.protocol.records import GameRecordJSON
 from arena.report.files import AUDIT_FILE, game_page
 from arena.report.replays import moment_fragment
+from arena.results.numeric import np
 from arena.tools.verify import VerifyError, _load, revealed_key
 from arena.tournament.runner import read_journal
 

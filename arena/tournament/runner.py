@@ -50,16 +50,14 @@ import json
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 import trio
 
-from arena.core.keys import MasterKey
 from arena.core.rules import round_robin_deal_key
 from arena.game.referee import (
-    DEFAULT_WALL_CAP,
     GameSpec,
     Referee,
     RefereeSettings,
@@ -76,158 +74,21 @@ from arena.seats.handshake import handshake
 from arena.seats.process import BotProcess, close_all
 from arena.seats.seat import Seat
 
+# The settings (no Trio: the command line's --help reads their defaults)
+# live in arena.tournament.settings; named here too.
+from arena.tournament.settings import FORMATS as FORMATS
+from arena.tournament.settings import MAX_SCHEDULED_GAMES as MAX_SCHEDULED_GAMES
+from arena.tournament.settings import RESUMABLE_DIFFERENCES as RESUMABLE_DIFFERENCES
+from arena.tournament.settings import SEATINGS as SEATINGS
+from arena.tournament.settings import TournamentSettings as TournamentSettings
+
 if TYPE_CHECKING:
     from arena.game.feed import LiveFeed
 
 
-#: Seatings of a table per round: ``"rotations"`` (4, the default) or ``"full"`` (24).
-SEATINGS: Final = ("rotations", "full")
-
-#: Tournament formats: every table (``"round-robin"``, the default) or only
-#: the tables that include the candidate (``"gauntlet"``, :func:`schedule_gauntlet`),
-#: or tables chosen from the current ratings (``"ladder"``, :mod:`arena.tournament.ladder`).
-FORMATS: Final = ("round-robin", "gauntlet", "ladder")
-
 #: The 24 seatings of ``--seating full``: entrant ``i`` of a table sits at
 #: seat ``SEAT_PERMUTATIONS[k][i]`` (lexicographic order; ``k = 0`` is rotation 0).
 SEAT_PERMUTATIONS: Final = tuple(itertools.permutations(range(4)))
-
-
-@dataclass(frozen=True)
-class TournamentSettings:
-    """Settings of one tournament. Times are in seconds.
-
-    Attributes:
-        seed: a public seed (``--seed``) the master key is made from, or
-            ``None`` when the key is secret (drawn, or from a key file).
-        key: the tournament's master key (:mod:`arena.core.keys`); every random
-            choice derives from it. Made from ``seed`` when not given.
-            :meth:`without_key` drops it from what is sent to workers.
-        rounds: rounds of the round-robin (each plays every table in four rotations).
-        seating: ``"rotations"`` (4 seatings of a table per round) or
-            ``"full"`` (all 24 seat permutations per round).
-        target_score: play each game to this total (R13), or ``None``.
-        hands: play exactly this many hands per game instead, or ``None``.
-        jobs: games in flight at once.
-        fresh_processes: start new bot processes for every game instead of
-            reusing them along a chain.
-        drop_kernel_caches: at each forget of the page cache (between an
-            entrant's games of one deal), also drop the machine's dentry and
-            inode caches (``/proc/sys/vm/drop_caches``, root only): closes the
-            store of names looked up (``--drop-kernel-caches``).
-        referee: the referee's settings (time limits, strikes, grace).
-        format: ``"round-robin"`` or ``"gauntlet"`` (see :data:`FORMATS`).
-        candidate: the entrant every table of a gauntlet includes, or ``None``.
-        games: a ladder's game budget (``--games``; whole tables of four
-            games are played, so at most ``4 * (games // 4)``), else ``None``.
-        sigma_target: a ladder stops early once every entrant's TrueSkill
-            ``sigma`` is below this, or ``None``.
-        ladder_batch: tables a ladder chooses at a time from one snapshot of
-            the ratings (a setting of the tournament, never of the machine).
-        disqualify_after: rank an entrant with this many faults or more (of
-            every kind, over the tournament) after every other entrant, or
-            ``None`` (off). A standings rule only: its games are played and
-            count for the others (:func:`arena.results.standings.disqualify`).
-    """
-
-    seed: int | str | None = None
-    key: MasterKey | None = field(default=None, repr=False, compare=False)
-    rounds: int = 2
-    target_score: int | None = 100
-    hands: int | None = None
-    jobs: int = 1
-    fresh_processes: bool = False
-    drop_kernel_caches: bool = False
-    seating: str = "rotations"
-    referee: RefereeSettings = field(default_factory=RefereeSettings)
-    format: str = "round-robin"
-    candidate: str | None = None
-    games: int | None = None
-    sigma_target: float | None = None
-    ladder_batch: int = 16
-    disqualify_after: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.key is None and self.seed is not None:
-            object.__setattr__(self, "key", MasterKey.from_seed(self.seed))
-        if self.rounds < 1:
-            raise ValueError("rounds must be at least 1")
-        if self.jobs < 1:
-            raise ValueError("jobs must be at least 1")
-        if (self.target_score is None) == (self.hands is None):
-            raise ValueError("give exactly one of target_score and hands")
-        if self.seating not in SEATINGS:
-            raise ValueError(f"seating must be one of {', '.join(SEATINGS)}, got {self.seating!r}")
-        if self.format not in FORMATS:
-            raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {self.format!r}")
-        if (self.format == "gauntlet") != (self.candidate is not None):
-            raise ValueError("a gauntlet, and only a gauntlet, has a candidate")
-        if (self.format == "ladder") != (self.games is not None):
-            raise ValueError("a ladder, and only a ladder, has a game budget (games)")
-        if self.games is not None and self.games < 4:
-            raise ValueError("a ladder needs a budget of at least 4 games (one table)")
-        if self.ladder_batch < 1:
-            raise ValueError("ladder_batch must be at least 1")
-
-    @property
-    def master_key(self) -> MasterKey:
-        """The master key.
-
-        Raises:
-            RuntimeError: these settings carry no key (a worker's copy).
-        """
-        if self.key is None:
-            raise RuntimeError("these tournament settings carry no key (a worker's copy)")
-        return self.key
-
-    def without_key(self) -> TournamentSettings:
-        """A copy without the key or the seed it came from, for worker
-        processes: they are given each game's derived values only."""
-        return replace(self, seed=None, key=None)
-
-    def to_json(self) -> dict[str, Any]:
-        """The settings under their command-line flag names (times in seconds),
-        with the key's commitment (never the key) and the bootstrap's seed."""
-        ref = self.referee
-        key = self.master_key
-        out: dict[str, Any] = {
-            "seed": self.seed,
-            "key_commitment": key.commitment(),
-            "bootstrap_seed": key.draw_seed("bootstrap", "intervals"),
-            "format": self.format,
-            "candidate": self.candidate,
-            "rounds": self.rounds,
-            "seating": self.seating,
-            "target_score": self.target_score,
-            "hands": self.hands,
-            "time_limit": ref.time_limit,
-            "startup_time": ref.startup_time,
-            "strikes": ref.strikes,
-            "grace": ref.grace,
-            "max_tiebreak_hands": ref.max_tiebreak_hands,
-            "transcripts": ref.transcripts,
-            "jobs": self.jobs,
-            "fresh_processes": self.fresh_processes,
-        }
-        if ref.transcripts:  # recorded only then, so older runs still resume
-            out["transcript_cap"] = ref.transcript_cap
-        if ref.pace > 0:  # likewise
-            out["pace"] = ref.pace
-        if ref.wall_cap != DEFAULT_WALL_CAP:  # likewise
-            out["wall_cap"] = ref.wall_cap
-        if self.drop_kernel_caches:  # likewise
-            out["drop_kernel_caches"] = True
-        if self.disqualify_after is not None:  # likewise
-            out["disqualify_after"] = self.disqualify_after
-        if self.format == "ladder":  # likewise
-            out["games"] = self.games
-            out["sigma_target"] = self.sigma_target
-            out["ladder_batch"] = self.ladder_batch
-        return out
-
-
-#: Settings that may differ between a run and its resumption.
-RESUMABLE_DIFFERENCES: Final = frozenset({"jobs"})
 
 
 def tables_of(names: Sequence[str]) -> list[tuple[str, str, str, str]]:
@@ -279,14 +140,6 @@ def schedule_gauntlet(
     if candidate not in names:
         raise ValueError(f"the candidate {candidate!r} is not an entrant")
     return list(_stream(names, settings, candidate))
-
-
-#: The most games a scheduled tournament may have: ``game_index`` is at most
-#: 10^9 in a game record (:data:`arena.protocol.records.RECORD_SCHEMA`). Schedules are walked lazily
-#: (:class:`ScheduleStream`), so their size costs no memory; what bounds a run
-#: in practice is time (``--dry-run`` prints the estimate) and the report,
-#: which holds every game record at the end.
-MAX_SCHEDULED_GAMES: Final = 10**9
 
 
 def scheduled_games(entrants: int, settings: TournamentSettings) -> int:

@@ -1,5 +1,6 @@
 """A tournament run's settings, typed, and the one reader and writer of
-``run.json``: the tournament (:class:`~arena.tournament.runner.TournamentSettings`),
+``run.json``: the tournament (:class:`TournamentSettings`, its formats,
+seatings and executors),
 how its bots were launched (:class:`LaunchSettings`, the record's
 ``isolation``), how it is judged (:class:`VerdictSettings`), its entrants,
 and the file around them (:class:`RunFile`).
@@ -11,6 +12,10 @@ takes the default of its dataclass, so ``verify`` and a resume agree with
 ``run`` on, for example, ``rounds`` (2). The JSON shapes are those today's
 ``run.json`` files hold (``protocol``'s records are untouched): times in
 seconds, memory in MiB, ``stderr_kib`` in KiB.
+
+No Trio, no sandbox launcher: the command line reads the defaults here for
+``--help`` without loading the runner (:mod:`arena.tournament.runner` names
+:class:`TournamentSettings` and its constants too).
 """
 
 from __future__ import annotations
@@ -18,18 +23,173 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
 from arena.core.keys import MasterKey
-from arena.game.referee import RefereeSettings
+from arena.game.settings import DEFAULT_WALL_CAP, RefereeSettings
+from arena.protocol.records import FORMAT_VERSION
 from arena.sandbox.entrants import Entrant, EntrantError, describe, entrant_from_record
-from arena.tournament.runner import (
-    FORMAT_VERSION,
-    RESUMABLE_DIFFERENCES,
-    TournamentSettings,
-)
+
+#: Seatings of a table per round: ``"rotations"`` (4, the default) or ``"full"`` (24).
+SEATINGS: Final = ("rotations", "full")
+
+#: Tournament formats: every table (``"round-robin"``, the default) or only
+#: the tables that include the candidate (``"gauntlet"``,
+#: :func:`arena.tournament.runner.schedule_gauntlet`), or tables chosen from
+#: the current ratings (``"ladder"``, :mod:`arena.tournament.ladder`).
+FORMATS: Final = ("round-robin", "gauntlet", "ladder")
+
+
+#: The most games a scheduled tournament may have: ``game_index`` is at most
+#: 10^9 in a game record (:data:`arena.protocol.records.RECORD_SCHEMA`).
+#: Schedules are walked lazily (:class:`arena.tournament.runner.ScheduleStream`),
+#: so their size costs no memory; what bounds a run in practice is time
+#: (``--dry-run`` prints the estimate) and the report, which holds every game
+#: record at the end.
+MAX_SCHEDULED_GAMES: Final = 10**9
+
+
+@dataclass(frozen=True)
+class TournamentSettings:
+    """Settings of one tournament. Times are in seconds.
+
+    Attributes:
+        seed: a public seed (``--seed``) the master key is made from, or
+            ``None`` when the key is secret (drawn, or from a key file).
+        key: the tournament's master key (:mod:`arena.core.keys`); every random
+            choice derives from it. Made from ``seed`` when not given.
+            :meth:`without_key` drops it from what is sent to workers.
+        rounds: rounds of the round-robin (each plays every table in four rotations).
+        seating: ``"rotations"`` (4 seatings of a table per round) or
+            ``"full"`` (all 24 seat permutations per round).
+        target_score: play each game to this total (R13), or ``None``.
+        hands: play exactly this many hands per game instead, or ``None``.
+        jobs: games in flight at once.
+        fresh_processes: start new bot processes for every game instead of
+            reusing them along a chain.
+        drop_kernel_caches: at each forget of the page cache (between an
+            entrant's games of one deal), also drop the machine's dentry and
+            inode caches (``/proc/sys/vm/drop_caches``, root only): closes the
+            store of names looked up (``--drop-kernel-caches``).
+        referee: the referee's settings (time limits, strikes, grace).
+        format: ``"round-robin"`` or ``"gauntlet"`` (see :data:`FORMATS`).
+        candidate: the entrant every table of a gauntlet includes, or ``None``.
+        games: a ladder's game budget (``--games``; whole tables of four
+            games are played, so at most ``4 * (games // 4)``), else ``None``.
+        sigma_target: a ladder stops early once every entrant's TrueSkill
+            ``sigma`` is below this, or ``None``.
+        ladder_batch: tables a ladder chooses at a time from one snapshot of
+            the ratings (a setting of the tournament, never of the machine).
+        disqualify_after: rank an entrant with this many faults or more (of
+            every kind, over the tournament) after every other entrant, or
+            ``None`` (off). A standings rule only: its games are played and
+            count for the others (:func:`arena.results.standings.disqualify`).
+    """
+
+    seed: int | str | None = None
+    key: MasterKey | None = field(default=None, repr=False, compare=False)
+    rounds: int = 2
+    target_score: int | None = 100
+    hands: int | None = None
+    jobs: int = 1
+    fresh_processes: bool = False
+    drop_kernel_caches: bool = False
+    seating: str = "rotations"
+    referee: RefereeSettings = field(default_factory=RefereeSettings)
+    format: str = "round-robin"
+    candidate: str | None = None
+    games: int | None = None
+    sigma_target: float | None = None
+    ladder_batch: int = 16
+    disqualify_after: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.key is None and self.seed is not None:
+            object.__setattr__(self, "key", MasterKey.from_seed(self.seed))
+        if self.rounds < 1:
+            raise ValueError("rounds must be at least 1")
+        if self.jobs < 1:
+            raise ValueError("jobs must be at least 1")
+        if (self.target_score is None) == (self.hands is None):
+            raise ValueError("give exactly one of target_score and hands")
+        if self.seating not in SEATINGS:
+            raise ValueError(f"seating must be one of {', '.join(SEATINGS)}, got {self.seating!r}")
+        if self.format not in FORMATS:
+            raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {self.format!r}")
+        if (self.format == "gauntlet") != (self.candidate is not None):
+            raise ValueError("a gauntlet, and only a gauntlet, has a candidate")
+        if (self.format == "ladder") != (self.games is not None):
+            raise ValueError("a ladder, and only a ladder, has a game budget (games)")
+        if self.games is not None and self.games < 4:
+            raise ValueError("a ladder needs a budget of at least 4 games (one table)")
+        if self.ladder_batch < 1:
+            raise ValueError("ladder_batch must be at least 1")
+
+    @property
+    def master_key(self) -> MasterKey:
+        """The master key.
+
+        Raises:
+            RuntimeError: these settings carry no key (a worker's copy).
+        """
+        if self.key is None:
+            raise RuntimeError("these tournament settings carry no key (a worker's copy)")
+        return self.key
+
+    def without_key(self) -> TournamentSettings:
+        """A copy without the key or the seed it came from, for worker
+        processes: they are given each game's derived values only."""
+        return replace(self, seed=None, key=None)
+
+    def to_json(self) -> dict[str, Any]:
+        """The settings under their command-line flag names (times in seconds),
+        with the key's commitment (never the key) and the bootstrap's seed."""
+        ref = self.referee
+        key = self.master_key
+        out: dict[str, Any] = {
+            "seed": self.seed,
+            "key_commitment": key.commitment(),
+            "bootstrap_seed": key.draw_seed("bootstrap", "intervals"),
+            "format": self.format,
+            "candidate": self.candidate,
+            "rounds": self.rounds,
+            "seating": self.seating,
+            "target_score": self.target_score,
+            "hands": self.hands,
+            "time_limit": ref.time_limit,
+            "startup_time": ref.startup_time,
+            "strikes": ref.strikes,
+            "grace": ref.grace,
+            "max_tiebreak_hands": ref.max_tiebreak_hands,
+            "transcripts": ref.transcripts,
+            "jobs": self.jobs,
+            "fresh_processes": self.fresh_processes,
+        }
+        if ref.transcripts:  # recorded only then, so older runs still resume
+            out["transcript_cap"] = ref.transcript_cap
+        if ref.pace > 0:  # likewise
+            out["pace"] = ref.pace
+        if ref.wall_cap != DEFAULT_WALL_CAP:  # likewise
+            out["wall_cap"] = ref.wall_cap
+        if self.drop_kernel_caches:  # likewise
+            out["drop_kernel_caches"] = True
+        if self.disqualify_after is not None:  # likewise
+            out["disqualify_after"] = self.disqualify_after
+        if self.format == "ladder":  # likewise
+            out["games"] = self.games
+            out["sigma_target"] = self.sigma_target
+            out["ladder_batch"] = self.ladder_batch
+        return out
+
+
+#: Settings that may differ between a run and its resumption.
+RESUMABLE_DIFFERENCES: Final = frozenset({"jobs"})
+
+#: Executor names of ``--executor`` (:mod:`arena.tournament.executors`).
+EXECUTORS: Final = ("local", "dask")
+
 
 #: The fields of :class:`TournamentSettings` (and of its referee's) a
 #: ``run.json`` records, by their record names.

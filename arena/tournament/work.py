@@ -15,16 +15,14 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 from collections.abc import Iterable, Iterator
-from typing import Final, Protocol
+from typing import Protocol
 
 import trio
 
 from arena.game.referee import GameSpec
 from arena.protocol import records
 from arena.tournament.runner import Games
-
-#: Executor names of ``--executor``.
-EXECUTORS: Final = ("local", "dask")
+from arena.tournament.settings import EXECUTORS as EXECUTORS  # (moved; named here too)
 
 #: Called with each finished game's JSON record.
 RecordSink = records.RecordSink
