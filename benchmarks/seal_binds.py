@@ -3,9 +3,15 @@
 allowlisted files bound one by one (the baseline, as before the view), in
 the same run, starting ``/usr/bin/true`` sealed as bots are (no filter).
 
-    python benchmarks/seal_binds.py [RUNS]
+    python benchmarks/seal_binds.py [RUNS] [--tmpfs-tmp]
 
-Prints, per way, the mounts in the sandbox and the machine's CPU time per
+``--tmpfs-tmp``: the temporary folder is a fresh folder of ``/dev/shm`` (a
+tmpfs, as ``/tmp`` is on Debian 13, Fedora and Arch), so the root view is
+made in a folder of ``rootview.VIEW_PARENTS`` on the files' file system;
+"one by one" is then what such a machine's arena did before (every hard
+link into the tmpfs failed and each file was bound).
+
+Prints where the view was made, per way, the mounts in the sandbox and the machine's CPU time per
 start in milliseconds (from /proc/stat: bubblewrap's reading of the mount
 table after each mount is kernel time that the process's own counters miss),
 and the ratio. Run it as root on an otherwise idle machine (default 40 runs).
@@ -14,6 +20,7 @@ and the ratio. Run it as root on an otherwise idle machine (default 40 runs).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,12 +64,19 @@ def _cost(argv: list[str], runs: int) -> tuple[float, float]:
     return cpu, (time.perf_counter() - t0) / runs * 1000
 
 
-def main(runs: int) -> None:
+def main(runs: int, tmpfs_tmp: bool = False) -> None:
+    if tmpfs_tmp:
+        tmp = tempfile.mkdtemp(prefix="arena-bench-tmp-", dir="/dev/shm")
+        os.chmod(tmp, 0o1777)
+        tempfile.tempdir = tmp
     folder = Path(tempfile.mkdtemp(prefix="arena-bench-"))
     folder.chmod(0o755)
     base = seal.sealed_argv(["true"], folder=folder, cwd=seal.ENTRANT_DIR, tmp_mb=1, seccomp=False)
     base = [*base[: base.index("--")], "--", "/usr/bin/true"]
     mounts = ["--ro-bind", "--bind", "--dev-bind", "--proc", "--tmpfs"]
+    print(
+        f"temporary folder {tempfile.gettempdir()}, root view in {seal._root_view().folder.parent}"
+    )
     ways = {"root view": base, "one by one": _one_by_one(base)}
     for argv in ways.values():
         _cost(argv, 3)  # warm up
@@ -74,7 +88,10 @@ def main(runs: int) -> None:
     ratio = figures["one by one"][0] / figures["root view"][0]
     print(f"one by one / root view: {ratio:.1f}x the CPU ({runs} starts each)")
     folder.rmdir()
+    if tmpfs_tmp:
+        shutil.rmtree(tempfile.gettempdir(), ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 40)
+    numbers = [a for a in sys.argv[1:] if a.isdigit()]
+    main(int(numbers[0]) if numbers else 40, "--tmpfs-tmp" in sys.argv[1:])

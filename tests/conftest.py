@@ -16,7 +16,13 @@ import pytest
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
+# The suite's temporary files on a tmpfs (tests/suite_tmp.py): before the
+# folders made at this file's import below.
+from suite_tmp import temporary_files_on_a_tmpfs
+
 from arena.cli.main import main
+
+SUITE_TMP = temporary_files_on_a_tmpfs()
 
 # pytest caches each test module's assertion-rewritten code in __pycache__, but
 # not when PYTHONDONTWRITEBYTECODE is set (as in some CI images): each xdist

@@ -34,7 +34,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from arena.sandbox.rootview import ROOT_VIEW_PREFIX, RootView, root_view
+from arena.sandbox.rootview import (
+    OWNER_FILE,
+    ROOT_VIEW_PREFIX,
+    VIEW_PARENTS,
+    RootView,
+    process_mark,
+    root_view,
+)
 
 _PY: Final = f"python{sys.version_info[0]}.{sys.version_info[1]}"
 #: Files and folders of ``/etc`` bound into the sandbox when they exist: the
@@ -289,34 +296,61 @@ PACKAGE_COPY_PREFIX: Final = "hearts-arena-package-"
 def remove_package_copies_of_dead_arenas(folder: Path | None = None) -> int:
     """Remove the package copies (:func:`bot_package_parent`), static
     ``/proc`` views (:func:`proc_view`) and root views
-    (:mod:`arena.sandbox.rootview`) left in
-    ``folder`` (default: the temporary folder) by arenas that are gone: one
+    (:mod:`arena.sandbox.rootview`) left by arenas that are gone: one
     killed with SIGKILL removes nothing at exit. Copies of running arenas stay.
+
+    Searched: ``folder`` when given; else the temporary folder, and for root
+    views also :data:`arena.sandbox.rootview.VIEW_PARENTS` (where a view is
+    made when the temporary folder lies on another file system than the
+    files it links). An arena is gone when no process has its pid, or when
+    the process that has it now is not the one named by the view's
+    :data:`~arena.sandbox.rootview.OWNER_FILE` (a pid reused, after a reboot
+    for a view in ``/var/tmp``).
 
     Returns:
         How many copies were removed.
     """
     import tempfile
 
+    places: list[tuple[Path, tuple[str, ...]]]
+    if folder is not None:
+        places = [(folder, _LEFT_PREFIXES)]
+    else:
+        places = [(Path(tempfile.gettempdir()), _LEFT_PREFIXES)]
+        places += [(Path(p), (ROOT_VIEW_PREFIX,)) for p in VIEW_PARENTS]
     removed = 0
-    folder = Path(tempfile.gettempdir()) if folder is None else folder
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(folder):
-            prefix = next(
-                (p for p in _LEFT_PREFIXES if entry.name.startswith(p)),
-                None,
-            )
-            pid_text = entry.name[len(prefix) :].split("-", 1)[0] if prefix else ""
-            if not pid_text.isdigit():
-                continue
-            try:
-                os.kill(int(pid_text), 0)
-            except ProcessLookupError:
-                shutil.rmtree(entry.path, ignore_errors=True)
-                removed += 1
-            except OSError:
-                pass
+    seen: set[str] = set()
+    for place, prefixes in places:
+        real = os.path.realpath(place)
+        if real in seen:
+            continue
+        seen.add(real)
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(place):
+                prefix = next((p for p in prefixes if entry.name.startswith(p)), None)
+                pid_text = entry.name[len(prefix) :].split("-", 1)[0] if prefix else ""
+                if pid_text.isdigit() and _arena_gone(entry.path, int(pid_text)):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                    removed += 1
     return removed
+
+
+def _arena_gone(folder: str, pid: int) -> bool:
+    """Whether the arena of pid ``pid`` that made ``folder`` is gone: no
+    process has that pid, or the one that has it is not the one
+    ``folder``'s owner file names."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        pass  # alive, another user's
+    try:
+        made_by = Path(folder, OWNER_FILE).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    now = process_mark(pid)
+    return now is not None and now != made_by
 
 
 def _readable_by_everyone(folder: Path) -> bool:
@@ -694,7 +728,8 @@ PROC_AS_IS: Final = (
 #: per-device statistics and file system journals: nothing a bot needs).
 PROC_HIDDEN_DIRS: Final = ("acpi", "driver", "fs", "irq", "bus", "tty", "scsi", "1")
 _PROC_VIEWS: dict[int, Path] = {}
-#: The prefixes of what an arena leaves in the temporary folder when killed.
+#: The prefixes of what an arena leaves in the temporary folder when killed
+#: (root views also in :data:`arena.sandbox.rootview.VIEW_PARENTS`).
 _LEFT_PREFIXES: Final = (PACKAGE_COPY_PREFIX, PROC_VIEW_PREFIX, ROOT_VIEW_PREFIX)
 
 

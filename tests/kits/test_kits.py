@@ -3,8 +3,10 @@ temporary folder (``hearts-arena new`` then ``hearts-arena build``, as a bot
 author would), then checked sealed, played in a short tournament, and fed the
 protocol's edge cases.
 
-A build is kept in a cache folder (``$TMPDIR/hearts-arena-test-kits``, or
-``HEARTS_ARENA_TEST_KIT_CACHE``; ``off`` builds afresh every session) under
+A build is kept in a cache folder (``/var/tmp/hearts-arena-test-kits-<uid>``,
+kept across sessions and reboots, as the suite's temporary folder is a fresh
+one each session (tests/conftest.py); or ``HEARTS_ARENA_TEST_KIT_CACHE``;
+``off`` builds afresh every session) under
 the hash of everything it is made from: the kit's files, the code of ``new``
 and ``build`` (arena/cli/kits.py, the bot folder reader, the Python bot kit),
 the Python version and the ``--version`` of every tool the kit names. Same
@@ -89,12 +91,29 @@ def build_key(language: str) -> str:
     return h.hexdigest()
 
 
+#: Where the kit build cache is kept unless ``HEARTS_ARENA_TEST_KIT_CACHE``
+#: says: a folder that outlives the session (the suite's temporary folder is
+#: made afresh on a tmpfs each session, tests/conftest.py) and a reboot.
+CACHE_PARENT = Path("/var/tmp")
+
+
 def cache_root() -> Path | None:
-    """The kit build cache folder, or ``None`` (``HEARTS_ARENA_TEST_KIT_CACHE=off``)."""
+    """The kit build cache folder, or ``None`` (``HEARTS_ARENA_TEST_KIT_CACHE=off``,
+    or the default folder, in world-writable ``/var/tmp``, is another user's
+    or writable by others: builds found there are not run)."""
     value = os.environ.get("HEARTS_ARENA_TEST_KIT_CACHE", "")
     if value == "off":
         return None
-    return Path(value) if value else Path(tempfile.gettempdir()) / "hearts-arena-test-kits"
+    if value:
+        return Path(value)
+    root = CACHE_PARENT / f"hearts-arena-test-kits-{os.geteuid()}"
+    try:
+        st = root.lstat()
+    except FileNotFoundError:
+        return root
+    if not root.is_dir() or root.is_symlink() or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        return None
+    return root
 
 
 def _build(language: str, parent: Path) -> Path:
@@ -520,3 +539,26 @@ def test_four_kit_bots_and_heuristic_play_without_faults(
         assert row["faults"] == {"timeout": 0, "malformed": 0, "illegal": 0, "crashed": 0}, name
         assert row["hands"] == 32, name
     assert all(not r["faults"] for r in records)
+
+
+def test_the_default_cache_is_kept_only_in_a_folder_of_this_user_alone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The default cache lies in a world-writable folder (/var/tmp): a folder
+    of that name made by another user, or writable by others, is not used
+    (its builds would run as this user); a missing or own one is."""
+    monkeypatch.delenv("HEARTS_ARENA_TEST_KIT_CACHE", raising=False)
+    monkeypatch.setattr(sys.modules[__name__], "CACHE_PARENT", tmp_path)
+    root = tmp_path / f"hearts-arena-test-kits-{os.geteuid()}"
+    assert cache_root() == root  # missing: made at the first build
+    root.mkdir(mode=0o755)
+    root.chmod(0o755)
+    assert cache_root() == root
+    root.chmod(0o777)
+    assert cache_root() is None
+    root.chmod(0o755)
+    if os.geteuid() == 0:
+        os.chown(root, 3_900_777, 3_900_777)
+        assert cache_root() is None
+    monkeypatch.setenv("HEARTS_ARENA_TEST_KIT_CACHE", "off")
+    assert cache_root() is None

@@ -5,8 +5,12 @@ by one, and far fewer mounts for bubblewrap to read its mount table after."""
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import subprocess
+import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -159,3 +163,145 @@ def test_a_sealed_bot_reads_the_allowlisted_files_themselves() -> None:
         if p.startswith("/etc/")
     }
     assert etc == want
+
+
+def _other_file_system() -> Path:
+    """A fresh folder on a file system other than ``/usr``'s (a tmpfs
+    ``/dev/shm``), as a temporary folder on a tmpfs is; skips the test when
+    there is none, or when no folder of :data:`rootview.VIEW_PARENTS` lies
+    on ``/usr``'s file system (the view then falls back to binds)."""
+    usr = os.stat("/usr").st_dev
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or os.stat(shm).st_dev == usr or not os.access(shm, os.W_OK):
+        pytest.skip("no writable /dev/shm on another file system than /usr here")
+    if not any(os.path.isdir(p) and os.stat(p).st_dev == usr for p in rootview.VIEW_PARENTS):
+        pytest.skip(f"none of {rootview.VIEW_PARENTS} lies on /usr's file system here")
+    folder = Path(tempfile.mkdtemp(prefix="arena-test-tmpfs-", dir=shm))
+    folder.chmod(0o1777)
+    return folder
+
+
+@pytest.fixture
+def tmpfs_tmp() -> Iterator[Path]:
+    """A temporary folder on another file system than ``/usr`` (see
+    :func:`_other_file_system`), removed after the test."""
+    folder = _other_file_system()
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_with_the_temporary_folder_on_a_tmpfs_the_view_links_beside_the_files(
+    tmpfs_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A temporary folder on a tmpfs (another file system than the
+    allowlisted files): the view is made in a folder of VIEW_PARENTS on their
+    file system, every allowlisted file of the tops is linked (none bound one
+    by one), and its folder names its maker. With no such folder, the view
+    falls back to the temporary folder and binds every file, as before."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmpfs_tmp))
+    bound, links = seal._readable()
+    files = [p for p in bound if os.path.isfile(p) and p.count("/") >= 2]
+    view = rootview._build(bound, links)
+    try:
+        assert str(view.folder.parent) in rootview.VIEW_PARENTS
+        assert os.stat(view.folder).st_dev == os.stat("/usr").st_dev
+        in_tops = [p for p in files if p.split("/")[1] in view.tops]
+        assert len(in_tops) > 20
+        assert not set(in_tops) & set(view.binds)  # all linked
+        for path in in_tops:
+            assert os.stat(view.folder / path.lstrip("/")).st_ino == os.stat(path).st_ino
+        mark = (view.folder / rootview.OWNER_FILE).read_text().strip()
+        assert mark == rootview.process_mark(os.getpid())
+    finally:
+        rootview._remove(view.folder, os.getpid())
+    monkeypatch.setattr(rootview, "VIEW_PARENTS", ())
+    fallback = rootview._build(bound, links)
+    try:
+        assert fallback.folder.parent == tmpfs_tmp
+        assert set(in_tops) <= set(fallback.binds)  # every file bound one by one
+    finally:
+        rootview._remove(fallback.folder, os.getpid())
+
+
+#: Run by a child with the temporary folder on a tmpfs: makes its root view,
+#: prints its folder, then with "shell" runs a sealed shell that prints the
+#: sandbox's mount count, else waits to be killed.
+_CHILD = """
+import os, subprocess, sys, tempfile, time
+from pathlib import Path
+from arena.sandbox import seal
+view = seal._root_view()
+print(view.folder, flush=True)
+if sys.argv[1] == "shell":
+    folder = Path(tempfile.mkdtemp(prefix="arena-test-root-"))
+    folder.chmod(0o755)
+    argv = seal.sealed_argv(["/bin/sh", "-c", "wc -l < /proc/self/mountinfo"], folder=folder,
+                            cwd=seal.ENTRANT_DIR, tmp_mb=1, seccomp=False)
+    argv = ['exec "$@"' if a == seal.STDIO_SCRIPT else a for a in argv]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
+    os.rmdir(folder)
+    print("MOUNTS", done.stdout.strip(), flush=True)
+else:
+    time.sleep(120)
+"""
+
+
+def _child(tmp: Path, mode: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    return subprocess.Popen(
+        [sys.executable, "-c", _CHILD, mode], stdout=subprocess.PIPE, text=True, env=env
+    )
+
+
+@needs_seal
+def test_a_sealed_start_with_a_tmpfs_temporary_folder_has_few_mounts(tmpfs_tmp: Path) -> None:
+    """An arena whose temporary folder is on a tmpfs still reaches the
+    allowlisted files through one bind per top-level folder: fewer than 70
+    mounts in the sandbox (bound one by one, as when the view was made in
+    the tmpfs, over 110)."""
+    child = _child(tmpfs_tmp, "shell")
+    out, _ = child.communicate(timeout=120)
+    assert child.returncode == 0
+    folder, mounts = out.splitlines()
+    assert Path(folder).parent != tmpfs_tmp
+    assert 10 < int(mounts.split()[1]) < 70
+    assert not Path(folder).exists()  # removed at exit
+
+
+def test_the_view_of_an_arena_killed_with_sigkill_is_removed(
+    tmpfs_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The root view a killed arena left beside the files (not in its
+    temporary folder) is found and removed by the next arena's clean-up."""
+    child = _child(tmpfs_tmp, "wait")
+    try:
+        assert child.stdout is not None
+        folder = Path(child.stdout.readline().strip())
+        assert str(folder.parent) in rootview.VIEW_PARENTS and folder.is_dir()
+        monkeypatch.setattr(tempfile, "tempdir", str(tmpfs_tmp))
+        assert seal.remove_package_copies_of_dead_arenas() == 0  # running: kept
+        assert folder.is_dir()
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert folder.is_dir()  # nothing removed it at exit
+    assert seal.remove_package_copies_of_dead_arenas() >= 1
+    assert not folder.exists()
+
+
+def test_a_view_whose_pid_is_another_process_now_is_removed(tmp_path: Path) -> None:
+    """A view named after a live pid whose owner file names another process
+    (the pid reused, as after a reboot for a view in /var/tmp) is removed;
+    one whose owner file names the live process stays, as does one with no
+    owner file."""
+    me = rootview.process_mark(os.getpid())
+    assert me is not None
+    boot, start = me.split()
+    cases = {"reused": f"{boot} {int(start) + 1}", "mine": me, "unmarked": None}
+    for name, mark in cases.items():
+        folder = tmp_path / f"{rootview.ROOT_VIEW_PREFIX}{os.getpid()}-{name}"
+        (folder / "usr").mkdir(parents=True)
+        if mark is not None:
+            (folder / rootview.OWNER_FILE).write_text(mark + "\n")
+    assert seal.remove_package_copies_of_dead_arenas(tmp_path) == 1
+    assert sorted(p.name.rsplit("-", 1)[1] for p in tmp_path.iterdir()) == ["mine", "unmarked"]

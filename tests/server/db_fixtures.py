@@ -10,7 +10,9 @@ collected after it, in every folder.)
 
 The server (tests/server/private_pg.py): ``initdb`` and ``pg_ctl`` (``initdb``
 refuses root, so both run as the ``postgres`` user through ``runuser``), in a
-fresh folder under ``/tmp``; it listens on no TCP address
+fresh folder of the temporary folder (in the suite, its folder on a tmpfs,
+tests/conftest.py: the ``postgres`` user passes through it, mode 1777); it
+listens on no TCP address
 (``listen_addresses=''``), only on a Unix socket in a private folder of mode
 0700, and trusts that socket alone (``pg_hba.conf``: one ``local`` line). It
 starts in about two seconds on a quiet machine; where it cannot start (no

@@ -2,7 +2,9 @@
 benchmarks/server_load.py: Debian's ``postgresql`` (issue 29).
 
 ``initdb`` refuses root, so ``initdb`` and ``pg_ctl`` run as the
-``postgres`` user through ``runuser``, in a fresh folder under ``/tmp``. The
+``postgres`` user through ``runuser``, in a fresh folder of the temporary
+folder (``TMPDIR``: in the suite, a folder of ``/dev/shm``, tests/conftest.py;
+the ``postgres`` user must pass through every folder above it). The
 server listens on no TCP address (``listen_addresses=''``), only on a Unix
 socket in a private folder of mode 0700, and trusts that socket alone
 (``pg_hba.conf``: one ``local`` line). Fsync is off (nothing here need

@@ -308,7 +308,8 @@ def test_a_bot_hunting_for_the_key_finds_nothing(open_tmp: Path, flags: list[str
     """Attacks 1-2 of issue 11: a bot that reads the output folder (run.json,
     the journal, the key file, the lock), /proc/*/cmdline and environ of every
     process, the file named after ``--key-file`` on a command line, and the
-    arena's files in /tmp finds neither the key nor a deal, sealed or not.
+    arena's files in /tmp and /dev/shm (where the suite's temporary folder
+    may be, tests/conftest.py) finds neither the key nor a deal, sealed or not.
 
     The output folder and the key file (owner-only) lie in a folder every user
     may enter, so only their own modes keep the hunter out; the arena runs as a
