@@ -705,7 +705,8 @@ class SpawnServer:
         self._popen = popen
         self._pidfd = os.pidfd_open(popen.pid)
         self._sock = sock
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the state (never held across a send or receive)
+        self._send_lock = threading.Lock()  # the socket's sends
         self._next = 0
         self._pending: dict[int, concurrent.futures.Future[Child]] = {}
         self._statuses: dict[int, concurrent.futures.Future[int | None]] = {}
@@ -784,17 +785,19 @@ class SpawnServer:
                 raise ServerGone(self.gone)
             number = self._next
             self._next += 1
-            data = pickle.dumps(("start", number, request))
             self._pending[number] = reply
-            try:
+        data = pickle.dumps(("start", number, request))
+        try:
+            with self._send_lock:
                 socket.send_fds(self._sock, [data], fds)
-            except OSError as exc:
-                del self._pending[number]
+        except OSError as exc:
+            with self._lock:
+                self._pending.pop(number, None)
                 if exc.errno == errno.EMSGSIZE:
                     raise ServerGone(f"a request of {len(data)} bytes is over its size") from exc
                 reason = f"its socket failed: {exc}"
                 self._end(reason)
-                raise ServerGone(reason) from exc
+            raise ServerGone(reason) from exc
         try:
             return reply.result(timeout=SERVER_REPLY_SECONDS)
         except concurrent.futures.TimeoutError:
@@ -809,9 +812,11 @@ class SpawnServer:
         with self._lock:
             if self.gone is not None or os.getpid() != self._owner:
                 return
-            try:
+        try:
+            with self._send_lock:
                 self._sock.send(pickle.dumps(("reap", pid)))
-            except OSError as exc:
+        except OSError as exc:
+            with self._lock:
                 self._end(f"its socket failed: {exc}")
 
     def kill(self) -> None:
@@ -869,7 +874,8 @@ class SpawnServer:
                 self.gone = f"{reason} ({_describe_returncode(rc)})"
             pending, self._pending = self._pending, {}
             statuses, self._statuses = self._statuses, {}
-        self._sock.close()
+        with self._send_lock:
+            self._sock.close()
         for reply in pending.values():
             reply.set_exception(ServerGone(self.gone))
         for status in statuses.values():

@@ -37,8 +37,10 @@ def own_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(spawn, "_server_failed", None)
     monkeypatch.setattr(spawn, "_server_pid", os.getpid())
     yield
-    if spawn._server is not None:
-        spawn._server.kill()
+    server = spawn._server
+    if server is not None:
+        server.kill()
+        server._reader.join(60)  # its last log line within the test's
 
 
 def _spec(tmp_path: Path, script: str, **kw: object) -> LaunchSpec:
