@@ -264,3 +264,39 @@ def test_the_servers_limits_are_the_arenas(own_server: None, tmp_path: Path) -> 
     proc, text, _ = trio.run(_run, spec)
     assert proc.child.server is not None
     assert text == "exit code 0", soft
+
+
+def test_a_forked_child_of_the_arena_starts_a_server_of_its_own(
+    own_server: None, tmp_path: Path
+) -> None:
+    """A server belongs to one process: a forked child (a pool worker) does
+    not send its starts to its parent's server, whose replies go to the
+    parent's reader thread, but starts one of its own."""
+    first, _, _ = trio.run(_run, _spec(tmp_path, "exit 0"))
+    parent = spawn._server
+    assert parent is not None and first.child.server is parent
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: one bot start, its server's pid and the bot's exit
+        code = 1
+        try:
+            proc, text, _ = trio.run(_run, _spec(tmp_path, "exit 7"))
+            server = proc.child.server
+            os.write(write, f"{server.pid if server else 0} {text}".encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as f:
+        answer = f.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    server_pid, text = answer.split(" ", 1)
+    assert int(server_pid) not in (0, parent.pid)
+    assert text == "exit code 7"
+    assert parent.gone is None  # the parent's is untouched
+    for _ in range(6000):  # the child's dies with it (at most 60 s)
+        if not _alive(int(server_pid)):
+            break
+        time.sleep(0.01)
+    assert not _alive(int(server_pid))
