@@ -51,6 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from arena.sandbox.childsetup import join_groups
+
 #: Name of the folder holding the arena's groups under its own group.
 BASE_NAME: Final = "hearts-arena"
 #: The key of the cgroup2 hierarchy in :attr:`Plan.bases` (v1 ones go by controller).
@@ -722,14 +724,10 @@ class BotGroup:
 
     def join_self(self) -> None:
         """Move the calling process into every hierarchy of the group. Runs in
-        the child between ``fork`` and ``exec``, before the uid is dropped."""
-        me = str(os.getpid()).encode()
-        for path in self.procs_files:
-            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
-            try:
-                os.write(fd, me)
-            finally:
-                os.close(fd)
+        the child between ``fork`` and ``exec``, before the uid is dropped
+        (:func:`~arena.sandbox.childsetup.join_groups` of :attr:`procs_files`,
+        which is what the spawn server is sent)."""
+        join_groups(self.procs_files)
 
     def pids(self) -> list[int]:
         """Pids of the processes in the group (empty when it is gone)."""

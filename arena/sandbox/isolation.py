@@ -26,23 +26,20 @@ the seal closes that gap).
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import fcntl
 import os
-import platform
 import resource
 import shutil
 import signal
 import stat
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-_LIBC: Final = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-#: The ``keyctl`` system call's number (glibc has no wrapper), where known.
-_KEYCTL: Final = {"x86_64": 250, "aarch64": 219}.get(platform.machine())
+from arena.sandbox.childsetup import _LIBC, Rlimits
+from arena.sandbox.childsetup import clear_user_keyrings as clear_user_keyrings
+
 #: First uid of the pool used for bot processes when the arena runs as root.
 DEFAULT_UID_BASE: Final = 3_000_000
 #: Size of the uid pool (bot processes alive at once across all arenas).
@@ -93,9 +90,10 @@ class Limits:
         }
 
 
-def make_preexec(limits: Limits, *, limit_processes: bool) -> Callable[[], None]:
-    """The function run in the child before ``exec``: apply ``limits``, and
-    allow no core file and no POSIX message queue.
+def make_preexec(limits: Limits, *, limit_processes: bool) -> Rlimits:
+    """What the child runs before ``exec`` (a callable :class:`~arena.sandbox.childsetup.Rlimits`,
+    plain data the spawn server can be sent): a fresh session keyring, then
+    ``limits``, and no core file and no POSIX message queue.
 
     Runs between fork and exec, so it only calls ``setrlimit``. A limit
     above the arena's own hard limit (``--max-open-files 256`` under
@@ -124,39 +122,7 @@ def make_preexec(limits: Limits, *, limit_processes: bool) -> Callable[[], None]
             value, hard = min(value, ceiling), min(hard, ceiling)
         pairs.append((which, value, hard))
 
-    def preexec() -> None:
-        _new_session_keyring()
-        for which, soft, hard in pairs:
-            resource.setrlimit(which, (soft, hard))
-
-    return preexec
-
-
-def _new_session_keyring() -> None:
-    """Give the process a fresh, empty session keyring (``keyctl``
-    ``KEYCTL_JOIN_SESSION_KEYRING``): otherwise every bot inherits the arena's,
-    and bots of different users could pass keys through it. Failure (no
-    keyring support) is ignored: there is then nothing to share."""
-    if _KEYCTL is not None:
-        _LIBC.syscall(_KEYCTL, 1, None)
-
-
-#: ``keyctl`` operation KEYCTL_CLEAR, and the special ids of the calling
-#: user's keyrings: KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING.
-_KEYCTL_CLEAR: Final = 7
-_USER_KEYRINGS: Final = (-4, -5)
-
-
-def clear_user_keyrings() -> None:
-    """Empty the calling uid's user and user-session keyrings (``keyctl``
-    ``KEYCTL_CLEAR``). Run in a bot's child after it has dropped to its uid,
-    before ``exec``: these keyrings belong to the uid, not to a process, and
-    outlive all its processes, so without this a bot could leave keys (a
-    hand, a history) for the uid's next holder. Failure (no keyring
-    support) is ignored: there is then nothing to find."""
-    if _KEYCTL is not None:
-        for keyring in _USER_KEYRINGS:
-            _LIBC.syscall(_KEYCTL, _KEYCTL_CLEAR, keyring)
+    return Rlimits(tuple(pairs))
 
 
 def cpu_seconds_used(pid: int) -> float | None:

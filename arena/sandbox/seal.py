@@ -17,8 +17,9 @@ What a sealed bot sees (:func:`sealed_argv`):
   read, such as a shared library), and kernel keyrings, ``inotify`` watches
   and ``fanotify`` with ``EPERM`` (:data:`REFUSED_CALLS`).
 
-The bubblewrap process is started from a thread that lives as long as the
-arena (:mod:`arena.sandbox.spawn`), so ``--die-with-parent`` fires only when the
+The bubblewrap process is started by the arena's spawn server, which dies
+with the arena, or else from a thread that lives as long as the arena
+(:mod:`arena.sandbox.spawn`), so ``--die-with-parent`` fires only when the
 arena dies.
 """
 

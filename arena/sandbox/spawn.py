@@ -5,9 +5,32 @@ of a :class:`ConfinedProcess`).
 A :class:`LaunchSpec` (made by :class:`arena.sandbox.launcher.Launcher`) says
 how to start one process: argv (bubblewrap's when sealed), folder,
 environment, uid lease, resource limits, control group and core gate.
-:meth:`ConfinedProcess.start` starts it from the arena's spawner thread with
-three pipes, the child joining its control group and dropping to its uid
-before ``exec``; the process then holds its bounds: a core token while on
+:meth:`ConfinedProcess.start` starts it with three pipes, the child joining
+its control group and dropping to its uid before ``exec`` (what it does
+then is plain data: :class:`~arena.sandbox.childsetup.ChildSetup`).
+
+Bots are started by the arena process's **spawn server**
+(:mod:`arena.sandbox.spawnserver`, :class:`SpawnServer`): a small process
+(``python -S -m arena.sandbox.spawnserver``), one per arena process, started
+at its first bot start, that forks itself for each bot. Forking the arena
+(hundreds of MiB in a test worker) copied its page tables at every start and
+its child took copy-on-write faults until ``exec``: with a ``preexec_fn`` or a
+uid change, ``subprocess`` cannot use ``vfork``. The arena sends each start
+request (a :class:`~arena.sandbox.childsetup.StartRequest`: argv,
+environment, folder, the set-up) with the child's pipe ends and the seccomp
+program's descriptor (``SCM_RIGHTS``) over a socket pair; the server replies
+with the pid and a pidfd, or with the ``OSError`` the caller sees, reports
+each exit status (read without reaping: the bot's pid and process group id
+stay reserved until :meth:`Child.reap`) and reaps on request. It dies with
+the arena (``PR_SET_PDEATHSIG`` on itself, relative to the arena's spawner
+thread), and its sealed bots with it (bubblewrap's ``--die-with-parent``,
+relative to the server's one thread). If it cannot start or ends (killed,
+crashed), that is logged once and bots start from the arena's own spawner
+thread, as before the server (``HEARTS_ARENA_SPAWN_SERVER=0`` always does);
+the bots it was running then have an unknown exit status, which their
+faults say. A forked child of the arena starts a server of its own.
+
+The process then holds its bounds: a core token while on
 move (:meth:`~ConfinedProcess.acquire_core`, :meth:`~ConfinedProcess.resume`),
 frozen off move (:meth:`~ConfinedProcess.pause`), its CPU clock
 (:meth:`~ConfinedProcess.cpu_ns`) and its memory kills
@@ -24,11 +47,16 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import functools
+import errno
+import logging
 import os
+import pickle
+import select
 import shutil
 import signal
+import socket
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,11 +66,11 @@ from typing import Final
 import trio
 
 from arena.sandbox.cgroups import BotGroup, MemoryHeld
+from arena.sandbox.childsetup import SETUP_FAILED, ChildSetup, Rlimits, StartRequest
 from arena.sandbox.cores import CoreGate
 from arena.sandbox.isolation import (
     Limits,
     UidLease,
-    clear_user_keyrings,
     kill_all,
     process_tree,
     release_leases,
@@ -57,6 +85,8 @@ __all__ = [
     "OomWatch",
     "release_specs",
 ]
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,11 +198,12 @@ class ConfinedProcess:
     async def start(cls, spec: LaunchSpec) -> ConfinedProcess:
         """Start ``spec``'s program.
 
-        The process is forked from the arena's spawner thread, which lives as
-        long as the arena: bubblewrap's ``--die-with-parent`` (a parent-death
-        signal) fires when the *thread* that forked it exits, so a bot forked
-        from one of Trio's worker threads (retired after 10 s idle) would be
-        killed 10 s later.
+        The process is forked by the spawn server (see the module's
+        docstring), or, without one, from the arena's spawner thread; either
+        lives as long as the arena (the server is started from that thread):
+        bubblewrap's ``--die-with-parent`` (a parent-death signal) fires when
+        the *thread* that forked it exits, so a bot forked from one of Trio's
+        worker threads (retired after 10 s idle) would be killed 10 s later.
 
         With a core gate, waits for a core first: the new process starts
         holding it (its first request keeps it, so start-up is charged to
@@ -205,8 +236,7 @@ class ConfinedProcess:
         except BaseException:
             spec.release()  # never started: nothing will close it
             raise
-        pidfd = os.pidfd_open(child.pid)
-        return cls(spec, child, pidfd, oom, token)
+        return cls(spec, child, child.pidfd, oom, token)
 
     def __repr__(self) -> str:
         return f"<ConfinedProcess {self.spec.label!r} pid={self.pid}>"
@@ -214,8 +244,11 @@ class ConfinedProcess:
     # -- watching ---------------------------------------------------------
 
     async def watch_exit(self) -> None:
-        """Return once the process has exited (its pidfd), setting :attr:`exited`."""
+        """Return once the process has exited (its pidfd) and its exit status
+        is known (the spawn server's report, :meth:`Child.wait_status`),
+        setting :attr:`exited`."""
         await trio.lowlevel.wait_readable(self._pidfd)
+        await self.child.wait_status()
         self.exited.set()
 
     async def watch_memory(self) -> None:
@@ -254,24 +287,30 @@ class ConfinedProcess:
         kill where known (over its CPU or file size limit; out of memory, and
         what its group held). ``stderr`` is what it wrote there (for the
         signs of running out of address space without a memory group)."""
-        try:
-            info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
-            rc = self.child.returncode
-            return "running" if rc is None else _describe_returncode(rc)
-        if info is None:
-            return "running"
-        if info.si_code == os.CLD_EXITED:
-            if self.spec.sealed and info.si_status > 128:  # bubblewrap: killed by a signal
-                text = _describe_returncode(128 - info.si_status, self.spec.limits)
-                if info.si_status - 128 == signal.SIGKILL:
+        rc = self.child.status()
+        if rc is None:
+            lost = self.child.lost
+            if lost is None or not self._has_exited():
+                return "running"
+            return f"exit status unknown: the arena's spawn server that started it is gone ({lost})"
+        if rc >= 0:
+            if self.spec.sealed and rc > 128:  # bubblewrap: killed by a signal
+                text = _describe_returncode(128 - rc, self.spec.limits)
+                if rc - 128 == signal.SIGKILL:
                     text += self._memory_note(stderr)
                 return text
-            return f"exit code {info.si_status}{self._memory_note(stderr)}"
-        text = _describe_returncode(-info.si_status, self.spec.limits)
-        if info.si_status == signal.SIGKILL:
+            return f"exit code {rc}{self._memory_note(stderr)}"
+        text = _describe_returncode(rc, self.spec.limits)
+        if -rc == signal.SIGKILL:
             text += self._memory_note(stderr)
         return text
+
+    def _has_exited(self) -> bool:
+        """Whether the process has exited (its pidfd is readable; once the
+        pidfd is closed, after :meth:`finish`: yes)."""
+        if self._pidfd < 0:
+            return True
+        return bool(select.select([self._pidfd], [], [], 0)[0])
 
     def _memory_note(self, stderr: str) -> str:
         limits = self.spec.limits
@@ -474,53 +513,46 @@ class OomWatch:
             self._efd = -1
 
 
-#: Exit code of a bot process whose set-up (limits, control group, uid)
-#: failed between fork and exec; its stderr says why.
-SETUP_FAILED: Final = 125
-
-
-def _child_setup(spec: LaunchSpec) -> Callable[[], None] | None:
-    """What the child runs between ``fork`` and ``exec``: joining the bot's
-    control group, the resource limits, then (with a group) dropping to the
+def _start_request(spec: LaunchSpec) -> StartRequest:
+    """How to start ``spec``'s process, as data (:class:`StartRequest`): the
+    set-up its child runs between ``fork`` and ``exec``
+    (:meth:`~arena.sandbox.childsetup.ChildSetup.preexec`: joining the bot's
+    control group, the resource limits, then, with a group, dropping to the
     bot's uid, in that order: the group's ``cgroup.procs`` files are opened
-    before ``RLIMIT_NOFILE`` is lowered (the arena's descriptors are still
-    open in the child then) and before the uid is the bot's (which could no
-    longer write them). Last, as the bot's uid, its user keyrings are
-    emptied (:func:`~arena.sandbox.isolation.clear_user_keyrings`: keys a
-    previous holder of the uid left). A failure is written to the bot's
-    stderr and the child exits with :data:`SETUP_FAILED`: a bot that could
-    not start."""
-    limits = spec.preexec
+    before ``RLIMIT_NOFILE`` is lowered and before the uid is the bot's,
+    which could no longer write them; last, as the bot's uid, its user
+    keyrings emptied: :func:`~arena.sandbox.childsetup.clear_user_keyrings`,
+    keys a previous holder of the uid left). Without a group, ``subprocess``
+    drops the uid before the set-up. A failure of the set-up is written to
+    the bot's stderr and the child exits with :data:`SETUP_FAILED`."""
     group = spec.cgroup
-    uid, gid = spec.user, spec.group
-    if group is None and limits is None and uid is None:
-        return None
+    joined = group is not None
+    sealed_fds = None
+    pass_fds: tuple[int, ...] = ()
+    if spec.sealed:
+        from arena.sandbox import seal
 
-    def setup() -> None:
-        try:
-            # Join first: the arena's descriptors are still open here (they
-            # are closed after this function), so once RLIMIT_NOFILE is the
-            # bot's, opening a group's cgroup.procs could fail with EMFILE.
-            if group is not None:
-                group.join_self()
-            if limits is not None:
-                limits()
-            if group is not None:  # without a group, Popen dropped the uid before this
-                if gid is not None:
-                    os.setgroups([])
-                    os.setresgid(gid, gid, gid)
-                if uid is not None:
-                    os.setresuid(uid, uid, uid)
-            if uid is not None:
-                clear_user_keyrings()  # never the arena's own: only as the bot's uid
-        except BaseException as exc:
-            # Say why on the bot's stderr (fd 2 is its pipe by now) and exit: the
-            # arena records a bot that could not start, and the tournament goes on.
-            with contextlib.suppress(OSError):
-                os.write(2, f"arena: cannot set up the bot's process: {exc!r}\n".encode())
-            os._exit(SETUP_FAILED)
-
-    return setup
+        sealed_fds = (seal.STDIN_FD, seal.STDOUT_FD, seal.SECCOMP_FD)
+        pass_fds = sealed_fds
+    setup = ChildSetup(
+        procs_files=group.procs_files if group is not None else (),
+        rlimits=spec.preexec,
+        uid=spec.user if joined else None,
+        gid=spec.group if joined else None,
+        clear_keyrings=spec.user is not None,
+        sealed_fds=sealed_fds,
+    )
+    return StartRequest(
+        argv=tuple(spec.argv),
+        cwd=str(spec.cwd),
+        env=dict(spec.env),
+        setup=setup,
+        # With a group, the uid is dropped in the set-up, after joining it
+        # (a bot's uid cannot write the group's files).
+        user=spec.user if not joined else None,
+        group=spec.group if not joined else None,
+        pass_fds=pass_fds,
+    )
 
 
 _OUT_OF_MEMORY_SIGNS: Final = (
@@ -550,41 +582,336 @@ def _describe_returncode(rc: int, limits: Limits | None = None) -> str:
 
 
 class Child:
-    """A started bot process: its pid, the arena's ends of its three pipes
-    (non-blocking Trio streams) and the :class:`subprocess.Popen` that reaps it."""
+    """A started bot process: its pid, a pidfd, the arena's ends of its three
+    pipes (non-blocking Trio streams: :attr:`stdin`, :attr:`stdout`,
+    :attr:`stderr`, set by the starter), and what reaps it: the
+    :class:`subprocess.Popen` of the arena's spawner thread, or the spawn
+    server (:class:`SpawnServer`) that started it and reports its exit.
+
+    Attributes:
+        pid: its pid.
+        pidfd: a pidfd of it (the caller closes it).
+        popen: the arena's :class:`subprocess.Popen` of it, or ``None`` (started
+            by the spawn server).
+        server: the spawn server that started it, or ``None``.
+    """
+
+    stdin: trio.lowlevel.FdStream
+    stdout: trio.lowlevel.FdStream
+    stderr: trio.lowlevel.FdStream
 
     def __init__(
         self,
-        popen: subprocess.Popen[bytes],
-        stdin: trio.lowlevel.FdStream,
-        stdout: trio.lowlevel.FdStream,
-        stderr: trio.lowlevel.FdStream,
+        pid: int,
+        pidfd: int,
+        *,
+        popen: subprocess.Popen[bytes] | None = None,
+        server: SpawnServer | None = None,
+        status: concurrent.futures.Future[int | None] | None = None,
     ) -> None:
+        self.pid = pid
+        self.pidfd = pidfd
         self.popen = popen
-        self.pid: int = popen.pid
-        self.stdin = stdin
-        self.stdout = stdout
-        self.stderr = stderr
+        self.server = server
+        self._status = status
+        self._reaped = False
+
+    def status(self) -> int | None:
+        """The return code once the process has exited, read without reaping
+        it (negative: the signal), else ``None``; ``None`` too when the spawn
+        server that started it ended before it reported it (see :attr:`lost`)."""
+        if self.popen is not None:
+            if self.popen.returncode is not None:
+                return self.popen.returncode
+            try:
+                info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:  # reaped meanwhile
+                return self.popen.returncode
+            if info is None:
+                return None
+            return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+        status = self._status
+        return status.result() if status is not None and status.done() else None
+
+    @property
+    def lost(self) -> str | None:
+        """Why the exit status cannot be known (the spawn server that started
+        the process ended before it could report it: its reason), else ``None``."""
+        status = self._status
+        server = self.server
+        if server is None or status is None or not status.done() or status.result() is not None:
+            return None
+        return server.gone
 
     @property
     def returncode(self) -> int | None:
-        """The exit status once reaped (negative: the signal), else ``None``."""
-        return self.popen.returncode
+        """The exit status once reaped, or reported by the spawn server
+        (negative: the signal), else ``None``."""
+        if self.popen is not None:
+            return self.popen.returncode
+        return self.status()
+
+    async def wait_status(self) -> None:
+        """After the process exited (its pidfd readable): wait until its exit
+        status is known (the spawn server's report; at once for the arena's
+        own child)."""
+        status = self._status
+        if status is None or status.done():
+            return
+        token = trio.lowlevel.current_trio_token()
+        done = trio.Event()
+
+        def wake(_: object) -> None:
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(done.set)
+
+        status.add_done_callback(wake)
+        await done.wait()
 
     def reap(self) -> None:
-        """Reap the process, which has exited (never blocks for long)."""
-        self.popen.wait()
+        """Reap the process, which has exited (never blocks for long): the
+        arena's own child is waited for; the spawn server is told to reap it
+        (once it has reported its exit)."""
+        if self.popen is not None:
+            self.popen.wait()
+        elif self.server is not None and not self._reaped:
+            self._reaped = True
+            self.server.reap(self.pid)
 
+
+class ServerGone(Exception):
+    """The spawn server cannot start a bot: it could not start, or it ended
+    (the message says why); the arena's own spawner thread starts it instead."""
+
+
+class SpawnServer:
+    """The arena side of a spawn server (:mod:`arena.sandbox.spawnserver`):
+    the process, its socket, and a reader thread that receives its replies
+    (the pid of each bot started, or the error) and the exit statuses it reports.
+
+    Created by :meth:`start` from the arena's spawner thread (so that the
+    server's parent-death signal fires only when the arena ends); one per
+    arena process (:func:`_spawn_server`; a forked child makes its own).
+
+    Attributes:
+        pid: the server's pid.
+        gone: why the server can no longer be used (it ended, did not
+            answer), or ``None`` while it serves.
+    """
+
+    def __init__(self, popen: subprocess.Popen[bytes], sock: socket.socket) -> None:
+        self.pid = popen.pid
+        self.gone: str | None = None
+        self._popen = popen
+        self._pidfd = os.pidfd_open(popen.pid)
+        self._sock = sock
+        self._lock = threading.Lock()  # the state (never held across a send or receive)
+        self._send_lock = threading.Lock()  # the socket's sends
+        self._next = 0
+        self._pending: dict[int, concurrent.futures.Future[Child]] = {}
+        self._statuses: dict[int, concurrent.futures.Future[int | None]] = {}
+        self._owner = os.getpid()
+        self._parent_thread = threading.current_thread()  # the spawner thread
+        self._reader = threading.Thread(
+            target=self._read, name="hearts-arena-spawn-server", daemon=True
+        )
+        self._reader.start()
+
+    @classmethod
+    def start(cls) -> SpawnServer:
+        """Start a spawn server for this process and wait for it to be ready
+        (at most :data:`SERVER_START_SECONDS`).
+
+        Raises:
+            ServerGone: it could not start, or did not say it was ready.
+        """
+        import arena
+
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(arena.__file__)))
+        path = os.environ.get("PYTHONPATH")
+        env = dict(os.environ, PYTHONPATH=root if not path else f"{root}{os.pathsep}{path}")
+        argv = [sys.executable, "-S", "-m", "arena.sandbox.spawnserver"]
+        argv += [str(os.getpid()), str(theirs.fileno())]
+        try:
+            with theirs:
+                popen = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    cwd="/",
+                    env=env,
+                    pass_fds=(theirs.fileno(),),
+                    start_new_session=True,  # a Ctrl-C at the terminal is the arena's
+                )
+        except OSError as exc:
+            ours.close()
+            raise ServerGone(f"it could not start: {exc}") from exc
+        try:
+            ours.settimeout(SERVER_START_SECONDS)
+            data = ours.recv(4096)
+            if not data or pickle.loads(data)[0] != "ready":
+                raise ServerGone(f"it exited at its start (status {popen.wait(5)})")
+            ours.settimeout(None)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            popen.kill()
+            popen.wait()
+            ours.close()
+            raise ServerGone(f"it did not start: {exc!r}") from exc
+        except ServerGone:
+            ours.close()
+            raise
+        return cls(popen, ours)
+
+    def start_bot(self, request: StartRequest, fds: list[int]) -> Child:
+        """Ask the server to start ``request`` with ``fds`` (the child's three
+        pipe ends, then the seccomp program's descriptor if any; the caller
+        closes its copies) and wait for its answer (at most
+        :data:`SERVER_REPLY_SECONDS`). Blocking: run it in the spawner thread.
+
+        Returns:
+            A :class:`Child` without its pipes' streams (the caller sets them).
+
+        Raises:
+            OSError: the program could not be started (the error the server's
+                ``subprocess`` raised).
+            ServerGone: the server ended, or did not answer (then it is
+                killed), or the request is over a packet's size (the server
+                is kept for the next one).
+        """
+        reply: concurrent.futures.Future[Child] = concurrent.futures.Future()
+        with self._lock:
+            if self.gone is not None:
+                raise ServerGone(self.gone)
+            number = self._next
+            self._next += 1
+            self._pending[number] = reply
+        data = pickle.dumps(("start", number, request))
+        try:
+            with self._send_lock:
+                socket.send_fds(self._sock, [data], fds)
+        except OSError as exc:
+            with self._lock:
+                self._pending.pop(number, None)
+                if exc.errno == errno.EMSGSIZE:
+                    raise ServerGone(f"a request of {len(data)} bytes is over its size") from exc
+                reason = f"its socket failed: {exc}"
+                self._end(reason)
+            raise ServerGone(reason) from exc
+        try:
+            return reply.result(timeout=SERVER_REPLY_SECONDS)
+        except concurrent.futures.TimeoutError:
+            reason = f"it did not answer a start in {SERVER_REPLY_SECONDS} s"
+            with self._lock:
+                self._end(reason)
+            raise ServerGone(reason) from None
+
+    def reap(self, pid: int) -> None:
+        """Tell the server to reap ``pid`` (one of its bots, exited); nothing
+        once it is gone (its bots were reparented and reaped)."""
+        with self._lock:
+            if self.gone is not None or os.getpid() != self._owner:
+                return
+        try:
+            with self._send_lock:
+                self._sock.send(pickle.dumps(("reap", pid)))
+        except OSError as exc:
+            with self._lock:
+                self._end(f"its socket failed: {exc}")
+
+    def kill(self) -> None:
+        """SIGKILL the server (its sealed bots die with it; nothing once it
+        is reaped); the reader thread then reaps it and marks it gone."""
+        with self._lock:
+            self._kill()
+
+    def _kill(self) -> None:
+        if self._pidfd >= 0:  # not yet reaped (with the lock held)
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+
+    def _end(self, reason: str) -> None:
+        """Mark the server gone (with the lock held) and kill it; the reader
+        thread fails what is waiting."""
+        if self.gone is None:
+            self.gone = reason
+        self._kill()
+
+    def _read(self) -> None:
+        reason = "it ended"
+        try:
+            while True:
+                data, fds, _, _ = socket.recv_fds(self._sock, 65536, 1, socket.MSG_CMSG_CLOEXEC)
+                if not data:
+                    break
+                message = pickle.loads(data)
+                kind = message[0]
+                if kind == "started":
+                    _, number, pid = message
+                    status: concurrent.futures.Future[int | None] = concurrent.futures.Future()
+                    with self._lock:
+                        self._statuses[pid] = status
+                        reply = self._pending.pop(number)
+                    reply.set_result(Child(pid, fds[0], server=self, status=status))
+                elif kind == "failed":
+                    with self._lock:
+                        reply = self._pending.pop(message[1])
+                    reply.set_exception(message[2])
+                elif kind == "exited":
+                    with self._lock:
+                        done = self._statuses.pop(message[1], None)
+                    if done is not None:
+                        done.set_result(message[2])
+        except ConnectionResetError:  # it ended with requests unread (a reap)
+            pass
+        except Exception as exc:  # a broken server is logged and left
+            reason = f"its socket failed: {exc!r}"
+        rc = self._popen.wait()
+        with self._lock:
+            os.close(self._pidfd)
+            self._pidfd = -1
+            if self.gone is None:
+                self.gone = f"{reason} ({_describe_returncode(rc)})"
+            pending, self._pending = self._pending, {}
+            statuses, self._statuses = self._statuses, {}
+        with self._send_lock:
+            self._sock.close()
+        for reply in pending.values():
+            reply.set_exception(ServerGone(self.gone))
+        for status in statuses.values():
+            status.set_result(None)
+        # At the arena's exit, the spawner thread's end kills the server (its
+        # parent-death signal): nothing to report.
+        exiting = not self._parent_thread.is_alive()
+        _log.log(
+            logging.DEBUG if exiting else logging.WARNING,
+            "the spawn server (pid %d) is gone: %s; bots start from the arena's "
+            "own spawner thread from now on (%d running bots' exit statuses lost)",
+            self.pid,
+            self.gone,
+            len(statuses),
+        )
+
+
+#: Seconds a new spawn server has to say it is ready.
+SERVER_START_SECONDS: Final = 30.0
+#: Seconds the spawn server has to answer a start (it forks a small process
+#: and waits for its ``exec``); past it, it is killed and no longer used.
+SERVER_REPLY_SECONDS: Final = 60.0
 
 _spawner: concurrent.futures.ThreadPoolExecutor | None = None
 _spawner_pid = 0
 _spawner_guard = threading.Lock()
+_server: SpawnServer | None = None
+_server_pid = 0
+_server_failed: str | None = None  # why this process's server could not start
 
 
 def _spawner_thread() -> concurrent.futures.ThreadPoolExecutor:
-    """The one thread of this process that forks bots. It never retires
-    while the arena runs (an executor's worker waits for work until shut down
-    at exit), so a parent-death signal fires only when the arena exits."""
+    """The one thread of this process that forks bots (or the spawn server).
+    It never retires while the arena runs (an executor's worker waits for
+    work until shut down at exit), so a parent-death signal fires only when
+    the arena exits."""
     global _spawner, _spawner_pid
     with _spawner_guard:
         if _spawner is None or _spawner_pid != os.getpid():  # none yet, or forked
@@ -593,12 +920,96 @@ def _spawner_thread() -> concurrent.futures.ThreadPoolExecutor:
         return _spawner
 
 
-async def _spawn(spec: LaunchSpec) -> Child:
-    """Start ``spec``'s command from the spawner thread with three pipes.
+def _spawn_server() -> SpawnServer:
+    """This process's spawn server, started at the first call (run in the
+    spawner thread). Belongs to one pid: a forked child starts its own.
+
+    Raises:
+        ServerGone: it could not start (once: later calls raise at once), or
+            it has ended.
+    """
+    global _server, _server_pid, _server_failed
+    with _spawner_guard:
+        if _server_pid != os.getpid():
+            _server, _server_pid, _server_failed = None, os.getpid(), None
+        if _server_failed is not None:
+            raise ServerGone(_server_failed)
+        if _server is None:
+            try:
+                _server = SpawnServer.start()
+            except ServerGone as exc:
+                _server_failed = str(exc)
+                _log.warning(
+                    "the spawn server could not start (%s); bots start from the "
+                    "arena's own spawner thread",
+                    exc,
+                )
+                raise
+        server = _server
+    if server.gone is not None:
+        raise ServerGone(server.gone)
+    return server
+
+
+def _forget_server_in_child() -> None:
+    """In a forked child of the arena (and in a child forked by
+    ``subprocess`` for a ``preexec_fn``, before its ``exec``): the server
+    and its reader thread are the parent's. Touches no descriptor (the
+    socket's copy stays open, unused: a child forked to ``exec`` closes it
+    then, and the server dies with the arena whatever the copies)."""
+    global _server, _spawner_guard
+    _spawner_guard = threading.Lock()  # a thread of the parent may have held it
+    _server = None
+
+
+os.register_at_fork(after_in_child=_forget_server_in_child)
+
+
+def _use_server() -> bool:
+    """Whether bots start from the spawn server (unless
+    ``HEARTS_ARENA_SPAWN_SERVER=0``; not once it failed in this process)."""
+    if os.environ.get(SPAWN_SERVER_VARIABLE, "1") == "0":
+        return False
+    if _server_pid == os.getpid():
+        if _server_failed is not None:
+            return False
+        if _server is not None and _server.gone is not None:
+            return False
+    return True
+
+
+#: ``HEARTS_ARENA_SPAWN_SERVER=0`` makes every bot start from the arena's own
+#: spawner thread (as before the spawn server, or after it failed).
+SPAWN_SERVER_VARIABLE: Final = "HEARTS_ARENA_SPAWN_SERVER"
+
+
+async def _spawn(spec: LaunchSpec, *, served: bool | None = None) -> Child:
+    """Start ``spec``'s command with three pipes: from the spawn server
+    (:mod:`arena.sandbox.spawnserver`), or, when it cannot be used (it could
+    not start or has ended: logged once; ``served`` false; a set-up that is
+    not plain data), from the arena's spawner thread. ``served`` true raises
+    :class:`ServerGone` instead of falling back (benchmarks).
 
     Raises:
         OSError: the program could not be started.
+        ServerGone: ``served`` is true and the server cannot be used.
     """
+    request = _start_request(spec)
+    if served is None:
+        served = _use_server() and isinstance(spec.preexec, Rlimits | None)
+        fall_back = True
+    else:
+        fall_back = False
+    if served:
+        try:
+            return await _spawn_once(spec, request, served=True)
+        except ServerGone:
+            if not fall_back:
+                raise
+    return await _spawn_once(spec, request, served=False)
+
+
+async def _spawn_once(spec: LaunchSpec, request: StartRequest, *, served: bool) -> Child:
     fds: list[int] = []  # the child's pipe ends and the seccomp descriptor
     ours: list[int] = []
     try:
@@ -606,44 +1017,26 @@ async def _spawn(spec: LaunchSpec) -> Child:
         child_ends = [pipes[0][0], pipes[1][1], pipes[2][1]]
         ours = [pipes[0][1], pipes[1][0], pipes[2][0]]
         fds += child_ends
-        # Limits, the bot's control group, then its uid (arena.sandbox.cgroups).
-        preexec = _child_setup(spec)
-        pass_fds: tuple[int, ...] = ()
-        if spec.sealed:
+        program = None
+        if spec.sealed and spec.seccomp is not None:
             from arena.sandbox import seal
 
-            program = None
-            if spec.seccomp is not None:
-                program = seal.seccomp_fd(spec.seccomp)
-                fds.append(program)
-            preexec = functools.partial(_sealed_preexec, program, _child_setup(spec))
-            pass_fds = (seal.STDIN_FD, seal.STDOUT_FD, seal.SECCOMP_FD)
-        popen_call = functools.partial(
-            subprocess.Popen,
-            list(spec.argv),
-            stdin=child_ends[0],
-            stdout=child_ends[1],
-            stderr=child_ends[2],
-            cwd=spec.cwd,
-            env=spec.env,
-            start_new_session=True,
-            preexec_fn=preexec,
-            # With a group, the uid is dropped in _child_setup, after joining
-            # it (a bot's uid cannot write the group's files).
-            user=spec.user if spec.cgroup is None else None,
-            group=spec.group if spec.cgroup is None else None,
-            extra_groups=[] if spec.group is not None and spec.cgroup is None else None,
-            close_fds=True,
-            pass_fds=pass_fds,
-        )
-        future: concurrent.futures.Future[subprocess.Popen[bytes]]
-        future = _spawner_thread().submit(popen_call)  # type: ignore[arg-type]
+            program = seal.seccomp_fd(spec.seccomp)
+            fds.append(program)
+
+        def call() -> Child:
+            if served:
+                return _spawn_server().start_bot(request, fds)
+            popen = request.popen(child_ends[0], child_ends[1], child_ends[2], program)
+            return Child(popen.pid, os.pidfd_open(popen.pid), popen=popen)
+
+        future = _spawner_thread().submit(call)
         token = trio.lowlevel.current_trio_token()
         done = trio.Event()
         future.add_done_callback(lambda _: token.run_sync_soon(done.set))
         with trio.CancelScope(shield=True):  # a started process must not be lost
             await done.wait()
-        popen: subprocess.Popen[bytes] = future.result()
+        child = future.result()
     except BaseException:
         for fd in ours:
             os.close(fd)
@@ -651,30 +1044,5 @@ async def _spawn(spec: LaunchSpec) -> Child:
     finally:
         for fd in fds:
             os.close(fd)
-    streams = [trio.lowlevel.FdStream(fd) for fd in ours]
-    return Child(popen, *streams)
-
-
-def _sealed_preexec(program: int | None, then: Callable[[], None] | None) -> None:
-    """In the child of a sealed start, before ``exec``: move the stdin and
-    stdout pipes (0 and 1) to :data:`~arena.sandbox.seal.STDIN_FD` and
-    :data:`~arena.sandbox.seal.STDOUT_FD`, the seccomp program to
-    :data:`~arena.sandbox.seal.SECCOMP_FD`, and ``/dev/null`` to 0 and 1 (bubblewrap
-    keeps those); then run ``then`` (the resource limits)."""
-    import fcntl
-
-    from arena.sandbox import seal
-
-    moved = fcntl.fcntl(program, fcntl.F_DUPFD, 10) if program is not None else None
-    os.dup2(0, seal.STDIN_FD)
-    os.dup2(1, seal.STDOUT_FD)
-    if moved is not None:
-        os.dup2(moved, seal.SECCOMP_FD)
-        os.close(moved)
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(null, 1)
-    if null > seal.SECCOMP_FD:
-        os.close(null)
-    if then is not None:
-        then()
+    child.stdin, child.stdout, child.stderr = (trio.lowlevel.FdStream(fd) for fd in ours)
+    return child
