@@ -1262,7 +1262,9 @@ def _watch(arena: int, dirs: list[str]) -> None:
     except OSError:
         fd = -1
     if fd >= 0 and os.getppid() == arena:  # else it is already gone
-        select.select([fd], [], [])
+        poller = select.poll()  # not select: it refuses descriptors of 1024 and more
+        poller.register(fd, select.POLLIN)
+        poller.poll()
     remove_run_dirs(dirs)
 
 

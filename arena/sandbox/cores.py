@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import os
 import stat
+import weakref
 from pathlib import Path
 from typing import Any, Final
 
@@ -87,6 +88,15 @@ def machine_cpus() -> list[int]:
 def machine_cores() -> int:
     """Cores this process may run on (its CPU affinity), at least 1."""
     return max(1, len(machine_cpus()))
+
+
+def _close_files(fds: list[int], pid: int) -> None:
+    """Close a dropped gate's lock files (in the process that opened them),
+    which gives back any token it still held."""
+    if os.getpid() == pid:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 class CoreGate:
@@ -163,6 +173,10 @@ class CoreGate:
                 path = self.token_dir / str(i)
                 fds.append(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
             self._fds, self._pid = fds, os.getpid()
+            # Closed when the gate is dropped: a long-lived process (a Dask
+            # worker unpickles a gate per table, tests run many arenas) would
+            # otherwise keep two descriptors per gate until it ran out.
+            weakref.finalize(self, _close_files, fds, self._pid)
         return self._fds
 
     def _waiters(self) -> _Waiters:

@@ -166,6 +166,16 @@ def release_specs(specs: Sequence[LaunchSpec]) -> None:
                 spec.on_release()
 
 
+def readable_now(fd: int) -> bool:
+    """Whether descriptor ``fd`` is readable at once (a pidfd: its process
+    has exited). By ``poll``, not ``select``: an arena holding many
+    descriptors has numbers of 1024 and more, which ``select`` refuses
+    (ValueError)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 class ConfinedProcess:
     """A started confined process: its pid, the arena's ends of its pipes
     (:attr:`child`), and its bounds. Create with :meth:`start`; run
@@ -310,7 +320,7 @@ class ConfinedProcess:
         pidfd is closed, after :meth:`finish`: yes)."""
         if self._pidfd < 0:
             return True
-        return bool(select.select([self._pidfd], [], [], 0)[0])
+        return readable_now(self._pidfd)
 
     def _memory_note(self, stderr: str) -> str:
         limits = self.spec.limits

@@ -136,6 +136,28 @@ def test_core_tokens_are_shared_by_processes_and_given_back_when_one_dies(
         holder.wait()
 
 
+def test_a_dropped_core_gate_closes_its_lock_files_and_gives_back_its_token(
+    tmp_path: Path,
+) -> None:
+    """A gate per run or per Dask table: each one dropped closes its two
+    descriptors (they were kept open, so a long-lived process ran out), and
+    a token it still held is free again."""
+    import gc
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    before = open_fds()
+    for _ in range(5):
+        gate = CoreGate(2, token_dir=tmp_path)
+        assert trio.run(gate.acquire) == 0  # held, never released
+        del gate
+        gc.collect()
+    assert open_fds() == before
+    other = CoreGate(2, token_dir=tmp_path)
+    assert trio.run(other.acquire) == 0  # the dropped gates' token 0 is free
+
+
 async def _first_token(gate: CoreGate) -> None:
     gate.release(await gate.acquire())
 

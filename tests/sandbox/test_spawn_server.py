@@ -300,3 +300,43 @@ def test_a_forked_child_of_the_arena_starts_a_server_of_its_own(
             break
         time.sleep(0.01)
     assert not _alive(int(server_pid))
+
+
+def test_started_and_finished_bots_leave_no_descriptor_open(
+    own_server: None, tmp_path: Path
+) -> None:
+    """Each start through the server hands the arena pipes and a pidfd:
+    after ``finish`` none stays open (a leak reached descriptor numbers that
+    ``select`` refused in a long test process)."""
+
+    async def main() -> tuple[int, int]:
+        await _run(_spec(tmp_path, "exit 0"))  # the server and its reader started
+        before = len(os.listdir("/proc/self/fd"))
+        for _ in range(20):
+            _, status, _ = await _run(_spec(tmp_path, "exit 0"))
+            assert status == "exit code 0"
+        return before, len(os.listdir("/proc/self/fd"))
+
+    before, after = trio.run(main)
+    assert after <= before
+
+
+def test_readable_now_takes_descriptors_past_1024() -> None:
+    """A pidfd numbered 1024 or more (an arena holding many descriptors) is
+    polled, where ``select`` raised ValueError."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard < 2048:
+        pytest.skip(f"RLIMIT_NOFILE's hard limit is {hard}: no descriptor 2000 here")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2048), hard))
+    proc = subprocess.Popen(["sleep", "60"])
+    pidfd = os.pidfd_open(proc.pid)
+    high = os.dup2(pidfd, 2000)
+    try:
+        assert spawn.readable_now(high) is False
+        proc.kill()
+        proc.wait()
+        assert spawn.readable_now(high) is True
+    finally:
+        os.close(high)
+        os.close(pidfd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
