@@ -174,6 +174,16 @@ class RunnerConfig:
 
 
 @dataclass(frozen=True)
+class _Look:
+    """What a scheduler round reads first (:meth:`Runner._look`)."""
+
+    retired: list[str]
+    actions: list[actions.ActionRow]
+    refolds: bool
+    closed: bool
+
+
+@dataclass(frozen=True)
 class _Finished:
     """A table's end, for the writer."""
 
@@ -512,11 +522,16 @@ class Runner:
 
     async def _schedule(self, nursery: trio.Nursery) -> None:
         while True:
-            released = await self._release_retired()
-            applied = await actions.apply_pending(
-                self.database, self._fold, self._playing, self.log
+            # One read transaction for what the round looks at first (the
+            # held copies no longer playing, the pending actions, the close),
+            # not one each.
+            held = [n for n in self.launcher.copies() if store.submission_of(n) is not None]
+            look = await self.database.read_async(self._look, held)
+            released = await self._release_retired(look.retired)
+            applied = await actions.apply_found(
+                self.database, look.actions, look.refolds, self._fold, self._playing, self.log
             )
-            started = await self._start_tables(nursery)
+            started = await self._start_tables(nursery, look.closed)
             # Once idle, one more look: what the idle check read may be newer
             # than what the choosers read (the writer stored a table's end in
             # between, and that end can open the final or the gauntlet).
@@ -563,18 +578,28 @@ class Runner:
             out.append(name)
         return out
 
-    async def _release_retired(self) -> int:
-        """Give back the launcher's copy of every submission that no longer
-        plays (:meth:`_retired`; :meth:`arena.sandbox.launcher.Launcher.release`):
-        the scheduler's first step, so a copy goes before the next table is
-        chosen. A submission that plays again (a suspended participant made
-        active) gets a fresh copy from the check before its next table.
-        Logs ``released`` with the submission and what the launcher did;
-        returns the copies released."""
-        held = [n for n in self.launcher.copies() if store.submission_of(n) is not None]
-        if not held:
-            return 0
-        names = await self.database.read_async(self._retired, held)
+    def _look(self, conn: Connection, held: Sequence[str]) -> _Look:
+        """The scheduler round's first read: of the submission labels
+        ``held`` (the launcher's copies), those that no longer play
+        (:meth:`_retired`), the pending actions and whether a refold waits
+        (:func:`arena.server.actions.look`), and whether the competition is
+        closed."""
+        found, waiting = actions.look(conn)
+        return _Look(
+            retired=self._retired(conn, held) if held else [],
+            actions=found,
+            refolds=waiting,
+            closed=export.closed_at(conn) is not None,
+        )
+
+    async def _release_retired(self, names: Sequence[str]) -> int:
+        """Give back the launcher's copy of each submission of ``names``,
+        which no longer play (:meth:`_retired`, in the round's :meth:`_look`;
+        :meth:`arena.sandbox.launcher.Launcher.release`): the scheduler's first
+        step, so a copy goes before the next table is chosen. A submission
+        that plays again (a suspended participant made active) gets a fresh
+        copy from the check before its next table. Logs ``released`` with the
+        submission and what the launcher did; returns the copies released."""
         if not names:
             return 0
         async with self._launcher_lock:
@@ -605,7 +630,11 @@ class Runner:
         closed = deadline.ladder_closed(self.settings, time.time())  # issue 30
         return nxt >= limit or field is None or closed
 
-    async def _start_tables(self, nursery: trio.Nursery) -> int:
+    async def _start_tables(self, nursery: trio.Nursery, closed: bool | None = None) -> int:
+        """Fill the free slots (:meth:`_next_table`), then the classes'
+        tables (:func:`arena.server.classes.start_tables`) unless the
+        competition is closed (``closed``: as the round's read found it,
+        ``None`` to read it when no slot was free). Returns the tables started."""
         started = 0
         # One write transaction for each free slot (none while every slot is
         # taken: nothing could start; the final's start below does not depend
@@ -614,7 +643,6 @@ class Runner:
         # ladder table (:meth:`_next_table`). (A read of each and a write
         # for each chooser, most of them empty, were a large part of the
         # runner's own CPU per round, benchmarks/server_load.py.)
-        closed: bool | None = None  # not known yet
         while len(self._playing) < self.config.slots:
             t, closed = await self.database.write_async(
                 self._next_table, frozenset(self._playing), time.time()
