@@ -992,10 +992,12 @@ class Runner:
     ) -> list[tuple[str, dict[str, Any]]]:
         events: list[tuple[str, dict[str, Any]]] = []
         seated = {n for rec in records for n in rec["seats"] if store.submission_of(n) is not None}
+        # The seated submissions in one query, not one each.
+        subs = store.submissions_by_id(conn, [store.submission_of(n) or 0 for n in seated])
         for name in sorted(seated):
             sid = store.submission_of(name)
             assert sid is not None
-            sub = store.submission(conn, sid)
+            sub = subs.get(sid)
             if sub is None:
                 continue
             runs = ladder.fault_runs({name: sub.faults_in_row}, records)[name]

@@ -369,6 +369,14 @@ def submission(conn: Connection, submission_id: int) -> SubmissionRow | None:
     return None if row is None else _submission(row)
 
 
+def submissions_by_id(conn: Connection, ids: Sequence[int]) -> dict[int, SubmissionRow]:
+    """The submissions of ``ids`` that exist, by id (one query)."""
+    if not ids:
+        return {}
+    rows = conn.execute(select(db.submissions).where(db.submissions.c.id.in_(list(ids))))
+    return {s.id: s for s in map(_submission, rows)}
+
+
 def submissions_of(conn: Connection, participant_id: int) -> list[SubmissionRow]:
     """A participant's submissions, newest first."""
     rows = conn.execute(

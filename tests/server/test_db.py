@@ -382,6 +382,24 @@ def test_a_tables_games_replace_those_stored_before_and_leave_other_tables(
     assert database.run_read(store.table_records, other) == [{"rotation": 0, "other": True}]
 
 
+def test_submissions_by_id_reads_those_that_exist_in_one_query(database: db.Database) -> None:
+    """store.submissions_by_id (a table's charges read its seated
+    submissions so): each existing id to its row, as store.submission reads
+    it; a missing id left out; none asked, none read."""
+
+    def setup(conn: Connection) -> list[int]:
+        ann = store.add_participant(conn, "ann", 0.0)
+        a, _ = store.add_submission(conn, ann.id, "a" * 64, "py", 1, 1.0)
+        b, _ = store.add_submission(conn, ann.id, "b" * 64, "py", 1, 2.0)
+        return [a.id, b.id]
+
+    ids = database.run_write(setup)
+    found = database.run_read(store.submissions_by_id, [*ids, 999])
+    assert sorted(found) == sorted(ids)
+    assert all(found[i] == database.run_read(store.submission, i) for i in ids)
+    assert database.run_read(store.submissions_by_id, []) == {}
+
+
 def test_tables_games_folds_and_standings(database: db.Database) -> None:
     with database.write() as conn:
         ann = store.add_participant(conn, "ann", 0.0)
