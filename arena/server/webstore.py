@@ -280,6 +280,6 @@ def standings_mark(conn: Connection) -> tuple[Any, ...]:
     ratings = conn.execute(_RATINGS_AT, {"through": mark[0]}).one()
     in_play = conn.execute(_LADDER_IN_PLAY).scalar_one()
     people = conn.execute(_PEOPLE).all()
-    meta = dict(conn.execute(_MARK_META).tuples().all())
+    meta = {str(k): v for k, v in conn.execute(_MARK_META).all()}
     key = (meta.get("key_sha256"), meta.get("revealed_key"), meta.get("closed_at"))
     return (*mark, *ratings, in_play, hash(tuple(tuple(p) for p in people)), *key)
