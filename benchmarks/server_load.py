@@ -14,7 +14,8 @@ so its CPU is its own (``getrusage``):
   and a runner (``--cores 1``: one table at a time, as ``serve`` keeps one of
   two cores for itself and the web process) choosing and playing G/4 ladder
   tables, with the web process spawned as ``serve`` does (the live queue of
-  table states) and one client asking ``/api/standings`` every second. The
+  table states) and one client asking ``/api/standings`` every second (the
+  pages public, so that each request is answered with the standings). The
   runner's CPU is split with a Trio instrument and two wrappers: the task
   steps of the table tasks (``_play_table`` and everything under it:
   referees, seats) with the jobs they hand to threads (``trio.to_thread``: a
@@ -120,7 +121,12 @@ def child_server(args: argparse.Namespace) -> None:
     work = Path(args.work)
     bots = make_bots(work / "bots", args.submissions)
     root = work / "comp"
-    settings = folder.CompetitionSettings.from_mapping({"game": {"hands": 1}}, "bench")
+    # Public pages: the viewer's requests are answered (with the default,
+    # pages for the signed-in, each was refused with a 401 before the
+    # standings were looked at).
+    settings = folder.CompetitionSettings.from_mapping(
+        {"game": {"hands": 1}, "web": {"pages": "public"}}, "bench"
+    )
     web_user = "nobody" if os.geteuid() == 0 else None  # as serve: root needs --user
     os.chmod(work, 0o755)  # the web process's user reaches db/ and uploads/
     folder.init_folder(root, settings, web_user, database_url=args.database_url)
@@ -154,10 +160,14 @@ def child_server(args: argparse.Namespace) -> None:
     )
     stop = threading.Event()
 
+    answered = [0, 0]  # requests of the viewer, answered with the standings
+
     def viewer() -> None:  # one client of the standings, every second
         while not stop.wait(1.0):
+            answered[0] += 1
             with contextlib.suppress(OSError):
-                urllib.request.urlopen(web.url + "/api/standings", timeout=10).read()
+                body = urllib.request.urlopen(web.url + "/api/standings", timeout=10).read()
+                answered[1] += b'"rows"' in body
 
     threading.Thread(target=viewer, daemon=True).start()
 
@@ -298,7 +308,7 @@ def child_server(args: argparse.Namespace) -> None:
     print(json.dumps({
         "games": games, "wall": wall, "runner": runner_cpu, "tables": instrument.table,
         "table_threads": threads["table"], "own": instrument.own, "own_threads": threads["own"],
-        "recheck": rechecked[0],
+        "recheck": rechecked[0], "requests": answered,
         "web": web_cpu, "backends": backends, "bots": kids.ru_utime + kids.ru_stime,
         "statements": sum(statements.values()),
         "top": sorted(statements.items(), key=lambda kv: -kv[1])[:6],
@@ -396,6 +406,10 @@ def main() -> None:
         if backend == "postgresql":
             line += f", database server {1000 * r['backends'] / n:.2f} ms"
         print(line)
+        asked, got = r.get("requests", [0, 0])
+        print(
+            f"  the viewer's requests of /api/standings: {asked}, {got} answered with the standings"
+        )
         print(f"  the runner's SQL statements: {r['statements'] / n:.0f} a game "
               f"({r['statements']} in {r['wall']:.0f} s); most: "
               + "; ".join(f"{k} x{v}" for k, v in r["top"][:3]))  # fmt: skip

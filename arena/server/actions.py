@@ -28,7 +28,7 @@ recorded (an unknown target, a void without a reason).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -391,16 +391,36 @@ def pending(conn: Connection) -> list[ActionRow]:
     return [_row(r) for r in rows]
 
 
+def look(conn: Connection) -> tuple[list[ActionRow], bool]:
+    """What :func:`apply_found` is given: the pending actions (oldest first)
+    and whether a refold waits to be recorded (:func:`refolds_waiting`)."""
+    return pending(conn), refolds_waiting(conn)
+
+
 async def apply_pending(
     database: db.Database, fold: Fold, playing: Collection[int], log: Log
 ) -> int:
+    """:func:`apply_found` of what one read transaction finds (:func:`look`)."""
+    found, waiting = await database.read_async(look)
+    return await apply_found(database, found, waiting, fold, playing, log)
+
+
+async def apply_found(
+    database: db.Database,
+    found: Sequence[ActionRow],
+    waiting: bool,
+    fold: Fold,
+    playing: Collection[int],
+    log: Log,
+) -> int:
     """The runner's hook (its scheduler calls it once each round, before it
-    chooses tables): apply every pending action, oldest first, each in a
-    write transaction of its own, then record the folds made again
-    (:func:`record_refolds`). ``playing``: the ids of the tables in play
+    chooses tables, with what its round's read found, :func:`look`): apply
+    every pending action of ``found``, oldest first, each in a write
+    transaction of its own (one applied meanwhile is passed over), then
+    record the folds made again (:func:`record_refolds`) when one was applied
+    or ``waiting`` says one waits. ``playing``: the ids of the tables in play
     (an action on one waits). Logs each event; returns the actions applied
     or refused."""
-    found, waiting = await database.read_async(lambda conn: (pending(conn), refolds_waiting(conn)))
     done = 0
     for a in found:
 

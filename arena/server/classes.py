@@ -90,24 +90,34 @@ async def start_tables(runner: Runner, nursery: trio.Nursery) -> int:
     if seeds is not None:
         runner.log("final_started", finalists=seeds, kind=runner.settings.klass.final)
     started = 0
-    for numbering in NUMBERINGS:
-        if len(runner._playing) >= runner.config.slots:
-            return started  # every slot taken: nothing to read for
-        for row in await runner.database.read_async(store.tables_in, numbering, ["chosen"]):
-            if len(runner._playing) >= runner.config.slots:
-                return started
-            if row.id not in runner._playing:
-                runner._launch(nursery, row)
-                started += 1
+    # One write transaction for each free slot (none while every slot is
+    # taken): a table of these numberings chosen and not playing (a
+    # restart's), in their order, then a new one (a read of each numbering
+    # and a write for the choosers, before, at every round).
     while len(runner._playing) < runner.config.slots:
         t = await runner.database.write_async(
-            lambda conn, now: choose_next(runner, conn, now), time.time()
+            lambda conn, playing, now: next_table(runner, conn, playing, now),
+            frozenset(runner._playing),
+            time.time(),
         )
         if t is None:
             break
         runner._launch(nursery, t)
         started += 1
     return started
+
+
+def next_table(
+    runner: Runner, conn: Connection, playing: frozenset[int], now: float
+) -> store.TableRow | None:
+    """The next table of these numberings to play: one chosen and not in
+    ``playing`` (by numbering in the module's order, then by number), else
+    a new one (:func:`choose_next`), else ``None``."""
+    for numbering in NUMBERINGS:
+        for row in store.tables_in(conn, numbering, ["chosen"]):
+            if row.id not in playing:
+                return row
+    return choose_next(runner, conn, now)
 
 
 def specs(key: MasterKey, settings: CompetitionSettings, table: store.TableRow) -> list[GameSpec]:

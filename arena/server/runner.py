@@ -15,12 +15,16 @@ Structure (:class:`Runner`):
   or playing table seats it (:meth:`Runner._release_retired`);
 * one task per table, playing its four games through :attr:`Runner.tables`
   (:mod:`arena.server.tables`: in this loop, or one Dask task per table);
-  each record, re-checked (:mod:`arena.server.recheck`), goes to a memory
-  channel;
-* one **writer** task that reads the channel and writes: a game's record,
-  then at a table's end its state (done or void), the gate step it decided,
-  the fold as far as it reaches (ratings per submission, in table order, void
-  tables skipped), ranked games, fault runs and retirements.
+  each record is re-checked (:mod:`arena.server.recheck`) as it comes and
+  kept; at the table's end its records go to a memory channel;
+* one **writer** task that reads the channel and writes, in one transaction
+  per table: its four game records, its state (done or void), the gate step
+  it decided, the fold as far as it reaches (ratings per submission, in table
+  order, void tables skipped), ranked games, fault runs and retirements. (A
+  table's games are stored at its end, not one by one as they finish: a
+  table stopped in play is played again from scratch, so a game stored
+  before its end was never kept, and each game's own transaction was the
+  largest part of the runner's own CPU, ``benchmarks/server_load.py``.)
 
 At start (:meth:`Runner.recover`) it removes what a killed runner left (the
 control groups recorded in ``runner/``, every bot process carrying the last
@@ -170,6 +174,16 @@ class RunnerConfig:
 
 
 @dataclass(frozen=True)
+class _Look:
+    """What a scheduler round reads first (:meth:`Runner._look`)."""
+
+    retired: list[str]
+    actions: list[actions.ActionRow]
+    refolds: bool
+    closed: bool
+
+
+@dataclass(frozen=True)
 class _Finished:
     """A table's end, for the writer."""
 
@@ -217,9 +231,6 @@ class Runner:
         self._poll = POLL_SECONDS
         self._playing: set[int] = set()  # table ids in flight
         self._send, self._receive = trio.open_memory_channel[_Finished](64)
-        self._game_send, self._game_receive = trio.open_memory_channel[
-            tuple[int, int, GameRecordJSON]
-        ](256)
         self.tournament = TournamentSettings(
             key=key,
             target_score=self.settings.game.target_score,
@@ -362,7 +373,6 @@ class Runner:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._writer)
-                nursery.start_soon(self._game_writer)
                 nursery.start_soon(self._gate)
                 nursery.start_soon(self.tables.watch, self._worker_report)
                 if self.live is not None and self.tables.kind != "in-process":
@@ -512,11 +522,16 @@ class Runner:
 
     async def _schedule(self, nursery: trio.Nursery) -> None:
         while True:
-            released = await self._release_retired()
-            applied = await actions.apply_pending(
-                self.database, self._fold, self._playing, self.log
+            # One read transaction for what the round looks at first (the
+            # held copies no longer playing, the pending actions, the close),
+            # not one each.
+            held = [n for n in self.launcher.copies() if store.submission_of(n) is not None]
+            look = await self.database.read_async(self._look, held)
+            released = await self._release_retired(look.retired)
+            applied = await actions.apply_found(
+                self.database, look.actions, look.refolds, self._fold, self._playing, self.log
             )
-            started = await self._start_tables(nursery)
+            started = await self._start_tables(nursery, look.closed)
             # Once idle, one more look: what the idle check read may be newer
             # than what the choosers read (the writer stored a table's end in
             # between, and that end can open the final or the gauntlet).
@@ -563,18 +578,28 @@ class Runner:
             out.append(name)
         return out
 
-    async def _release_retired(self) -> int:
-        """Give back the launcher's copy of every submission that no longer
-        plays (:meth:`_retired`; :meth:`arena.sandbox.launcher.Launcher.release`):
-        the scheduler's first step, so a copy goes before the next table is
-        chosen. A submission that plays again (a suspended participant made
-        active) gets a fresh copy from the check before its next table.
-        Logs ``released`` with the submission and what the launcher did;
-        returns the copies released."""
-        held = [n for n in self.launcher.copies() if store.submission_of(n) is not None]
-        if not held:
-            return 0
-        names = await self.database.read_async(self._retired, held)
+    def _look(self, conn: Connection, held: Sequence[str]) -> _Look:
+        """The scheduler round's first read: of the submission labels
+        ``held`` (the launcher's copies), those that no longer play
+        (:meth:`_retired`), the pending actions and whether a refold waits
+        (:func:`arena.server.actions.look`), and whether the competition is
+        closed."""
+        found, waiting = actions.look(conn)
+        return _Look(
+            retired=self._retired(conn, held) if held else [],
+            actions=found,
+            refolds=waiting,
+            closed=export.closed_at(conn) is not None,
+        )
+
+    async def _release_retired(self, names: Sequence[str]) -> int:
+        """Give back the launcher's copy of each submission of ``names``,
+        which no longer play (:meth:`_retired`, in the round's :meth:`_look`;
+        :meth:`arena.sandbox.launcher.Launcher.release`): the scheduler's first
+        step, so a copy goes before the next table is chosen. A submission
+        that plays again (a suspended participant made active) gets a fresh
+        copy from the check before its next table. Logs ``released`` with the
+        submission and what the launcher did; returns the copies released."""
         if not names:
             return 0
         async with self._launcher_lock:
@@ -605,36 +630,50 @@ class Runner:
         closed = deadline.ladder_closed(self.settings, time.time())  # issue 30
         return nxt >= limit or field is None or closed
 
-    async def _start_tables(self, nursery: trio.Nursery) -> int:
+    async def _start_tables(self, nursery: trio.Nursery, closed: bool | None = None) -> int:
+        """Fill the free slots (:meth:`_next_table`), then the classes'
+        tables (:func:`arena.server.classes.start_tables`) unless the
+        competition is closed (``closed``: as the round's read found it,
+        ``None`` to read it when no slot was free). Returns the tables started."""
         started = 0
-        # Tables chosen but not playing (a restart's, or a replay): first.
-        # Not looked for while every slot is taken (each round, each second):
-        # none could start (the final's start below does not depend on it).
-        for numbering in ("validation", "ladder"):
-            if len(self._playing) >= self.config.slots:
+        # One write transaction for each free slot (none while every slot is
+        # taken: nothing could start; the final's start below does not depend
+        # on it): a validation or ladder table chosen but not playing (a
+        # restart's, a replay) first, then a new validation table, then a new
+        # ladder table (:meth:`_next_table`). (A read of each and a write
+        # for each chooser, most of them empty, were a large part of the
+        # runner's own CPU per round, benchmarks/server_load.py.)
+        while len(self._playing) < self.config.slots:
+            t, closed = await self.database.write_async(
+                self._next_table, frozenset(self._playing), time.time()
+            )
+            if t is None:
                 break
-            for row in await self.database.read_async(store.tables_in, numbering, ["chosen"]):
-                if len(self._playing) >= self.config.slots:
-                    return started
-                if row.id not in self._playing:
-                    self._launch(nursery, row)
-                    started += 1
-        if await self.database.read_async(export.closed_at) is not None:
+            self._launch(nursery, t)
+            started += 1
+        if closed is None:
+            closed = await self.database.read_async(export.closed_at) is not None
+        if closed:
             return started  # closed (serve --close): no new table of any numbering
-        while len(self._playing) < self.config.slots:
-            t = await self.database.write_async(self._choose_validation, time.time())
-            if t is None:
-                break
-            self._launch(nursery, t)
-            started += 1
-        while len(self._playing) < self.config.slots:
-            t = await self.database.write_async(self._choose_ladder, time.time())
-            if t is None:
-                break
-            self._launch(nursery, t)
-            started += 1
         started += await classes.start_tables(self, nursery)  # final, gauntlet, challenges
         return started
+
+    def _next_table(
+        self, conn: Connection, playing: frozenset[int], now: float
+    ) -> tuple[store.TableRow | None, bool | None]:
+        """``(table, closed)``: the next validation or ladder table to play,
+        in this order: one chosen and not in ``playing`` (validation first;
+        ``closed`` then ``None``, not read), then, unless the competition is
+        closed (``serve --close``: no new table of any numbering; ``closed``
+        says), a new validation table (:meth:`_choose_validation`), then a
+        new ladder table (:meth:`_choose_ladder`); ``None`` for none."""
+        for numbering in ("validation", "ladder"):
+            for row in store.tables_in(conn, numbering, ["chosen"]):
+                if row.id not in playing:
+                    return row, None
+        if export.closed_at(conn) is not None:
+            return None, True
+        return self._choose_validation(conn, now) or self._choose_ladder(conn, now), False
 
     def _choose_validation(self, conn: Connection, now: float) -> store.TableRow | None:
         waiting = store.submissions_in(conn, "validation")
@@ -741,17 +780,14 @@ class Runner:
             if table.attempt >= MAX_TABLE_ATTEMPTS:
                 void = f"the server stopped it {table.attempt} times"
                 return
-            await self.database.write_async(
-                store.set_table_status, table.id, "playing", time.time()
-            )
+            seats, unknown = await self.database.write_async(self._start_play, table, time.time())
             attempt += 1
             self.log(
                 "table", numbering=table.numbering, number=table.number, seating=list(table.seating)
             )
             try:
-                seats = await self.database.read_async(
-                    tables.table_seats, self.comp.paths, self.settings, table
-                )
+                if unknown is not None:
+                    raise unknown
                 prepared = await self.tables.prepare(seats)
             except FolderError as exc:
                 void = f"a sandbox could not start: {exc}"
@@ -772,8 +808,7 @@ class Runner:
                     return
                 if refused:
                     return
-                records.append(record)
-                self._game_send.send_nowait((table.id, attempt, record))
+                records.append(record)  # stored with the table's end (the writer)
 
             budget = self._budget(table)
             for run in range(gate.STEP_RUNS):
@@ -839,6 +874,19 @@ class Runner:
                 else:
                     self._playing.discard(table.id)
 
+    def _start_play(
+        self, conn: Connection, table: store.TableRow, now: float
+    ) -> tuple[list[tables.SeatSource], FolderError | None]:
+        """In one write transaction: ``table`` is ``playing`` (one more
+        attempt), and its seats' programs (:func:`arena.server.tables.table_seats`),
+        or the :class:`FolderError` that found a seat unknown (returned, not
+        raised: the attempt is kept, and the table is void)."""
+        store.set_table_status(conn, table.id, "playing", now)
+        try:
+            return tables.table_seats(conn, self.comp.paths, self.settings, table), None
+        except FolderError as exc:
+            return [], exc
+
     async def _worker_report(
         self, address: str, name: str, status: str, reason: str | None
     ) -> None:
@@ -851,30 +899,8 @@ class Runner:
 
     # -- the writer ----------------------------------------------------------------
 
-    @staticmethod
-    def _add_game(conn: Connection, table_id: int, attempt: int, record: GameRecordJSON) -> bool:
-        """Store one re-checked game of a table in play, once: a record of a
-        table no longer playing, or of another attempt (a late duplicate from
-        a worker presumed dead), is dropped (``False``)."""
-        table = store.table_by_id(conn, table_id)
-        if table is None or table.status != "playing" or table.attempt != attempt:
-            return False
-        store.add_game(conn, table_id, int(record["rotation"]), dict(record))
-        return True
-
-    async def _game_writer(self) -> None:
-        async for table_id, attempt, record in self._game_receive:
-            await self.database.write_async(self._add_game, table_id, attempt, record)
-
     async def _writer(self) -> None:
         async for done in self._receive:
-            # Every game of the table is written before its end.
-            while True:
-                try:
-                    table_id, attempt, record = self._game_receive.receive_nowait()
-                except trio.WouldBlock:
-                    break
-                await self.database.write_async(self._add_game, table_id, attempt, record)
             events = await self.database.write_async(self._finish_table, done, time.time())
             if done.flag is not None and done.worker is not None:
                 await self._worker_report(done.worker, "", "flagged", done.flag)
@@ -897,15 +923,8 @@ class Runner:
         if table.status in ("done", "void") or table.attempt != done.attempt:
             # Accepted once per table: a late duplicate is dropped.
             return [("duplicate", {"numbering": table.numbering, "number": table.number})]
-        if done.flag is not None:
-            # A record the re-check refused: nothing of the table is kept.
-            conn.execute(db.games.delete().where(db.games.c.table_id == table.id))
-        # The game writer stored each game as it finished: only a game it
-        # has not (none, normally) is stored here (JSON encoded once).
-        stored = store.game_rotations(conn, table.id)
-        for rec in done.records:
-            if int(rec["rotation"]) not in stored:
-                store.add_game(conn, table.id, int(rec["rotation"]), dict(rec))
+        # The table's games, all at once (none of a play the re-check refused).
+        store.replace_games(conn, table.id, done.records)
         if table.numbering in classes.NUMBERINGS:
             events = classes.finish_table(conn, self.settings, table, done, now)
             downloads.keep_table_key(conn, table.id, self.key)  # (only a done table's)
@@ -973,10 +992,12 @@ class Runner:
     ) -> list[tuple[str, dict[str, Any]]]:
         events: list[tuple[str, dict[str, Any]]] = []
         seated = {n for rec in records for n in rec["seats"] if store.submission_of(n) is not None}
+        # The seated submissions in one query, not one each.
+        subs = store.submissions_by_id(conn, [store.submission_of(n) or 0 for n in seated])
         for name in sorted(seated):
             sid = store.submission_of(name)
             assert sid is not None
-            sub = store.submission(conn, sid)
+            sub = subs.get(sid)
             if sub is None:
                 continue
             runs = ladder.fault_runs({name: sub.faults_in_row}, records)[name]

@@ -369,6 +369,14 @@ def submission(conn: Connection, submission_id: int) -> SubmissionRow | None:
     return None if row is None else _submission(row)
 
 
+def submissions_by_id(conn: Connection, ids: Sequence[int]) -> dict[int, SubmissionRow]:
+    """The submissions of ``ids`` that exist, by id (one query)."""
+    if not ids:
+        return {}
+    rows = conn.execute(select(db.submissions).where(db.submissions.c.id.in_(list(ids))))
+    return {s.id: s for s in map(_submission, rows)}
+
+
 def submissions_of(conn: Connection, participant_id: int) -> list[SubmissionRow]:
     """A participant's submissions, newest first."""
     rows = conn.execute(
@@ -690,10 +698,19 @@ def add_game(conn: Connection, table_id: int, rotation: int, record: Mapping[str
     conn.execute(insert(db.games).values(table_id=table_id, rotation=rotation, record=dict(record)))
 
 
-def game_rotations(conn: Connection, table_id: int) -> set[int]:
-    """The rotations of a table's stored games."""
-    rows = conn.execute(select(db.games.c.rotation).where(db.games.c.table_id == table_id))
-    return {int(r[0]) for r in rows}
+def replace_games(conn: Connection, table_id: int, records: Sequence[Mapping[str, Any]]) -> None:
+    """Store a table's game records (each with its ``rotation``, 0..3) in
+    place of any stored before: one DELETE and one INSERT of every row (a
+    table's end stores its games so, in its own transaction)."""
+    conn.execute(db.games.delete().where(db.games.c.table_id == table_id))
+    if records:
+        conn.execute(
+            insert(db.games),
+            [
+                {"table_id": table_id, "rotation": int(r["rotation"]), "record": dict(r)}
+                for r in records
+            ],
+        )
 
 
 def table_records(conn: Connection, table_id: int) -> list[dict[str, Any]]:

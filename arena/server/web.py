@@ -44,6 +44,7 @@ capped per session, per address and in all (429 with ``Retry-After``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import queue as queue_module
@@ -396,23 +397,37 @@ def public_table_state(state: Any) -> dict[str, Any] | None:
     return out
 
 
+#: Seconds the live queue's thread waits for a table state before it looks
+#: again (a cancelled wait is abandoned at once: this only bounds how long
+#: the thread lingers after it).
+LIVE_WAIT_SECONDS: Final = 2.0
+#: Table states taken from the live queue in one hand-off at most.
+QUEUE_DRAIN: Final = 100
+
+
 async def receive_table_states(feed: Feed, live: Any) -> None:
     """Read table states from the runner's bounded queue into ``feed`` until
     cancelled or the queue closes (the runner is gone). The queue is read in
-    a thread, a half-second wait at a time, so cancelling takes effect soon."""
+    a thread, :data:`LIVE_WAIT_SECONDS` at a time (a cancel abandons the
+    wait), and every state waiting is taken at once: one hand-off from the
+    thread for all of them."""
 
-    def take() -> Any:
+    def take() -> list[Any]:
         try:
-            return live.get(timeout=0.5)
+            states = [live.get(timeout=LIVE_WAIT_SECONDS)]
         except queue_module.Empty:
-            return None
+            return []
+        with contextlib.suppress(queue_module.Empty):
+            while len(states) < QUEUE_DRAIN:
+                states.append(live.get_nowait())
+        return states
 
     while True:
         try:
-            state = await trio.to_thread.run_sync(take, abandon_on_cancel=True)
+            states = await trio.to_thread.run_sync(take, abandon_on_cancel=True)
         except (OSError, ValueError, EOFError):
             return
-        if state is not None:
+        for state in states:
             feed.table_state(state)
 
 

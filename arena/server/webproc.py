@@ -363,9 +363,10 @@ def _serve(
             if live is not None:  # the tables in play, from the runner's games
                 nursery.start_soon(receive_table_states, app.feed, live)
             ready.send(("ready", os.getpid()))
-            # A multiprocessing Event cannot wake a Trio task: poll it.
-            while not stop.is_set():  # noqa: ASYNC110
-                await trio.sleep(0.1)
+            # The stop pipe is readable once the parent writes to it or its
+            # end closes (the parent gone): no poll (a 0.1 s poll of a
+            # multiprocessing Event was most of an idle web process's CPU).
+            await trio.lowlevel.wait_readable(stop.fileno())
             shutdown.set()
             # Ends once Hypercorn has closed its connections and returned (a
             # fixed wait of SHUTDOWN_GRACE seconds before issue 26), or at most then.
@@ -398,13 +399,16 @@ class WebProcess:
         self.url = f"{'https' if settings.hosting.tls else 'http'}://{host}:{port}"
         self.pid = 0
         ctx = multiprocessing.get_context("spawn")
-        self._stop = ctx.Event()
+        # The stop pipe: the child waits for it to be readable (a message, or
+        # the end of the file once this end is closed).
+        stop, self._stop = ctx.Pipe(duplex=False)
         self._ready, child = ctx.Pipe(duplex=False)
         self._proc = ctx.Process(
             target=_child,
-            args=(settings, self._sock, os.getpid(), child, self._stop, live),
+            args=(settings, self._sock, os.getpid(), child, stop, live),
             daemon=True,
         )
+        self._child_ends = (stop, child)
 
     def start(self) -> str:
         """Start it and wait until it serves; returns :attr:`url`.
@@ -414,6 +418,8 @@ class WebProcess:
         """
         self._proc.start()
         self._sock.close()  # the child has its own copy
+        for end in self._child_ends:  # and of these
+            end.close()
         if not self._ready.poll(START_TIMEOUT):
             self.close()
             raise WebProcessError("the web process did not start")
@@ -437,7 +443,8 @@ class WebProcess:
 
     def close(self) -> None:
         """Stop it (gracefully, then killed after 10 seconds)."""
-        self._stop.set()
+        with contextlib.suppress(OSError):
+            self._stop.send_bytes(b"stop")
         self._proc.join(10)
         if self._proc.is_alive():
             self._proc.kill()

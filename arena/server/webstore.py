@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy import Connection, and_, func, select
+from sqlalchemy import Connection, and_, bindparam, func, select
 
 from arena.protocol.codec import clean_text
 from arena.server import db, store
@@ -231,19 +231,41 @@ def table_points(t: store.TableRow, records: list[dict[str, Any]]) -> list[int] 
     return [totals[label] for label in t.seating]
 
 
+# The statements of the two marks, built once: the web process reads a mark
+# at each request of /api/standings and each look of the live pages, and
+# building a statement (and its cache key) cost about as much as running it.
+_RATED_THROUGH: Final = select(func.max(db.ratings.c.through))
+_TABLES_MARK: Final = select(
+    func.count(), func.max(db.tables.c.finished_at), func.sum(db.tables.c.attempt)
+)
+_SUBMISSIONS_MARK: Final = select(
+    func.count(), func.max(db.submissions.c.id), func.sum(db.submissions.c.ranked_games)
+)
+_STATUSES: Final = select(db.submissions.c.status).order_by(db.submissions.c.id)
+_RATINGS_AT: Final = select(
+    func.count(), func.sum(db.ratings.c.mu), func.sum(db.ratings.c.sigma)
+).where(db.ratings.c.through == bindparam("through"))
+_LADDER_IN_PLAY: Final = (
+    select(func.count())
+    .select_from(db.tables)
+    .where(db.tables.c.numbering == "ladder", db.tables.c.status.in_(("chosen", "playing")))
+)
+_PEOPLE: Final = select(db.participants.c.name, db.participants.c.status).order_by(
+    db.participants.c.id
+)
+_MARK_META: Final = select(db.meta.c.key, db.meta.c.value).where(
+    db.meta.c.key.in_(("key_sha256", "revealed_key", "closed_at"))
+)
+
+
 def change_mark(conn: Connection) -> tuple[Any, ...]:
     """What changes whenever the public pages would: the newest fold, the
     tables finished and in play, the submissions and their statuses."""
-    through = store.rated_through(conn)
-    tables = conn.execute(
-        select(func.count(), func.max(db.tables.c.finished_at), func.sum(db.tables.c.attempt))
-    ).one()
-    subs = conn.execute(
-        select(func.count(), func.max(db.submissions.c.id), func.sum(db.submissions.c.ranked_games))
-    ).one()
-    statuses = tuple(
-        conn.execute(select(db.submissions.c.status).order_by(db.submissions.c.id)).scalars()
-    )
+    top = conn.execute(_RATED_THROUGH).scalar()
+    through = 0 if top is None else int(top)
+    tables = conn.execute(_TABLES_MARK).one()
+    subs = conn.execute(_SUBMISSIONS_MARK).one()
+    statuses = tuple(conn.execute(_STATUSES).scalars())
     return (through, *tables, *subs, hash(statuses))
 
 
@@ -255,14 +277,9 @@ def standings_mark(conn: Connection) -> tuple[Any, ...]:
     process answers ``GET /api/standings`` from its last answer while this
     is unchanged."""
     mark = change_mark(conn)
-    ratings = conn.execute(
-        select(func.count(), func.sum(db.ratings.c.mu), func.sum(db.ratings.c.sigma)).where(
-            db.ratings.c.through == mark[0]
-        )
-    ).one()
-    in_play = len(store.tables_in(conn, "ladder", ("chosen", "playing")))
-    people = conn.execute(
-        select(db.participants.c.name, db.participants.c.status).order_by(db.participants.c.id)
-    ).all()
-    key = (store.get_meta(conn, "key_sha256"), store.get_meta(conn, "revealed_key"))
-    return (*mark, *ratings, in_play, hash(tuple(tuple(p) for p in people)), closed_at(conn), *key)
+    ratings = conn.execute(_RATINGS_AT, {"through": mark[0]}).one()
+    in_play = conn.execute(_LADDER_IN_PLAY).scalar_one()
+    people = conn.execute(_PEOPLE).all()
+    meta = {str(k): v for k, v in conn.execute(_MARK_META).all()}
+    key = (meta.get("key_sha256"), meta.get("revealed_key"), meta.get("closed_at"))
+    return (*mark, *ratings, in_play, hash(tuple(tuple(p) for p in people)), *key)

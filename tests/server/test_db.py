@@ -354,6 +354,52 @@ def test_steps_move_a_submission_and_a_failure_keeps_one_line(database: db.Datab
         assert store.submission(conn, s1.id).status == "superseded"  # type: ignore[union-attr]
 
 
+def test_a_tables_games_replace_those_stored_before_and_leave_other_tables(
+    database: db.Database,
+) -> None:
+    """store.replace_games (a table's end stores its four games at once):
+    the games stored before for that table go, the new ones are read back by
+    rotation whatever their order, an empty list leaves none, and another
+    table's games stay."""
+    seating = ["a", "b", "c", "d"]
+
+    def setup(conn: Connection) -> tuple[int, int]:
+        t = store.add_table(conn, "ladder", 0, "L0", seating, seating, 0.0)
+        other = store.add_table(conn, "ladder", 1, "L1", seating, seating, 0.0)
+        store.add_game(conn, t.id, 0, {"rotation": 0, "old": True})
+        store.add_game(conn, t.id, 1, {"rotation": 1, "old": True})
+        store.add_game(conn, other.id, 0, {"rotation": 0, "other": True})
+        return t.id, other.id
+
+    tid, other = database.run_write(setup)
+    records = [{"rotation": k, "scores": [k, 0, 0, 0]} for k in (2, 0, 3, 1)]
+    database.run_write(store.replace_games, tid, records)
+    assert database.run_read(store.table_records, tid) == sorted(
+        records, key=lambda r: r["rotation"]
+    )
+    database.run_write(store.replace_games, tid, [])
+    assert database.run_read(store.table_records, tid) == []
+    assert database.run_read(store.table_records, other) == [{"rotation": 0, "other": True}]
+
+
+def test_submissions_by_id_reads_those_that_exist_in_one_query(database: db.Database) -> None:
+    """store.submissions_by_id (a table's charges read its seated
+    submissions so): each existing id to its row, as store.submission reads
+    it; a missing id left out; none asked, none read."""
+
+    def setup(conn: Connection) -> list[int]:
+        ann = store.add_participant(conn, "ann", 0.0)
+        a, _ = store.add_submission(conn, ann.id, "a" * 64, "py", 1, 1.0)
+        b, _ = store.add_submission(conn, ann.id, "b" * 64, "py", 1, 2.0)
+        return [a.id, b.id]
+
+    ids = database.run_write(setup)
+    found = database.run_read(store.submissions_by_id, [*ids, 999])
+    assert sorted(found) == sorted(ids)
+    assert all(found[i] == database.run_read(store.submission, i) for i in ids)
+    assert database.run_read(store.submissions_by_id, []) == {}
+
+
 def test_tables_games_folds_and_standings(database: db.Database) -> None:
     with database.write() as conn:
         ann = store.add_participant(conn, "ann", 0.0)

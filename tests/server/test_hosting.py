@@ -179,6 +179,7 @@ def test_tls_as_the_web_process_serves_it_with_hsts_and_the_public_name(
     the test fast): TLS from --certfile/--keyfile, HSTS on every response, a
     __Host- Secure cookie at sign-in, and with --public-name a request naming
     another host refused."""
+    import multiprocessing
     import threading
 
     from arena.server.webproc import _prepare, _serve, _tls_context, listen_socket
@@ -209,7 +210,7 @@ def test_tls_as_the_web_process_serves_it_with_hsts_and_the_public_name(
             said.append(message)
             ready.set()
 
-    stop = threading.Event()
+    stop, stopper = multiprocessing.Pipe(duplex=False)  # as WebProcess stops it
     thread = threading.Thread(
         target=_serve, args=(app, web_database, sock, Pipe(), stop, None, hosting, tls)
     )
@@ -233,8 +234,10 @@ def test_tls_as_the_web_process_serves_it_with_hsts_and_the_public_name(
         with httpx.Client() as client, pytest.raises(httpx.HTTPError):
             client.get(f"http://localhost:{port}/api/standings")
     finally:
-        stop.set()
+        stopper.send_bytes(b"stop")
         thread.join(30)
+        stop.close()
+        stopper.close()
         with contextlib.suppress(OSError):  # Hypercorn closed it
             sock.close()
     assert not thread.is_alive()

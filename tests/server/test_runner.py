@@ -5,6 +5,7 @@ SIGKILL."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -260,6 +261,20 @@ trio.run(r.run)
 """
 
 
+def _bot_children(pid: int) -> list[int]:
+    """The child processes of ``pid`` other than its control groups'
+    watchdog (``python -I -S -c``): its bots (bubblewrap, or their interpreter)."""
+    out = []
+    for children in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            for child in children.read_text().split():
+                with contextlib.suppress(OSError):
+                    argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+                    if argv[1:4] != [b"-I", b"-S", b"-c"]:
+                        out.append(int(child))
+    return out
+
+
 def test_a_runner_killed_mid_table_leaves_nothing_and_ends_as_one_never_killed(
     validated: Path, calm: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -272,11 +287,10 @@ def test_a_runner_killed_mid_table_leaves_nothing_and_ends_as_one_never_killed(
     comp = folder.open_folder(killed)  # opened once: each read sees the runner's commits
     try:
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:  # wait for table 1 to have a game recorded
+        while time.monotonic() < deadline:  # wait for table 1 to be playing its bots
             with comp.database.read() as conn:
                 t1 = store.table_by_number(conn, "ladder", 1)
-                games = len(store.table_records(conn, t1.id)) if t1 is not None else 0
-            if t1 is not None and t1.status == "playing" and 1 <= games < 4:
+            if t1 is not None and t1.status == "playing" and _bot_children(proc.pid):
                 break
             assert proc.poll() is None, "the runner ended before it was killed"
             time.sleep(0.05)
@@ -287,6 +301,11 @@ def test_a_runner_killed_mid_table_leaves_nothing_and_ends_as_one_never_killed(
         old_groups = json.loads(record.read_text())["dirs"] if record.exists() else []
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        # A table's games are stored at its end, all at once: none of table 1's.
+        with comp.database.read() as conn:
+            t1 = store.table_by_number(conn, "ladder", 1)
+            assert t1 is not None and t1.status == "playing"
+            assert store.table_records(conn, t1.id) == []
     finally:
         comp.close()
         if proc.poll() is None:

@@ -782,3 +782,43 @@ def test_tables_in_play_are_pushed_at_most_twice_a_second(server: Server) -> Non
     assert_paced(pushes)
     last = json.loads(frames[-1].decode().split("\n")[1].removeprefix("data: "))
     assert [g["scores"] for g in last] == [[39, 0, 0, 0]]
+
+
+def test_the_table_states_waiting_on_the_live_queue_come_in_one_hand_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The live queue's reader takes every state waiting at once, in order:
+    one hand-off from its thread for all of them (each state had one), and
+    a cancel ends it while its thread still waits."""
+    import queue as queue_module
+
+    from arena.server import web
+
+    live: queue_module.Queue[Any] = queue_module.Queue(1000)
+    for k in range(5):
+        live.put({"game_id": f"g{k}"})
+    got: list[Any] = []
+    handed: list[int] = []
+    real = trio.to_thread.run_sync
+
+    async def counted(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        out = await real(fn, *args, **kwargs)
+        handed.append(len(out))
+        return out
+
+    monkeypatch.setattr(web.trio.to_thread, "run_sync", counted)
+
+    class Feed:
+        def table_state(self, state: Any) -> None:
+            got.append(state)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(web.receive_table_states, Feed(), live)
+            while len(got) < 5:  # noqa: ASYNC110  (the states land in a plain list)
+                await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    assert got == [{"game_id": f"g{k}"} for k in range(5)]
+    assert handed[:1] == [5]

@@ -248,15 +248,19 @@ def test_a_port_below_1024_is_bound_by_root_and_served_by_the_user(
     assert httpx.get(f"{web.url}/api/standings", timeout=30).status_code == 200
 
 
+@pytest.mark.parametrize("how", ["sent", "closed"])
 def test_a_stopped_web_process_ends_when_hypercorn_has_closed(
-    folder: Path, monkeypatch: pytest.MonkeyPatch
+    folder: Path, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     """Issue 26: the web process's serving loop ends once Hypercorn's ``serve``
     has returned, not after a fixed wait (``SHUTDOWN_GRACE`` seconds at every
     stop before). Run here under a frozen clock (Trio's MockClock, rate 0, no
     autojump): a wait on the clock never ends, so the loop can only end on
-    ``serve``'s return. Stop is set before it serves: the poll of ``stop`` is
-    passed once (its 0.1 s sleep is never reached)."""
+    ``serve``'s return, and its stop on the stop pipe, never on a poll (a
+    0.1 s poll of an Event before issue 29's load fix). The stop is given
+    before it serves: a message on the pipe (``WebProcess.close``), or the
+    pipe's other end closed (the parent gone)."""
+    import multiprocessing
     import threading
 
     import trio.testing
@@ -271,8 +275,11 @@ def test_a_stopped_web_process_ends_when_hypercorn_has_closed(
     database = db.Database(folder / "db" / db.DATABASE_NAME)
     app = make_app(WebConfig(database, folder / "uploads", pages="public"))
     sock = webproc.listen_socket("127.0.0.1", 0)
-    stop = threading.Event()
-    stop.set()
+    stop, stopper = multiprocessing.Pipe(duplex=False)
+    if how == "sent":
+        stopper.send_bytes(b"stop")
+    else:
+        stopper.close()
     sent: list[tuple[str, int]] = []
 
     class Ready:
@@ -286,5 +293,8 @@ def test_a_stopped_web_process_ends_when_hypercorn_has_closed(
         assert not serving.is_alive(), "the web process waited on the clock after its stop"
         assert sent == [("ready", os.getpid())]
     finally:
+        stop.close()
+        if how == "sent":
+            stopper.close()
         with contextlib.suppress(OSError):  # Hypercorn closed its descriptor
             sock.close()
