@@ -147,13 +147,14 @@ def test_a_dropped_core_gate_closes_its_lock_files_and_gives_back_its_token(
     def open_fds() -> int:
         return len(os.listdir("/proc/self/fd"))
 
+    gc.collect()  # earlier tests' dropped objects closed first
     before = open_fds()
     for _ in range(5):
         gate = CoreGate(2, token_dir=tmp_path)
         assert trio.run(gate.acquire) == 0  # held, never released
         del gate
         gc.collect()
-    assert open_fds() == before
+    assert open_fds() <= before  # ten more without the finalizer
     other = CoreGate(2, token_dir=tmp_path)
     assert trio.run(other.acquire) == 0  # the dropped gates' token 0 is free
 
