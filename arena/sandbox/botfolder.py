@@ -90,6 +90,16 @@ def _validator() -> Draft202012Validator:
     return Draft202012Validator(schema)
 
 
+def preload() -> None:
+    """Load now what reading a ``bot.toml`` loads on first use (jsonschema,
+    the schema file): a process that drops its privileges before its first
+    read (the server's web process) could no longer import or read them from
+    an installation its new user cannot enter."""
+    import jsonschema.exceptions  # noqa: F401
+
+    _validator()
+
+
 def _words(value: str, where: str) -> tuple[str, ...]:
     try:
         words = tuple(shlex.split(value))

@@ -473,8 +473,11 @@ def preload() -> None:
     import python_multipart  # noqa: F401
     from starlette import formparsers  # noqa: F401
 
-    from arena.server import pages
+    from arena.sandbox import botfolder
+    from arena.server import gauntlet, pages
 
+    botfolder.preload()  # an upload's bot.toml is checked in this process
+    gauntlet.preload()  # /api/gauntlet and the grades compute intervals
     for name in (*TEMPLATES, *signin.TEMPLATES, *pages.TEMPLATES):
         _templates().get_template(name)
     _assets()

@@ -298,3 +298,31 @@ def test_a_stopped_web_process_ends_when_hypercorn_has_closed(
             stopper.close()
         with contextlib.suppress(OSError):  # Hypercorn closed its descriptor
             sock.close()
+
+
+def test_after_preload_an_uploads_check_and_an_interval_load_no_module(tmp_path: Path) -> None:
+    """The web process drops its privileges after ``web.preload()``: what its
+    requests load later must already be loaded, or a user that cannot enter
+    the installation (a virtual environment under /root) gets a 500. A
+    bot.toml's check (jsonschema) failed so in CI; the gauntlet's interval
+    (SciPy) would have."""
+    bot = tmp_path / "bot"
+    bot.mkdir()
+    (bot / "bot.toml").write_text('command = "main.py"\n')
+    (bot / "main.py").write_text("print('hi')\n")
+    code = (
+        "import sys\n"
+        "from arena.server import web\n"
+        "web.preload()\n"
+        "before = set(sys.modules)\n"
+        "from arena.sandbox.botfolder import load_bot_folder\n"
+        "from arena.server import gauntlet\n"
+        f"load_bot_folder(__import__('pathlib').Path({str(bot)!r}))\n"
+        "gauntlet._interval([1.0, 2.0, 4.0])\n"
+        "print(sorted(set(sys.modules) - before))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
