@@ -155,6 +155,16 @@ def load_outputs(out: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return results, records
 
 
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a process that is not a zombie (one that has exited
+    and not been reaped holds nothing)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
 def processes_matching(marker: str) -> list[tuple[int, str]]:
     """Live processes (not zombies) whose command line contains ``marker``."""
     found = []

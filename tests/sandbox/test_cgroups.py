@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from conftest import BOTS, ROOT, bot, load_outputs, processes_matching, run_arena
+from conftest import BOTS, ROOT, alive, bot, load_outputs, processes_matching, run_arena
 
 from arena.game.referee import handshake
 from arena.protocol.faults import Fault
@@ -48,14 +48,6 @@ def spec_for(file: str, *args: str, **options: object) -> LaunchSpec:
 def entrant(file: str, *args: str):  # type: ignore[no-untyped-def]
     text = f"{file}={BOTS / (file + '.py')}" + "".join(f" {a}" for a in args)
     return parse_entrants([text])[0]
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except OSError:
-        return False
 
 
 def wait_until(predicate, what: str) -> None:  # type: ignore[no-untyped-def]

@@ -20,7 +20,15 @@ from pathlib import Path
 
 import pytest
 import trio
-from conftest import bot, load_outputs, needs_seal, processes_matching, run_arena, run_processes
+from conftest import (
+    alive,
+    bot,
+    load_outputs,
+    needs_seal,
+    processes_matching,
+    run_arena,
+    run_processes,
+)
 
 from arena.sandbox import spawn
 from arena.sandbox.childsetup import SETUP_FAILED, Rlimits
@@ -173,15 +181,6 @@ trio.run(main)
 """
 
 
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` is a process that is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except OSError:
-        return False
-
-
 @needs_seal
 def test_an_arena_killed_with_sigkill_leaves_neither_server_nor_bot(tmp_path: Path) -> None:
     folder = tmp_path / "sleeper"
@@ -196,16 +195,16 @@ def test_an_arena_killed_with_sigkill_leaves_neither_server_nor_bot(tmp_path: Pa
     try:
         assert arena.stdout is not None
         server, bwrap = (int(word) for word in arena.stdout.readline().split())
-        assert _alive(server) and _alive(bwrap)
+        assert alive(server) and alive(bwrap)
         assert processes_matching(str(script))  # the bot itself, inside the sandbox
         arena.kill()
         arena.wait()
         for _ in range(6000):  # at most 60 s
-            if not (_alive(server) or _alive(bwrap) or processes_matching(str(script))):
+            if not (alive(server) or alive(bwrap) or processes_matching(str(script))):
                 break
             time.sleep(0.01)
-        assert not _alive(server)
-        assert not _alive(bwrap)
+        assert not alive(server)
+        assert not alive(bwrap)
         assert processes_matching(str(script)) == []
     finally:
         arena.kill()
@@ -296,10 +295,10 @@ def test_a_forked_child_of_the_arena_starts_a_server_of_its_own(
     assert text == "exit code 7"
     assert parent.gone is None  # the parent's is untouched
     for _ in range(6000):  # the child's dies with it (at most 60 s)
-        if not _alive(int(server_pid)):
+        if not alive(int(server_pid)):
             break
         time.sleep(0.01)
-    assert not _alive(int(server_pid))
+    assert not alive(int(server_pid))
 
 
 def test_started_and_finished_bots_leave_no_descriptor_open(

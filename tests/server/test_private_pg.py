@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import alive
 from private_pg import why_no_postgres
 
 TESTS_SERVER = Path(__file__).resolve().parent
@@ -25,14 +26,6 @@ with private_postgres() as server:
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except OSError:
-        return False
-
-
 @pytest.mark.skipif(why_no_postgres() is not None, reason=str(why_no_postgres()))
 def test_a_server_whose_starter_is_killed_stops_and_its_folder_goes() -> None:
     starter = subprocess.Popen(
@@ -43,13 +36,13 @@ def test_a_server_whose_starter_is_killed_stops_and_its_folder_goes() -> None:
         assert starter.stdout is not None
         base_text, pid_text = starter.stdout.readline().split()
         base, postmaster = Path(base_text), int(pid_text)
-        assert base.is_dir() and _alive(postmaster)
+        assert base.is_dir() and alive(postmaster)
         starter.send_signal(signal.SIGKILL)  # no finally of its own runs
         starter.wait()
         deadline = time.monotonic() + 60
-        while (_alive(postmaster) or base.exists()) and time.monotonic() < deadline:
+        while (alive(postmaster) or base.exists()) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _alive(postmaster), "the server outlived the process that started it"
+        assert not alive(postmaster), "the server outlived the process that started it"
         assert not base.exists()
     finally:
         starter.kill()
