@@ -568,8 +568,6 @@ def _server_process(
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's; it stops us
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # so is a closed terminal's SIGHUP
-    with contextlib.suppress(OSError):
-        os.nice(10)  # the games come first: the page takes the CPU they leave
     hub = Hub(settings, games_total, None, mode, note, delay)
     for record in earlier:
         hub.add_record(record)
@@ -586,6 +584,11 @@ def _server_process(
     urls: list[str] = []
 
     def ready_now(url: str) -> None:
+        # The games come first: once it serves, the page takes the CPU they
+        # leave (not before: at nice 10 beside busy processes, its start's
+        # imports could take over a minute).
+        with contextlib.suppress(OSError):
+            os.nice(10)
         ready.send(("ready", url, urls[0] if urls else ""))
 
     try:

@@ -10,12 +10,14 @@ the child, which serves it as ``fd://N``. The child:
 1. asks the kernel for SIGKILL when its parent dies (``prctl(PR_SET_PDEATHSIG)``
    through ctypes), and exits at once if the parent is already gone: killed
    even with SIGKILL, the runner leaves no web process holding its port;
-2. lowers its priority (``nice`` 10);
-3. started as root, drops to ``user`` (its groups, gid and uid: real,
+2. started as root, drops to ``user`` (its groups, gid and uid: real,
    effective and saved) before it opens the database or reads a request;
    a spawned interpreter inherits no memory of the runner and no descriptor
    but the socket and its pipe, so it holds no key (what it reads from the
    installation, libraries and templates, is loaded before the drop);
+3. lowers its priority (``nice`` 10) once it has loaded all that and
+   reached the database (not before: at nice 10 beside busy processes the
+   start's imports took over a minute);
 4. serves until its parent stops it (:meth:`WebProcess.close`): over TLS
    when :class:`Hosting` names a certificate (its context made before the
    drop, so the key file may stay root's), with Hypercorn's read and
@@ -227,8 +229,6 @@ def _child(
     die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runner's; it stops us
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    with contextlib.suppress(OSError):
-        os.nice(10)  # the games come first
     try:
         app, database = _prepare(settings)
         tls = _tls_context(settings.hosting)  # the key file read before the drop
@@ -237,6 +237,10 @@ def _child(
             die_with_parent(parent)  # a change of credentials clears the request (prctl(2))
         database.close()  # connections made from now on are the user's
         _reach(database)
+        # The games come first once we serve; not before: at nice 10 beside busy
+        # processes, the start's imports (about 1 CPU-s) took over a minute.
+        with contextlib.suppress(OSError):
+            os.nice(10)
         _serve(app, database, sock, ready, stop, live, settings.hosting, tls)
     except WebProcessError as exc:
         ready.send(("error", str(exc)))

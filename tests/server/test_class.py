@@ -381,6 +381,30 @@ def test_ladder_final_gives_every_finalist_the_same_tables_within_the_budget(
 # -- the gauntlet -----------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("values", "quantile"),
+    [
+        ([1.0, 2.0, 4.0], 4.303),
+        ([0.0, 1.0, 1.0, 2.0, 3.0, 5.0], 2.571),
+        ([float(i % 3) for i in range(31)], 2.042),
+    ],
+)
+def test_the_gauntlets_interval_is_students_t_at_95_percent(
+    values: list[float], quantile: float
+) -> None:
+    """Mean +- t_{0.975, K-1} s / sqrt(K): the quantiles from a printed table of
+    Student's t (2, 5 and 30 degrees of freedom), to its three decimals."""
+    mean, low, high = gauntlet._interval(values)
+    assert mean == pytest.approx(sum(values) / len(values))
+    assert low is not None and high is not None
+    stdev = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    half = (high - low) / 2
+    assert mean - low == pytest.approx(half)
+    assert half * math.sqrt(len(values)) / stdev == pytest.approx(quantile, abs=5e-4)
+    assert gauntlet._interval([3.0]) == (3.0, None, None)
+    assert gauntlet._interval([]) == (None, None, None)
+
+
 def test_the_gauntlet_gives_the_same_scores_for_the_same_submission(
     tmp_path: Path, scripted: dict[str, str]
 ) -> None:

@@ -101,6 +101,12 @@ def port_free(port: int) -> bool:
     return True
 
 
+def _nice(pid: int, task: str) -> int:
+    """The nice value of thread ``task`` of ``pid`` (field 19 of proc(5)'s stat)."""
+    stat = Path(f"/proc/{pid}/task/{task}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[16])
+
+
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[Path, Any, int | None]]:
     """A web process started by root as ``--user nobody`` on a folder of
@@ -131,6 +137,9 @@ def test_as_root_runs_as_the_user_and_cannot_open_the_key(
     uid, gid = _ids(USER)
     folder, web, _ = served
     assert status_ids(web.pid) == {"Uid": [uid] * 4, "Gid": [gid] * 4, "Groups": [gid]}
+    # serving, every thread of it at nice 10 (the games come first), set only
+    # after its start (at nice 10 beside busy loops, the start took minutes)
+    assert {_nice(web.pid, task) for task in os.listdir(f"/proc/{web.pid}/task")} == {10}
     # no descriptor of the web process leads to the key
     targets = [os.readlink(f"/proc/{web.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{web.pid}/fd")]
     assert str(folder / "key") not in targets
