@@ -14,9 +14,11 @@ the reaping and :meth:`ConfinedProcess.finish` (which releases the spec:
 group removed, lease given back). CPU, not wall time: the arena's parts
 are the calling thread's CPU (``time.thread_time``) around each function,
 the whole is this process's user + system (``getrusage(RUSAGE_SELF)``, its
-threads included) plus the tree's: the spawn server's ``/proc/PID/stat``
-(user + system of it and of the children it waited for: bubblewrap and the
-bot) and ``getrusage(RUSAGE_CHILDREN)``. Figures in ms a start.
+threads included) plus the tree's: the spawn server's own user + system
+(``/proc/PID/stat``) and each bot's control group's CPU
+(:meth:`ConfinedProcess.cpu_ns`: both bubblewrap processes, the shell and
+the program; bubblewrap's inner process is orphaned and reaped by init, so
+no ``getrusage`` of the arena's sees it). Figures in ms a start.
 
 ``--base DIR`` (a checkout of another tree, e.g. ``git worktree add
 /tmp/base main``) runs the same measure with that tree's ``arena`` package
@@ -45,14 +47,14 @@ _TICK = os.sysconf("SC_CLK_TCK")
 PARTS = ("lease", "cgroup", "arena_other", "tree", "total", "forget")
 
 
-def _tree_ms(pid: int) -> float:
-    """utime + stime + cutime + cstime of ``pid``, in ms (0 once it is gone)."""
+def _own_ms(pid: int) -> float:
+    """utime + stime of ``pid`` (not its children's), in ms (0 once it is gone)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
     except OSError:
         return 0.0
-    return sum(int(x) for x in fields[11:15]) * 1000 / _TICK
+    return sum(int(x) for x in fields[11:13]) * 1000 / _TICK
 
 
 def _reaped(pid: int) -> bool:
@@ -75,6 +77,7 @@ def _measure(starts: int) -> dict[str, float]:
     from arena.sandbox.spawn import ConfinedProcess
 
     spent = {"lease": 0.0, "cgroup": 0.0}
+    group_ns = [0]  # CPU of the bots' control groups: bubblewrap (both), sh, the program
 
     def timed(part: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -107,6 +110,10 @@ def _measure(starts: int) -> dict[str, float]:
             if _reaped(proc.pid):
                 break
             await trio.sleep(0.001)
+        used = proc.cpu_ns()
+        if used is None:
+            raise SystemExit("no CPU accounting of the bots' control groups here")
+        group_ns[0] += used
         await proc.finish()
 
     async def run() -> dict[str, float]:
@@ -120,19 +127,12 @@ def _measure(starts: int) -> dict[str, float]:
             spid = server.pid if server is not None else 0
             for k in spent:
                 spent[k] = 0.0
-            self0, kids0, srv0 = (
-                _rusage_ms(resource.RUSAGE_SELF),
-                _rusage_ms(resource.RUSAGE_CHILDREN),
-                _tree_ms(spid),
-            )
+            group_ns[0] = 0
+            self0, srv0 = _rusage_ms(resource.RUSAGE_SELF), _own_ms(spid)
             for _ in range(starts):
                 await one(launcher)
             self_ms = _rusage_ms(resource.RUSAGE_SELF) - self0
-            tree = (
-                _rusage_ms(resource.RUSAGE_CHILDREN)
-                - kids0
-                + (_tree_ms(spid) - srv0 if spid else 0)
-            )
+            tree = group_ns[0] / 1e6 + (_own_ms(spid) - srv0 if spid else 0)
             # One forget of a server table: the roots, with a copy folder the
             # process has not seen (a new table's copies), each time.
             roots = launcher.readable_roots()
