@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -174,6 +175,9 @@ def _reread(path: str) -> bool:
 _ROOT_FILES: dict[tuple[str, int, int, int], list[tuple[str, int, tuple[int, int]]]] = {}
 #: Roots whose files :data:`_ROOT_FILES` keeps.
 ROOTS_KEPT: Final = 256
+#: Held while the caches of this module change (forgets of several
+#: runners in one process run in threads of their own).
+_CACHE_LOCK = threading.Lock()
 
 
 def _root_key(root: Path) -> tuple[str, int, int, int] | None:
@@ -188,12 +192,17 @@ def _files_of_root(root: Path) -> list[tuple[str, int, tuple[int, int]]]:
     key = _root_key(root)
     if key is None:
         return []
-    found = _ROOT_FILES.pop(key, None)  # popped and put back: the newest
-    if found is None:
-        found = list(_walk(root))
+    with _CACHE_LOCK:
+        found = _ROOT_FILES.pop(key, None)  # popped and put back: the newest
+        if found is not None:
+            _ROOT_FILES[key] = found
+            return found
+    found = list(_walk(root))  # outside the lock: two threads may both walk
+    with _CACHE_LOCK:
+        _ROOT_FILES.pop(key, None)
         while len(_ROOT_FILES) >= ROOTS_KEPT:
             del _ROOT_FILES[next(iter(_ROOT_FILES))]
-    _ROOT_FILES[key] = found
+        _ROOT_FILES[key] = found
     return found
 
 
@@ -221,9 +230,10 @@ def _files_of(roots: Sequence[Path]) -> tuple[list[str], int]:
                 seen.add(ident)
                 paths.append(path)
                 size += nbytes
-    if len(_LISTS) >= 8:
-        _LISTS.clear()
-    found = _LISTS[key] = (paths, size)
+    with _CACHE_LOCK:
+        if len(_LISTS) >= 8:
+            _LISTS.clear()
+        found = _LISTS[key] = (paths, size)
     return found
 
 
@@ -261,9 +271,10 @@ def _count_of_root(root: Path) -> int:
             found += 1
             if found > DROP_ABOVE:
                 break
-        while len(_COUNTS) >= ROOTS_KEPT:
-            del _COUNTS[next(iter(_COUNTS))]
-        _COUNTS[key] = found
+        with _CACHE_LOCK:
+            while len(_COUNTS) >= ROOTS_KEPT:
+                del _COUNTS[next(iter(_COUNTS))]
+            _COUNTS[key] = found
     return found
 
 
