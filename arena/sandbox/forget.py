@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -80,44 +81,57 @@ class ForgetStats:
     errors: int
 
 
+def outer_roots(roots: Iterable[Path]) -> list[Path]:
+    """``roots`` made absolute, each once, in their order, without those
+    inside another of them (a root inside another is walked with it). A
+    set of the roots and each root's parents: O(n * depth), where a check of
+    every pair was O(n^2) (the seal's roots and a server's copy folders are
+    hundreds)."""
+    given = list(dict.fromkeys(Path(os.path.abspath(r)) for r in roots))
+    found = set(given)
+    return [r for r in given if not any(p in found for p in r.parents)]
+
+
 def readable_files(roots: Iterable[Path]) -> Iterator[tuple[str, int]]:
     """Every regular file under ``roots`` (each a folder or a file), with its
     size in bytes, each file (device and inode) once. Symbolic links are not
     followed (their targets are under a root, or a bot cannot reach them);
     folders that cannot be listed are skipped."""
     seen: set[tuple[int, int]] = set()
-    stack: list[str] = []
-    given = [Path(os.path.abspath(r)) for r in roots]
-    # A root inside another is walked with it (its files are only counted once anyway).
-    outer = [r for r in given if not any(o != r and r.is_relative_to(o) for o in given)]
-    for root in dict.fromkeys(outer):
+    for root in outer_roots(roots):
+        for path, nbytes, ident in _walk(root):
+            if ident not in seen:
+                seen.add(ident)
+                yield path, nbytes
+
+
+def _walk(root: Path) -> Iterator[tuple[str, int, tuple[int, int]]]:
+    """The regular files under one root: (path, size in bytes, (device,
+    inode)); a file linked twice under it comes twice."""
+    try:
+        st = os.lstat(root)
+    except OSError:
+        return
+    if stat.S_ISREG(st.st_mode):
+        yield str(root), st.st_size, (st.st_dev, st.st_ino)
+    if not stat.S_ISDIR(st.st_mode):
+        return
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
         try:
-            st = os.lstat(root)
+            entries = list(os.scandir(folder))
         except OSError:
             continue
-        if stat.S_ISDIR(st.st_mode):
-            stack.append(str(root))
-        elif stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) not in seen:
-            seen.add((st.st_dev, st.st_ino))
-            yield str(root), st.st_size
-        while stack:
-            folder = stack.pop()
+        for entry in entries:
             try:
-                entries = list(os.scandir(folder))
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    est = entry.stat(follow_symlinks=False)
+                    yield entry.path, est.st_size, (est.st_dev, est.st_ino)
             except OSError:
                 continue
-            for entry in entries:
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-                    elif entry.is_file(follow_symlinks=False):
-                        est = entry.stat(follow_symlinks=False)
-                        ident = (est.st_dev, est.st_ino)
-                        if ident not in seen:
-                            seen.add(ident)
-                            yield entry.path, est.st_size
-                except OSError:
-                    continue
 
 
 def _evict(path: str) -> bool:
@@ -153,22 +167,73 @@ def _reread(path: str) -> bool:
         os.close(fd)
 
 
-#: The files under each list of roots, found by the first :func:`forget` of it.
-_FILES: dict[tuple[str, ...], tuple[list[str], int]] = {}
+#: The files under each root, found by the first :func:`forget` that
+#: covers it: ``(path, device, inode, change time in ns)`` of the root
+#: (another folder made at the same path later is walked again) to its
+#: files as :func:`_walk` gives them. At most :data:`ROOTS_KEPT`, the
+#: oldest dropped first (a server's tables each bring new copy folders).
+_ROOT_FILES: dict[tuple[str, int, int, int], list[tuple[str, int, tuple[int, int]]]] = {}
+#: Roots whose files :data:`_ROOT_FILES` keeps.
+ROOTS_KEPT: Final = 256
+#: Held while the caches of this module change (forgets of several
+#: runners in one process run in threads of their own).
+_CACHE_LOCK = threading.Lock()
+
+
+def _root_key(root: Path) -> tuple[str, int, int, int] | None:
+    try:
+        st = os.lstat(root)
+    except OSError:
+        return None
+    return (str(root), st.st_dev, st.st_ino, st.st_ctime_ns)
+
+
+def _files_of_root(root: Path) -> list[tuple[str, int, tuple[int, int]]]:
+    key = _root_key(root)
+    if key is None:
+        return []
+    with _CACHE_LOCK:
+        found = _ROOT_FILES.pop(key, None)  # popped and put back: the newest
+        if found is not None:
+            _ROOT_FILES[key] = found
+            return found
+    found = list(_walk(root))  # outside the lock: two threads may both walk
+    with _CACHE_LOCK:
+        _ROOT_FILES.pop(key, None)
+        while len(_ROOT_FILES) >= ROOTS_KEPT:
+            del _ROOT_FILES[next(iter(_ROOT_FILES))]
+        _ROOT_FILES[key] = found
+    return found
+
+
+#: The result of :func:`_files_of` for each list of roots (as the keys of
+#: its roots, :func:`_root_key`): a runner forgets the same list again and
+#: again. At most 8 lists.
+_LISTS: dict[tuple[tuple[str, int, int, int] | None, ...], tuple[list[str], int]] = {}
 
 
 def _files_of(roots: Sequence[Path]) -> tuple[list[str], int]:
-    key = tuple(sorted(str(r) for r in roots))
-    found = _FILES.get(key)
-    if found is None:
-        paths: list[str] = []
-        size = 0
-        for path, nbytes in readable_files(roots):
-            paths.append(path)
-            size += nbytes
-        if len(_FILES) >= 8:
-            _FILES.clear()
-        found = _FILES[key] = (paths, size)
+    """The paths of the regular files under ``roots``, each file once, and
+    their total size in bytes: what :func:`readable_files` gives, from each
+    root's files found once (:data:`_ROOT_FILES`)."""
+    outer = outer_roots(roots)
+    key = tuple(_root_key(r) for r in outer)
+    found = _LISTS.get(key)
+    if found is not None:
+        return found
+    paths: list[str] = []
+    size = 0
+    seen: set[tuple[int, int]] = set()
+    for root in outer:
+        for path, nbytes, ident in _files_of_root(root):
+            if ident not in seen:
+                seen.add(ident)
+                paths.append(path)
+                size += nbytes
+    with _CACHE_LOCK:
+        if len(_LISTS) >= 8:
+            _LISTS.clear()
+        found = _LISTS[key] = (paths, size)
     return found
 
 
@@ -190,17 +255,39 @@ def drop_kernel_caches() -> None:
     DROP_CACHES.write_text("2\n")
 
 
-_MANY: dict[tuple[str, ...], bool] = {}
+#: Files under each root, counted up to :data:`DROP_ABOVE` + 1, by the
+#: root's key (:func:`_root_key`); at most :data:`ROOTS_KEPT`.
+_COUNTS: dict[tuple[str, int, int, int], int] = {}
+
+
+def _count_of_root(root: Path) -> int:
+    key = _root_key(root)
+    if key is None:
+        return 0
+    found = _COUNTS.get(key)
+    if found is None:
+        found = 0
+        for _ in _walk(root):
+            found += 1
+            if found > DROP_ABOVE:
+                break
+        with _CACHE_LOCK:
+            while len(_COUNTS) >= ROOTS_KEPT:
+                del _COUNTS[next(iter(_COUNTS))]
+            _COUNTS[key] = found
+    return found
 
 
 def _many_files(roots: Sequence[Path]) -> bool:
-    """Whether more than :data:`DROP_ABOVE` files are under ``roots`` (counted
-    once per process, and only that far)."""
-    key = tuple(sorted(str(r) for r in roots))
-    found = _MANY.get(key)
-    if found is None:
-        found = _MANY[key] = any(n > DROP_ABOVE for n, _ in enumerate(readable_files(roots)))
-    return found
+    """Whether more than :data:`DROP_ABOVE` files are under ``roots``: each
+    root's files counted once per process, and only that far (a file linked
+    under two roots counts twice)."""
+    total = 0
+    for root in outer_roots(roots):
+        total += _count_of_root(root)
+        if total > DROP_ABOVE:
+            return True
+    return False
 
 
 def forget(roots: Sequence[Path], mode: str = "auto", threads: int = THREADS) -> ForgetStats:
@@ -209,9 +296,10 @@ def forget(roots: Sequence[Path], mode: str = "auto", threads: int = THREADS) ->
 
     Blocking (file system calls); the runner calls it in a thread. Needs no
     privilege beyond reading the files (the arena reads what its bots can).
-    The files under a list of roots are found once per process (the first
-    call walks them): a file added under a root later (a package installed
-    during a run) is not covered.
+    The files under each root are found once per process (the first call
+    that covers it walks it; a folder made anew at a root's path is walked
+    again): a file added under a root later (a package installed during a
+    run) is not covered.
 
     Args:
         roots: folders and files sealed bots can read.

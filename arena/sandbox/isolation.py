@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import os
 import resource
 import shutil
 import signal
 import stat
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Generator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -232,85 +233,145 @@ def lease_uid(base: int = DEFAULT_UID_BASE, size: int = UID_POOL_SIZE) -> UidLea
     second on a busy ``/tmp``), then every uid of the pool, as before. Which
     uid is chosen changes nothing of what is checked on it.
 
-    ``/proc`` is read once for a uid that is leased (after its lock is
-    taken: a process started before that by a killed arena is seen), and
-    that reading's table of uids with processes lets the uids after it that
-    it shows busy be passed over without a reading of their own (passing a
-    uid over is always safe; leasing one always takes a fresh reading).
+    ``/proc`` is read for a uid that is leased after its lock is taken (a
+    process started before that by a killed arena is seen), and that
+    reading's table of uids with processes lets the uids after it that it
+    shows busy be passed over without a reading of their own (passing a uid
+    over is always safe; leasing one always takes a reading after its lock).
+
+    Where the machine's init reaps orphans late, each sealed bot's
+    bubblewrap leaves its uid a zombie for a while, so the first clean uid
+    is often busy (issue 26: 2 readings a lease, some 3 ms of CPU each with
+    150 processes). So the first pass locks :data:`LOOKAHEAD` clean uids
+    before one reading, which holds for each of them (the others are
+    unlocked untouched), and passes over without a reading the uids the
+    last reading of an earlier lease in this process showed busy
+    (:data:`_busy_hint`). The second pass ignores the hint, so a stale one
+    only moves the lease to another clean uid.
 
     Raises:
         IsolationError: every uid of the pool is in use.
     """
+    global _busy_hint
     LOCK_DIR.mkdir(mode=0o755, exist_ok=True)
     start = os.getpid() % size
-    busy: frozenset[int] = frozenset()  # uids with processes, from the last reading
+    # uids with processes, from the last reading of this call; and from an
+    # earlier lease's reading (a hint: the first pass only)
+    busy: list[frozenset[int]] = [frozenset()]
+    hint = _busy_hint
     window = min(CLEAN_WINDOW, size)
-    order = [(i, True) for i in range(window)] + [(i, False) for i in range(size)]
-    for i, clean_only in order:
-        uid = base + (start + i) % size
-        if uid in busy:
-            continue
-        path = LOCK_DIR / str(uid)
-        flags = os.O_RDWR | os.O_CLOEXEC | (0 if clean_only else os.O_CREAT)
-        try:
-            fd = os.open(path, flags, 0o600)
-        except FileNotFoundError:  # never leased here: not known to be clean
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        state = _read_state(fd)
-        if clean_only and state != b"clean":
-            os.close(fd)
-            continue
-        live, busy = _processes_of(uid)
-        if live:
-            from arena.sandbox import cgroups
 
-            cgroups.thaw_groups_of(live)  # a frozen process may not die (v1 freezer)
-            kill_processes(live)
-            busy = busy | {uid} if _uid_has_processes(uid) else busy - {uid}
-        if uid in busy:
-            # Killed or zombie processes not yet reaped still count against
-            # the uid's process limit: a bot started now could not fork.
+    def locked() -> Generator[tuple[int, int, bytes, bool], None, None]:
+        """The uids to check, in order, each locked: (uid, lock fd, state,
+        whether from the first pass)."""
+        order = itertools.chain(
+            ((i, True) for i in range(window)), ((i, False) for i in range(size))
+        )
+        for i, clean_only in order:
+            uid = base + (start + i) % size
+            if uid in busy[0] or (clean_only and uid in hint):
+                continue
+            path = LOCK_DIR / str(uid)
+            flags = os.O_RDWR | os.O_CLOEXEC | (0 if clean_only else os.O_CREAT)
+            try:
+                fd = os.open(path, flags, 0o600)
+            except FileNotFoundError:  # never leased here: not known to be clean
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            state = _read_state(fd)
+            if clean_only and state != b"clean":
+                os.close(fd)
+                continue
+            yield uid, fd, state, clean_only
+
+    candidates = locked()
+    held: list[tuple[int, int, bytes, bool]] = []
+    try:
+        while True:
+            # Up to LOOKAHEAD clean uids locked before one reading, which
+            # then holds for each of them.
+            while len(held) < LOOKAHEAD and (not held or held[-1][3]):
+                found = next(candidates, None)
+                if found is None:
+                    break
+                held.append(found)
+            if not held:
+                raise IsolationError(f"all {size} bot uids from {base} are in use")
+            live_of, now = _processes_of_uids({c[0] for c in held})
+            busy[0] = _busy_hint = now
+            while held:
+                uid, fd, state, _ = held.pop(0)
+                live = live_of.get(uid)
+                if live:
+                    from arena.sandbox import cgroups
+
+                    cgroups.thaw_groups_of(live)  # a frozen process may not die (v1 freezer)
+                    kill_processes(live)
+                    if not _uid_has_processes(uid):
+                        busy[0] = busy[0] - {uid}
+                if uid in busy[0]:
+                    # Killed or zombie processes not yet reaped still count against
+                    # the uid's process limit: a bot started now could not fork.
+                    os.close(fd)
+                    continue
+                if state != b"clean":
+                    purge_uid(uid)
+                _write_state(fd, b"in use")
+                return UidLease(uid, fd)
+    finally:
+        for _uid, fd, _state, _ in held:  # locked ahead, not leased: unlocked as found
             os.close(fd)
-            continue
-        if state != b"clean":
-            purge_uid(uid)
-        _write_state(fd, b"in use")
-        return UidLease(uid, fd)
-    raise IsolationError(f"all {size} bot uids from {base} are in use")
+        candidates.close()
 
 
 #: How many uids from an arena's starting point :func:`lease_uid` tries for
 #: one whose lock file says ``clean`` before it takes any free uid.
 CLEAN_WINDOW: Final = 64
+#: The uids with processes, zombies included, at the last reading of
+#: ``/proc`` of a :func:`lease_uid` in this process: passed over in its next
+#: call's first pass (a hint: passing a uid over is always safe).
+_busy_hint: frozenset[int] = frozenset()
+
+
+#: Clean uids :func:`lease_uid` locks before one reading of ``/proc``: the
+#: first is often busy (a zombie of its last bot, where orphans are reaped
+#: late), and the reading then holds for the second, locked before it.
+LOOKAHEAD: Final = 2
 
 
 def _processes_of(uid: int) -> tuple[list[int], frozenset[int]]:
     """One reading of ``/proc``: the pids of the live processes (not
     zombies) with real uid ``uid``, and every real uid that has a process,
     zombies included. The arena itself is never listed."""
+    live, uids = _processes_of_uids({uid})
+    return live.get(uid, []), uids
+
+
+def _processes_of_uids(
+    wanted: Collection[int],
+) -> tuple[dict[int, list[int]], frozenset[int]]:
+    """One reading of ``/proc``: the pids of the live processes (not
+    zombies) of each real uid of ``wanted`` that has any, and every real
+    uid that has a process, zombies included. The arena itself is never
+    listed."""
     me = os.getpid()
-    live: list[int] = []
+    live: dict[int, list[int]] = {}
     uids: set[int] = set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry}/status", "rb") as f:
-                text = f.read()
-        except OSError:
-            continue
+        text = _status(entry)
         at = text.find(b"\nUid:\t")
         if at < 0:
             continue
         real = int(text[at + 6 : text.index(b"\t", at + 6)])
         uids.add(real)
-        if real == uid and int(entry) != me and b"\nState:\tZ" not in text[:at]:
-            live.append(int(entry))
+        if real in wanted and int(entry) != me and b"\nState:\tZ" not in text[:at]:
+            live.setdefault(real, []).append(int(entry))
     return live, frozenset(uids)
 
 
@@ -621,18 +682,26 @@ def _purge_sysv(uids: frozenset[int]) -> int:
     return removed
 
 
+def _status(pid: str) -> bytes:
+    """The start of ``/proc/PID/status`` (its first 4 KiB: past the ``Uid``
+    line), ``b""`` if the process is gone. One ``read`` of a raw descriptor:
+    a buffered file object costs some 15% more CPU per process."""
+    try:
+        fd = os.open(f"/proc/{pid}/status", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, 4096)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
 def _uid_has_processes(uid: int) -> bool:
     """Whether any process, zombies included, has real uid ``uid``."""
     needle = b"Uid:\t%d\t" % uid
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/status", "rb") as f:
-                    if needle in f.read():
-                        return True
-            except OSError:
-                continue
-    return False
+    return any(pid.isdigit() and needle in _status(pid) for pid in os.listdir("/proc"))
 
 
 def _proc_uid(pid: str) -> int | None:

@@ -362,6 +362,107 @@ def _lock_state(uid: int, state: bytes) -> None:
     (isolation.LOCK_DIR / str(uid)).write_bytes(state)
 
 
+def _zombie_of(uid: int) -> int:
+    """A child process that exits as ``uid`` and is not reaped: a zombie that
+    keeps ``uid`` busy until the caller's ``waitpid``."""
+    pid = os.fork()
+    if pid == 0:
+        os.setuid(uid)
+        os._exit(0)
+    for _ in range(10_000):  # until the child has exited (not reaped: a zombie)
+        if "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]:
+            break
+        os.sched_yield()
+    return pid
+
+
+def _count_readings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The readings of /proc (its listings) made from now on."""
+    from arena.sandbox import isolation
+
+    readings: list[str] = []
+    real_listdir = os.listdir
+
+    def counting(path: object = ".") -> list[str]:
+        if str(path) == "/proc":
+            readings.append("/proc")
+        return real_listdir(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(isolation.os, "listdir", counting)
+    return readings
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="uid leases need root")
+def test_a_busy_first_clean_uid_costs_no_second_reading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where orphans are reaped late, each sealed bot's bubblewrap leaves a
+    zombie of its uid a while, and the next lease's first clean uid is
+    busy: two clean uids are locked before one reading, which passes the
+    first over and leases the second (issue 26: it took two readings)."""
+    from arena.sandbox import isolation
+
+    base, size = 3_940_000, 2
+    first = base + os.getpid() % size  # where this process's search starts
+    second = base + (os.getpid() + 1) % size
+    _lock_state(first, b"clean")
+    _lock_state(second, b"clean")
+    monkeypatch.setattr(isolation, "_busy_hint", frozenset())
+    zombie = _zombie_of(first)
+    try:
+        readings = _count_readings(monkeypatch)
+        lease = isolation.lease_uid(base=base, size=size)
+        assert lease.uid == second
+        assert len(readings) == 1
+        lease.release()
+        assert (isolation.LOCK_DIR / str(first)).read_bytes() == b"clean"  # untouched
+    finally:
+        os.waitpid(zombie, 0)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="uid leases need root")
+def test_uids_an_earlier_reading_showed_busy_cost_no_reading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Uids an earlier lease's reading showed busy (zombies of their last
+    bots) are passed over in the first pass without a reading: the first
+    lease needs two readings to pass two busy uids, the next ones one. The
+    hint never makes a uid unleasable: once the zombies are reaped and the
+    third uid is held, the first pass finds none, the second leases one."""
+    from arena.sandbox import isolation
+
+    base, size = 3_950_000, 3
+    first, second, third = (base + (os.getpid() + i) % size for i in range(3))
+    for uid in (first, second, third):
+        _lock_state(uid, b"clean")
+    monkeypatch.setattr(isolation, "_busy_hint", frozenset())
+    zombies = [_zombie_of(first), _zombie_of(second)]
+    try:
+        readings = _count_readings(monkeypatch)
+        for want in (2, 1, 1):
+            readings.clear()
+            lease = isolation.lease_uid(base=base, size=size)
+            assert lease.uid == third
+            lease.release()
+            assert len(readings) == want
+        held = isolation.lease_uid(base=base, size=size)
+        assert held.uid == third
+        try:
+            for pid in zombies:
+                os.waitpid(pid, 0)
+            zombies = []
+            readings.clear()
+            lease = isolation.lease_uid(base=base, size=size)  # the hint is stale now
+            assert lease.uid == first
+            assert len(readings) == 1
+            lease.release()
+        finally:
+            held.release()
+    finally:
+        for pid in zombies:
+            os.waitpid(pid, 0)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="uid leases need root")
 def test_a_clean_uid_is_leased_before_one_that_needs_a_purge(
     monkeypatch: pytest.MonkeyPatch,
