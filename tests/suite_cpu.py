@@ -35,6 +35,7 @@ busy machine.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -136,12 +137,10 @@ class Recorder:
             return
         (_ROOT / "cgroup.procs").write_text(f"{os.getpid()}\n")
         top = Path(os.environ[_TOP_VARIABLE])
-        for folder in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
-            try:
+        for folder in sorted(
+            (p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)
+        ):
+            with contextlib.suppress(OSError):
                 folder.rmdir()
-            except OSError:
-                pass
-        try:
+        with contextlib.suppress(OSError):
             top.rmdir()
-        except OSError:
-            pass
