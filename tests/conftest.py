@@ -16,6 +16,15 @@ import pytest
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
+# CPU seconds per test file (tests/suite_cpu.py), off by default: each pytest
+# process joins an accounting group of its own before it imports the arena.
+if os.environ.get("HEARTS_ARENA_TEST_CPU"):
+    import suite_cpu
+
+    suite_cpu.start()
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        Path(os.environ["HEARTS_ARENA_TEST_CPU"]).write_text("")
+
 # The suite's temporary files on a tmpfs (tests/suite_tmp.py): before the
 # folders made at this file's import below.
 from suite_tmp import temporary_files_on_a_tmpfs
@@ -61,6 +70,16 @@ from suite_hooks import (  # noqa: E402, F401
     pytest_runtest_protocol,
     pytest_runtest_teardown,
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """With ``HEARTS_ARENA_TEST_CPU`` set: the CPU recorder (tests/suite_cpu.py)."""
+    if os.environ.get("HEARTS_ARENA_TEST_CPU"):
+        import suite_cpu
+
+        config.pluginmanager.register(
+            suite_cpu.Recorder(Path(os.environ["HEARTS_ARENA_TEST_CPU"])), "suite_cpu"
+        )
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
