@@ -6,8 +6,11 @@ so its CPU is its own (``getrusage``):
 
 * **run**: ``hearts-arena run`` (the CLI's ``main``) with the 50 bot files,
   ``--format ladder --games G --hands 1 --jobs 1``: the arena's CPU (its
-  referees and bookkeeping) and the bots' (its children). Their sum is the
-  games' CPU, the figure the overhead is set against.
+  referees and bookkeeping), its spawn server's (``arena.sandbox.spawnserver``,
+  a process of its own that forks every bot) and the bots' (the spawn
+  server's children, read from its ``/proc`` entry before it ends, with any
+  child of the arena's own). Their sum is the games' CPU, the figure the
+  overhead is set against.
 * **server, SQLite / PostgreSQL**: a competition folder (``hands = 1``) with
   50 participants, each submission a sample bot's file already past its
   check and validation (the gate is measured by the check's own benchmarks),
@@ -20,16 +23,20 @@ so its CPU is its own (``getrusage``):
   steps of the table tasks (``_play_table`` and everything under it:
   referees, seats) with the jobs they hand to threads (``trio.to_thread``: a
   bot's uid lease, its copy, its page-cache eviction, its group's removal;
-  the spawner thread's forks) are the tables'; the steps of every other task
+  the spawner thread's hand-offs) are the tables'; the spawn server's CPU
+  (the forks) is printed on a line of its own with the bots', and counted
+  with them in the games' CPU of the server's own run; the steps of every other task
   (the scheduler, the gate, the writers, the lock's watch) with their
   threads' jobs (the database calls) are the runner's own, printed by call;
   what is neither (Trio's own loop, the instrument itself, the live feed's
   queue thread) is counted only in the upper bound. The server's overhead is
   the runner's own plus the web process, per game; on PostgreSQL the
   database server's backends (the runner's and the web process's sessions)
-  are shown beside. The other figure printed sets the server's two
-  processes against ``run``'s arena process (which also writes its report,
-  and neither re-checks records nor sends a live feed).
+  are shown beside. The overhead is printed against the games' CPU under
+  ``run`` (the goal's figure) and against the games' CPU in the server's
+  own run (its tables, spawn server and bots). The other figure printed sets
+  the server's two processes against ``run``'s arena process (which also
+  writes its report, and neither re-checks records nor sends a live feed).
 
 Goal (issue 29): the overhead at most 5% of the games' CPU.
 
@@ -61,10 +68,28 @@ SAMPLES = ("low_bot.py", "random_bot.py", "heuristic_bot.py", "duck_bot.py")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def proc_cpu(pid: int) -> float:
-    """CPU seconds (user + system) of a live process, from ``/proc``."""
+def proc_cpu(pid: int, *, reaped: bool = False) -> float:
+    """CPU seconds (user + system) of a live process, from ``/proc``; with
+    ``reaped``, those of the children it has waited for instead."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    first = 13 if reaped else 11
+    return (int(fields[first]) + int(fields[first + 1])) / CLK_TCK
+
+
+def spawn_server_cpu() -> tuple[float, float]:
+    """The CPU seconds of this process's spawn server (``arena.sandbox.spawnserver``,
+    which forks every bot: its own, then its reaped children's, the bots'),
+    ``(0, 0)`` if none started. Read while it still runs: it is this
+    process's child, and its children's CPU reaches this process's
+    ``RUSAGE_CHILDREN`` only once it is waited for (at the arena's exit)."""
+    from arena.sandbox import spawn
+
+    server = spawn._server
+    if server is None or server.gone is not None:
+        return 0.0, 0.0
+    with contextlib.suppress(OSError):
+        return proc_cpu(server.pid), proc_cpu(server.pid, reaped=True)
+    return 0.0, 0.0
 
 
 def make_bots(folder: Path, count: int) -> list[Path]:
@@ -95,12 +120,13 @@ def child_run(args: argparse.Namespace) -> None:
     start = time.monotonic()
     code = main(argv)
     wall = time.monotonic() - start
+    server, reaped = spawn_server_cpu()
     games = sum(1 for _ in (Path(args.work) / "out" / "games.jsonl").open())
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(json.dumps({
-        "code": code, "games": games, "wall": wall,
-        "arena": me.ru_utime + me.ru_stime, "bots": kids.ru_utime + kids.ru_stime,
+        "code": code, "games": games, "wall": wall, "arena": me.ru_utime + me.ru_stime,
+        "bots": kids.ru_utime + kids.ru_stime + reaped, "spawn": server,
     }))  # fmt: skip
 
 
@@ -286,6 +312,7 @@ def child_server(args: argparse.Namespace) -> None:
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_SELF)
     web_cpu = proc_cpu(web.pid) - web_before
+    server_cpu, reaped = spawn_server_cpu()
     backends = 0.0
     if runner.database.dialect == "postgresql":
         with runner.database.read() as conn:
@@ -300,16 +327,17 @@ def child_server(args: argparse.Namespace) -> None:
                 backends += proc_cpu(pid)
     with runner.database.read() as conn:
         games = sum(len(store.table_records(conn, t.id)) for t in store.tables_in(conn, "ladder"))
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)  # before the web process is reaped
     stop.set()
     web.close()
     runner.comp.close()
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     runner_cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     print(json.dumps({
         "games": games, "wall": wall, "runner": runner_cpu, "tables": instrument.table,
         "table_threads": threads["table"], "own": instrument.own, "own_threads": threads["own"],
         "recheck": rechecked[0], "requests": answered,
-        "web": web_cpu, "backends": backends, "bots": kids.ru_utime + kids.ru_stime,
+        "web": web_cpu, "backends": backends, "bots": kids.ru_utime + kids.ru_stime + reaped,
+        "spawn": server_cpu,
         "statements": sum(statements.values()),
         "top": sorted(statements.items(), key=lambda kv: -kv[1])[:6],
         "own_jobs": sorted(own_jobs.items(), key=lambda kv: -kv[1])[:6],
@@ -361,9 +389,10 @@ def main() -> None:
     print(f"{args.submissions} submissions of the sample bots, {args.games} one-hand games, "
           f"{os.cpu_count()} cores, bots {'sealed' if args.sealed else 'unsealed'}")  # fmt: skip
     base = measure("run", args)
-    games_cpu = (base["arena"] + base["bots"]) / base["games"]
+    games_cpu = (base["arena"] + base["spawn"] + base["bots"]) / base["games"]
     print(f"run:    {base['games']} games in {base['wall']:.1f} s; CPU per game "
           f"{1000 * games_cpu:.1f} ms (arena {1000 * base['arena'] / base['games']:.1f}, "
+          f"spawn server {1000 * base['spawn'] / base['games']:.1f}, "
           f"bots {1000 * base['bots'] / base['games']:.1f})")  # fmt: skip
     for backend in args.backends.split(","):
         url = None
@@ -406,6 +435,10 @@ def main() -> None:
         if backend == "postgresql":
             line += f", database server {1000 * r['backends'] / n:.2f} ms"
         print(line)
+        own_games = (tables_cpu + r["spawn"] + r["bots"]) / n  # the games' CPU in this run
+        print(f"  spawn server (the bots' forks, a process of its own) {1000 * r['spawn'] / n:.2f} "
+              f"ms, bots {1000 * r['bots'] / n:.1f} ms: the games' CPU in this run "
+              f"{1000 * own_games:.1f} ms a game (tables + spawn server + bots)")  # fmt: skip
         asked, got = r.get("requests", [0, 0])
         print(
             f"  the viewer's requests of /api/standings: {asked}, {got} answered with the standings"
@@ -429,6 +462,10 @@ def main() -> None:
               f"{100 * overhead / games_cpu:.1f}% of the games' CPU under run (goal: at most 5%)"
               + (f"; {100 * (overhead + r['backends'] / n) / games_cpu:.1f}% with the "
                  "database server's" if backend == "postgresql" else ""))  # fmt: skip
+        print(f"  the same overhead against the games' CPU in this run: "
+              f"{100 * overhead / own_games:.1f}%"
+              + (f" ({100 * (overhead + r['backends'] / n) / own_games:.1f}% with the "
+                 "database server's)" if backend == "postgresql" else ""))  # fmt: skip
         recheck = r["recheck"] / n
         print(f"  the re-check of each record (counted in the tables): {1000 * recheck:.2f} ms a "
               f"game; with it the overhead is {100 * (overhead + recheck) / games_cpu:.1f}%")  # fmt: skip

@@ -311,21 +311,26 @@ def _set_refold(conn: Connection, a: ActionRow, refold: dict[str, Any]) -> None:
     conn.execute(update(db.actions).where(db.actions.c.id == a.id).values(refold=refold))
 
 
+# The scheduler's two statements of each round, built once (building a
+# statement and its cache key cost about as much as running it).
+_REFOLD_WAITING: Final = (
+    select(db.actions.c.id)
+    .where(
+        db.actions.c.status == "applied",
+        db.actions.c.refold.is_not(None),
+        db.actions.c.refolded_at.is_(None),
+    )
+    .limit(1)
+)
+_PENDING: Final = (
+    select(db.actions).where(db.actions.c.status == "pending").order_by(db.actions.c.id)
+)
+
+
 def refolds_waiting(conn: Connection) -> bool:
     """Whether an applied replay or void waits for its refold to be recorded
     (:func:`record_refolds` has something to look at)."""
-    row = conn.execute(
-        select(db.actions.c.id)
-        .where(
-            and_(
-                db.actions.c.status == "applied",
-                db.actions.c.refold.is_not(None),
-                db.actions.c.refolded_at.is_(None),
-            )
-        )
-        .limit(1)
-    ).first()
-    return row is not None
+    return conn.execute(_REFOLD_WAITING).first() is not None
 
 
 def record_refolds(conn: Connection, now: float) -> list[tuple[str, dict[str, Any]]]:
@@ -385,10 +390,7 @@ def apply_one(
 
 def pending(conn: Connection) -> list[ActionRow]:
     """The actions not applied yet, oldest first."""
-    rows = conn.execute(
-        select(db.actions).where(db.actions.c.status == "pending").order_by(db.actions.c.id)
-    )
-    return [_row(r) for r in rows]
+    return [_row(r) for r in conn.execute(_PENDING)]
 
 
 def look(conn: Connection) -> tuple[list[ActionRow], bool]:

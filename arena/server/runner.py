@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 import trio
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, bindparam, select, update
 
 from arena.core.keys import MasterKey
 from arena.game.feed import QUEUE_SIZE, LiveFeed
@@ -90,6 +90,7 @@ from arena.server.folder import (
     open_folder,
     submission_dir,
 )
+from arena.server.rating import GAMES_TO_SETTLE, PRIOR
 from arena.server.runlock import RunnerLock, RunnerLockLost, hold_runner_lock
 from arena.tournament.runner import DealLocks, TournamentSettings
 
@@ -559,11 +560,7 @@ class Runner:
         # One query for every held submission (this runs at each scheduler
         # round: one query per submission cost most of the runner's own CPU,
         # benchmarks/server_load.py).
-        rows = conn.execute(
-            select(db.submissions.c.id, db.submissions.c.status, db.participants.c.status)
-            .join(db.participants, db.participants.c.id == db.submissions.c.participant_id)
-            .where(db.submissions.c.id.in_([i for i in ids if i is not None]))
-        ).all()
+        rows = conn.execute(_HELD_STATES, {"ids": [i for i in ids if i is not None]}).all()
         states = {int(r[0]): (r[1], r[2]) for r in rows}
         out = []
         for name in held:
@@ -699,12 +696,7 @@ class Runner:
     def _field(self, conn: Connection) -> list[str] | None:
         # The ranked submissions of active participants, by id, in one query
         # (asked at every scheduler round with a free slot).
-        rows = conn.execute(
-            select(db.submissions.c.id)
-            .join(db.participants, db.participants.c.id == db.submissions.c.participant_id)
-            .where(db.submissions.c.status == "ranked", db.participants.c.status == "active")
-            .order_by(db.submissions.c.id)
-        ).all()
+        rows = conn.execute(_FIELD).all()
         if not rows:
             return None
         labels = [store.entrant_label(int(r[0])) for r in rows]
@@ -731,13 +723,15 @@ class Runner:
         # Two statements for the whole field, not two per submission.
         firsts = store.set_joined_tables(conn, list(sids.values()), t)
         joined: dict[str, int] = {name: firsts[sid] for name, sid in sids.items()}
-        first = min(joined.values(), default=t)
         # Only the tables the chooser looks at (reading every table made each
-        # choice grow with the ladder).
-        past = [
-            ladder.PastTable(r.number, r.seating, r.focus)
-            for r in store.tables_in(conn, "ladder", since=min(first, fp))
-        ]
+        # choice grow with the ladder): from fp, and for the focus rule from
+        # the first table a submission not yet settled joined at (a settled
+        # one's tables are never counted), in three columns.
+        first = min(
+            (j for n, j in joined.items() if fold.get(n, PRIOR).games < GAMES_TO_SETTLE),
+            default=t,
+        )
+        past = [ladder.PastTable(*r) for r in store.past_ladder_tables(conn, min(first, fp))]
         recent = [p for p in past if p.number >= fp]
         chosen = ladder.choose_ladder_table(t, self.key, lag, field, fold, recent, joined, past)
         return store.add_table(
@@ -1035,6 +1029,24 @@ class Runner:
                 fold = ladder.fold_tables(fold, [records])
             store.store_fold(conn, t + 1, fold)
         return [("rated", {"through": reach})]
+
+
+#: The ranked submissions of active participants, by id (built once: asked
+#: at every scheduler round with a free slot).
+_FIELD: Final = (
+    select(db.submissions.c.id)
+    .join(db.participants, db.participants.c.id == db.submissions.c.participant_id)
+    .where(db.submissions.c.status == "ranked", db.participants.c.status == "active")
+    .order_by(db.submissions.c.id)
+)
+
+
+#: The held submissions' states and their participants' (each scheduler round).
+_HELD_STATES: Final = (
+    select(db.submissions.c.id, db.submissions.c.status, db.participants.c.status)
+    .join(db.participants, db.participants.c.id == db.submissions.c.participant_id)
+    .where(db.submissions.c.id.in_(bindparam("ids", expanding=True)))
+)
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child

@@ -18,9 +18,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
-from sqlalchemy import Connection, Row, and_, func, insert, select, update
+from sqlalchemy import BindParameter, Connection, Row, and_, bindparam, func, insert, select, update
 
 from arena.server import db
 from arena.server.rating import (  # re-exported: the pure half, without SQLAlchemy
@@ -167,8 +167,12 @@ def _participant(row: Row[Any]) -> ParticipantRow:
     )
 
 
+_SUBMISSION_FIELDS = tuple(c.name for c in db.submissions.columns)
+
+
 def _submission(row: Row[Any]) -> SubmissionRow:
-    return SubmissionRow(**{c.name: row._mapping[c.name] for c in db.submissions.columns})
+    m = row._mapping  # (a new mapping at each access of the attribute)
+    return SubmissionRow(**{name: m[name] for name in _SUBMISSION_FIELDS})
 
 
 def _table(row: Row[Any]) -> TableRow:
@@ -189,9 +193,62 @@ def set_meta(conn: Connection, key: str, value: str) -> None:
         conn.execute(insert(db.meta).values(key=key, value=value))
 
 
+# The statements the runner's scheduler and the web process run most, built
+# once with bound parameters: building a statement and its cache key cost
+# about as much as running it on SQLite (issue 29's load benchmark).
+_META: Final = select(db.meta.c.value).where(db.meta.c.key == bindparam("key"))
+_TABLE_BY_ID: Final = select(db.tables).where(db.tables.c.id == bindparam("id"))
+_TABLES_IN: Final = select(db.tables).where(db.tables.c.numbering == bindparam("numbering"))
+_STATUS_IN: Final = db.tables.c.status.in_(bindparam("statuses", expanding=True))
+_SINCE: Final = db.tables.c.number >= bindparam("since")
+_TABLES: Final = {
+    (False, False): _TABLES_IN.order_by(db.tables.c.number),
+    (True, False): _TABLES_IN.where(_STATUS_IN).order_by(db.tables.c.number),
+    (False, True): _TABLES_IN.where(_SINCE).order_by(db.tables.c.number),
+    (True, True): _TABLES_IN.where(_STATUS_IN, _SINCE).order_by(db.tables.c.number),
+}
+_NEXT_NUMBER: Final = select(func.max(db.tables.c.number)).where(
+    db.tables.c.numbering == bindparam("numbering")
+)
+_RATED_THROUGH: Final = select(func.max(db.ratings.c.through))
+_IDS: Final[BindParameter[list[int]]] = bindparam("ids", expanding=True)
+_LADDER_STATUSES: Final = (
+    select(db.tables.c.id, db.tables.c.number, db.tables.c.status)
+    .where(db.tables.c.numbering == "ladder")
+    .order_by(db.tables.c.number)
+)
+_DELETE_FOLD: Final = db.ratings.delete().where(db.ratings.c.through == bindparam("through"))
+_SUBMISSIONS_BY_ID: Final = select(db.submissions).where(db.submissions.c.id.in_(_IDS))
+_SUBMISSIONS_IN: Final = (
+    select(db.submissions)
+    .where(db.submissions.c.status == bindparam("status"))
+    .order_by(db.submissions.c.id)
+)
+_SET_JOINED: Final = (
+    update(db.submissions)
+    .where(db.submissions.c.id.in_(_IDS), db.submissions.c.joined_table.is_(None))
+    .values(joined_table=bindparam("table"))
+)
+_JOINED: Final = select(db.submissions.c.id, db.submissions.c.joined_table).where(
+    db.submissions.c.id.in_(_IDS)
+)
+_ADD_RANKED: Final = (
+    update(db.submissions)
+    .where(db.submissions.c.id == bindparam("sid"))
+    .values(
+        ranked_games=db.submissions.c.ranked_games + bindparam("games"),
+        faults_in_row=bindparam("runs"),
+    )
+)
+_TABLE_BY_NUMBER: Final = select(db.tables).where(
+    db.tables.c.numbering == bindparam("numbering"), db.tables.c.number == bindparam("number")
+)
+_FOLD_AT: Final = select(db.ratings).where(db.ratings.c.through == bindparam("through"))
+
+
 def get_meta(conn: Connection, key: str) -> str | None:
     """A competition setting, ``None`` when unset."""
-    return conn.execute(select(db.meta.c.value).where(db.meta.c.key == key)).scalar()
+    return conn.execute(_META, {"key": key}).scalar()
 
 
 # --- participants and tokens ------------------------------------------------
@@ -373,7 +430,7 @@ def submissions_by_id(conn: Connection, ids: Sequence[int]) -> dict[int, Submiss
     """The submissions of ``ids`` that exist, by id (one query)."""
     if not ids:
         return {}
-    rows = conn.execute(select(db.submissions).where(db.submissions.c.id.in_(list(ids))))
+    rows = conn.execute(_SUBMISSIONS_BY_ID, {"ids": list(ids)})
     return {s.id: s for s in map(_submission, rows)}
 
 
@@ -389,11 +446,7 @@ def submissions_of(conn: Connection, participant_id: int) -> list[SubmissionRow]
 
 def submissions_in(conn: Connection, status: str) -> list[SubmissionRow]:
     """Every submission in ``status``, oldest first."""
-    rows = conn.execute(
-        select(db.submissions)
-        .where(db.submissions.c.status == status)
-        .order_by(db.submissions.c.id)
-    )
+    rows = conn.execute(_SUBMISSIONS_IN, {"status": status})
     return [_submission(r) for r in rows]
 
 
@@ -510,27 +563,15 @@ def set_joined_tables(
     if not submission_ids:
         return {}
     ids = list(submission_ids)
-    conn.execute(
-        update(db.submissions)
-        .where(and_(db.submissions.c.id.in_(ids), db.submissions.c.joined_table.is_(None)))
-        .values(joined_table=table)
-    )
-    rows = conn.execute(
-        select(db.submissions.c.id, db.submissions.c.joined_table).where(
-            db.submissions.c.id.in_(ids)
-        )
-    ).all()
+    conn.execute(_SET_JOINED, {"ids": ids, "table": table})
+    rows = conn.execute(_JOINED, {"ids": ids}).all()
     firsts = {int(r[0]): int(r[1]) for r in rows if r[1] is not None}
     return {sid: firsts[sid] for sid in ids}
 
 
 def add_ranked_games(conn: Connection, submission_id: int, games: int, faults_in_row: int) -> None:
     """Add ranked games to a submission and set its run of faulted games."""
-    conn.execute(
-        update(db.submissions)
-        .where(db.submissions.c.id == submission_id)
-        .values(ranked_games=db.submissions.c.ranked_games + games, faults_in_row=faults_in_row)
-    )
+    conn.execute(_ADD_RANKED, {"sid": submission_id, "games": games, "runs": faults_in_row})
 
 
 # --- tables and games --------------------------------------------------------
@@ -582,17 +623,13 @@ def add_table(
 
 def table_by_id(conn: Connection, table_id: int) -> TableRow | None:
     """One table by row id, or ``None``."""
-    row = conn.execute(select(db.tables).where(db.tables.c.id == table_id)).first()
+    row = conn.execute(_TABLE_BY_ID, {"id": table_id}).first()
     return None if row is None else _table(row)
 
 
 def table_by_number(conn: Connection, numbering: str, number: int) -> TableRow | None:
     """One table by numbering and number, or ``None``."""
-    row = conn.execute(
-        select(db.tables).where(
-            and_(db.tables.c.numbering == numbering, db.tables.c.number == number)
-        )
-    ).first()
+    row = conn.execute(_TABLE_BY_NUMBER, {"numbering": numbering, "number": number}).first()
     return None if row is None else _table(row)
 
 
@@ -604,22 +641,33 @@ def tables_in(
 ) -> list[TableRow]:
     """The tables of a numbering (in one of ``statuses`` if given; numbered
     ``since`` or later if given), by number."""
-    q = select(db.tables).where(db.tables.c.numbering == numbering)
+    q = _TABLES[statuses is not None, since is not None]
+    params: dict[str, Any] = {"numbering": numbering}
     if statuses is not None:
-        q = q.where(db.tables.c.status.in_(list(statuses)))
+        params["statuses"] = list(statuses)
     if since is not None:
-        q = q.where(db.tables.c.number >= since)
-    return [_table(r) for r in conn.execute(q.order_by(db.tables.c.number))]
+        params["since"] = since
+    return [_table(r) for r in conn.execute(q, params)]
+
+
+def past_ladder_tables(
+    conn: Connection, since: int
+) -> list[tuple[int, tuple[str, ...], str | None]]:
+    """The ladder tables numbered ``since`` or later, by number, as the
+    choice of a later table reads them: ``(number, seating, focus)`` (three
+    columns, not the whole row with its field of every entrant)."""
+    rows = conn.execute(
+        select(db.tables.c.number, db.tables.c.seating, db.tables.c.focus)
+        .where(db.tables.c.numbering == "ladder", db.tables.c.number >= since)
+        .order_by(db.tables.c.number)
+    ).all()
+    return [(int(r[0]), tuple(r[1]), r[2]) for r in rows]
 
 
 def ladder_statuses(conn: Connection) -> tuple[list[int], list[int], list[str]]:
     """The ladder's tables by number as three lists: ids, numbers, statuses
     (three narrow columns: the fold asks at every table's end)."""
-    rows = conn.execute(
-        select(db.tables.c.id, db.tables.c.number, db.tables.c.status)
-        .where(db.tables.c.numbering == "ladder")
-        .order_by(db.tables.c.number)
-    ).all()
+    rows = conn.execute(_LADDER_STATUSES).all()
     return [int(r[0]) for r in rows], [int(r[1]) for r in rows], [str(r[2]) for r in rows]
 
 
@@ -633,9 +681,7 @@ def seated_in_play(conn: Connection) -> set[str]:
 
 def next_number(conn: Connection, numbering: str) -> int:
     """The number the next table of ``numbering`` gets (0 for the first)."""
-    top = conn.execute(
-        select(func.max(db.tables.c.number)).where(db.tables.c.numbering == numbering)
-    ).scalar()
+    top = conn.execute(_NEXT_NUMBER, {"numbering": numbering}).scalar()
     return 0 if top is None else int(top) + 1
 
 
@@ -728,7 +774,7 @@ def table_records(conn: Connection, table_id: int) -> list[dict[str, Any]]:
 
 def store_fold(conn: Connection, through: int, ratings: Mapping[str, Rating]) -> None:
     """Store the fold over ladder tables ``0 .. through-1``: every entrant's rating."""
-    conn.execute(db.ratings.delete().where(db.ratings.c.through == through))
+    conn.execute(_DELETE_FOLD, {"through": through})
     if ratings:
         conn.execute(
             insert(db.ratings),
@@ -748,7 +794,7 @@ def store_fold(conn: Connection, through: int, ratings: Mapping[str, Rating]) ->
 
 def rated_through(conn: Connection) -> int:
     """Ladder tables folded into the newest stored fold (0: none)."""
-    top = conn.execute(select(func.max(db.ratings.c.through))).scalar()
+    top = conn.execute(_RATED_THROUGH).scalar()
     return 0 if top is None else int(top)
 
 
@@ -757,7 +803,7 @@ def fold_at(conn: Connection, through: int) -> dict[str, Rating] | None:
     ``{}`` for ``through == 0`` (everyone at the prior), and for a point the
     fold has passed with nothing rated yet (every table before it void: an
     empty fold stores no row); ``None`` when that fold is not reached yet."""
-    rows = conn.execute(select(db.ratings).where(db.ratings.c.through == through)).all()
+    rows = conn.execute(_FOLD_AT, {"through": through}).all()
     if not rows:
         return {} if through == 0 or through <= rated_through(conn) else None
     return {r.entrant: Rating(r.mu, r.sigma, r.games) for r in rows}

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy import Connection, and_, bindparam, func, select
+from sqlalchemy import Connection, and_, func, select, true
 
 from arena.protocol.codec import clean_text
 from arena.server import db, store
@@ -242,9 +242,6 @@ _SUBMISSIONS_MARK: Final = select(
     func.count(), func.max(db.submissions.c.id), func.sum(db.submissions.c.ranked_games)
 )
 _STATUSES: Final = select(db.submissions.c.status).order_by(db.submissions.c.id)
-_RATINGS_AT: Final = select(
-    func.count(), func.sum(db.ratings.c.mu), func.sum(db.ratings.c.sigma)
-).where(db.ratings.c.through == bindparam("through"))
 _LADDER_IN_PLAY: Final = (
     select(func.count())
     .select_from(db.tables)
@@ -252,9 +249,6 @@ _LADDER_IN_PLAY: Final = (
 )
 _PEOPLE: Final = select(db.participants.c.name, db.participants.c.status).order_by(
     db.participants.c.id
-)
-_MARK_META: Final = select(db.meta.c.key, db.meta.c.value).where(
-    db.meta.c.key.in_(("key_sha256", "revealed_key", "closed_at"))
 )
 
 
@@ -269,17 +263,62 @@ def change_mark(conn: Connection) -> tuple[Any, ...]:
     return (through, *tables, *subs, hash(statuses))
 
 
+def _meta_value(key: str) -> Any:
+    return select(db.meta.c.value).where(db.meta.c.key == key).scalar_subquery()
+
+
+# standings_mark's numbers in one statement (one row: each part an aggregate
+# subquery, cross-joined), not seven: the mark is read at every request of
+# /api/standings, and each statement cost its building, a round trip and
+# its result's set-up.
+_THROUGH_NOW: Final = func.coalesce(select(func.max(db.ratings.c.through)).scalar_subquery(), 0)
+_T: Final = select(
+    func.count().label("n"),
+    func.max(db.tables.c.finished_at).label("finished"),
+    func.sum(db.tables.c.attempt).label("attempts"),
+).subquery()
+_S: Final = select(
+    func.count().label("n"),
+    func.max(db.submissions.c.id).label("top"),
+    func.sum(db.submissions.c.ranked_games).label("ranked"),
+).subquery()
+_R: Final = (
+    select(
+        func.count().label("n"),
+        func.sum(db.ratings.c.mu).label("mu"),
+        func.sum(db.ratings.c.sigma).label("sigma"),
+    )
+    .where(db.ratings.c.through == _THROUGH_NOW)
+    .subquery()
+)
+_L: Final = _LADDER_IN_PLAY.subquery()
+_STANDINGS_NUMBERS: Final = select(
+    _THROUGH_NOW,
+    _T.c.n,
+    _T.c.finished,
+    _T.c.attempts,
+    _S.c.n,
+    _S.c.top,
+    _S.c.ranked,
+    _R.c.n,
+    _R.c.mu,
+    _R.c.sigma,
+    _L.c[0],
+    _meta_value("key_sha256"),
+    _meta_value("revealed_key"),
+    _meta_value("closed_at"),
+).select_from(_T.join(_S, true()).join(_R, true()).join(_L, true()))
+
+
 def standings_mark(conn: Connection) -> tuple[Any, ...]:
     """What :func:`standings_json` depends on, cheaper to read (about a
-    half of it): :func:`change_mark`, the tables in play, the newest
-    fold's ratings (a fold made again by an action keeps its ``through``),
-    the participants' names and statuses, the close and the key. The web
-    process answers ``GET /api/standings`` from its last answer while this
-    is unchanged."""
-    mark = change_mark(conn)
-    ratings = conn.execute(_RATINGS_AT, {"through": mark[0]}).one()
-    in_play = conn.execute(_LADDER_IN_PLAY).scalar_one()
+    seventh of it): what :func:`change_mark` reads (the newest fold, the
+    tables finished and in play, the submissions and their statuses), the
+    ladder tables in play, the newest fold's ratings (a fold made again by
+    an action keeps its ``through``), the participants' names and statuses,
+    the close and the key; three statements. The web process answers
+    ``GET /api/standings`` from its last answer while this is unchanged."""
+    numbers = tuple(conn.execute(_STANDINGS_NUMBERS).one())
+    statuses = tuple(conn.execute(_STATUSES).scalars())
     people = conn.execute(_PEOPLE).all()
-    meta = {str(k): v for k, v in conn.execute(_MARK_META).all()}
-    key = (meta.get("key_sha256"), meta.get("revealed_key"), meta.get("closed_at"))
-    return (*mark, *ratings, in_play, hash(tuple(tuple(p) for p in people)), *key)
+    return (*numbers, hash(statuses), hash(tuple(tuple(p) for p in people)))

@@ -400,6 +400,37 @@ def test_submissions_by_id_reads_those_that_exist_in_one_query(database: db.Data
     assert database.run_read(store.submissions_by_id, []) == {}
 
 
+def test_past_ladder_tables_and_tables_in_read_what_they_name(database: db.Database) -> None:
+    """store.past_ladder_tables (the ladder choice's reading of earlier
+    tables: three columns) gives each ladder table numbered ``since`` or
+    later as (number, seating, focus), by number, as the whole rows say;
+    tables_in's four forms (built once, with bound parameters) filter by
+    status and number; an empty status list finds none."""
+    seatings = [("a", "b", "c", "d"), ("b", "c", "d", "e"), ("e", "a", "b", "c")]
+
+    def setup(conn: Connection) -> None:
+        for n, seating in enumerate(seatings):
+            store.add_table(conn, "ladder", n, f"L{n}", seating, seating, 0.0, focus=seating[n % 4])
+        store.add_table(conn, "validation", 0, "V1", seatings[0], seatings[0], 0.0)
+        store.set_table_status(conn, store.tables_in(conn, "ladder")[1].id, "playing", 1.0)
+
+    database.run_write(setup)
+    rows = database.run_read(store.tables_in, "ladder")
+    assert [r.number for r in rows] == [0, 1, 2]
+    for since in (0, 1, 3):
+        assert database.run_read(store.past_ladder_tables, since) == [
+            (r.number, r.seating, r.focus) for r in rows if r.number >= since
+        ]
+    assert database.run_read(store.past_ladder_tables, 1)[1] == (2, seatings[2], "b")
+    playing = database.run_read(store.tables_in, "ladder", ["playing"])
+    assert [r.number for r in playing] == [1]
+    chosen_since = database.run_read(store.tables_in, "ladder", ["chosen"], 1)
+    assert [r.number for r in chosen_since] == [2]
+    assert [r.number for r in database.run_read(store.tables_in, "ladder", None, 2)] == [2]
+    assert database.run_read(store.tables_in, "ladder", []) == []
+    assert [r.numbering for r in database.run_read(store.tables_in, "validation")] == ["validation"]
+
+
 def test_tables_games_folds_and_standings(database: db.Database) -> None:
     with database.write() as conn:
         ann = store.add_participant(conn, "ann", 0.0)
