@@ -244,21 +244,19 @@ def lease_uid(base: int = DEFAULT_UID_BASE, size: int = UID_POOL_SIZE) -> UidLea
     is often busy (issue 26: 2 readings a lease, some 3 ms of CPU each with
     150 processes). So the first pass locks :data:`LOOKAHEAD` clean uids
     before one reading, which holds for each of them (the others are
-    unlocked untouched), and passes over without a reading the uids the
-    last reading of an earlier lease in this process showed busy
-    (:data:`_busy_hint`). The second pass ignores the hint, so a stale one
-    only moves the lease to another clean uid.
+    unlocked untouched). No reading of an earlier lease is trusted for the
+    first pass: passing over the clean uids it showed busy sent leases to
+    the second pass more often, where a killed arena's uid is taken and its
+    processes killed before that arena's ``--resume`` or ``cleanup`` (issue
+    26: ``test_nothing_of_a_bot_is_left_after_kill_9_and_resume`` failed so).
 
     Raises:
         IsolationError: every uid of the pool is in use.
     """
-    global _busy_hint
     LOCK_DIR.mkdir(mode=0o755, exist_ok=True)
     start = os.getpid() % size
-    # uids with processes, from the last reading of this call; and from an
-    # earlier lease's reading (a hint: the first pass only)
+    # uids with processes, from the last reading of this call
     busy: list[frozenset[int]] = [frozenset()]
-    hint = _busy_hint
     window = min(CLEAN_WINDOW, size)
 
     def locked() -> Generator[tuple[int, int, bytes, bool], None, None]:
@@ -269,7 +267,7 @@ def lease_uid(base: int = DEFAULT_UID_BASE, size: int = UID_POOL_SIZE) -> UidLea
         )
         for i, clean_only in order:
             uid = base + (start + i) % size
-            if uid in busy[0] or (clean_only and uid in hint):
+            if uid in busy[0]:
                 continue
             path = LOCK_DIR / str(uid)
             flags = os.O_RDWR | os.O_CLOEXEC | (0 if clean_only else os.O_CREAT)
@@ -302,7 +300,7 @@ def lease_uid(base: int = DEFAULT_UID_BASE, size: int = UID_POOL_SIZE) -> UidLea
             if not held:
                 raise IsolationError(f"all {size} bot uids from {base} are in use")
             live_of, now = _processes_of_uids({c[0] for c in held})
-            busy[0] = _busy_hint = now
+            busy[0] = now
             while held:
                 uid, fd, state, _ = held.pop(0)
                 live = live_of.get(uid)
@@ -331,10 +329,6 @@ def lease_uid(base: int = DEFAULT_UID_BASE, size: int = UID_POOL_SIZE) -> UidLea
 #: How many uids from an arena's starting point :func:`lease_uid` tries for
 #: one whose lock file says ``clean`` before it takes any free uid.
 CLEAN_WINDOW: Final = 64
-#: The uids with processes, zombies included, at the last reading of
-#: ``/proc`` of a :func:`lease_uid` in this process: passed over in its next
-#: call's first pass (a hint: passing a uid over is always safe).
-_busy_hint: frozenset[int] = frozenset()
 
 
 #: Clean uids :func:`lease_uid` locks before one reading of ``/proc``: the

@@ -407,7 +407,6 @@ def test_a_busy_first_clean_uid_costs_no_second_reading(
     second = base + (os.getpid() + 1) % size
     _lock_state(first, b"clean")
     _lock_state(second, b"clean")
-    monkeypatch.setattr(isolation, "_busy_hint", frozenset())
     zombie = _zombie_of(first)
     try:
         readings = _count_readings(monkeypatch)
@@ -418,49 +417,6 @@ def test_a_busy_first_clean_uid_costs_no_second_reading(
         assert (isolation.LOCK_DIR / str(first)).read_bytes() == b"clean"  # untouched
     finally:
         os.waitpid(zombie, 0)
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason="uid leases need root")
-def test_uids_an_earlier_reading_showed_busy_cost_no_reading(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Uids an earlier lease's reading showed busy (zombies of their last
-    bots) are passed over in the first pass without a reading: the first
-    lease needs two readings to pass two busy uids, the next ones one. The
-    hint never makes a uid unleasable: once the zombies are reaped and the
-    third uid is held, the first pass finds none, the second leases one."""
-    from arena.sandbox import isolation
-
-    base, size = 3_950_000, 3
-    first, second, third = (base + (os.getpid() + i) % size for i in range(3))
-    for uid in (first, second, third):
-        _lock_state(uid, b"clean")
-    monkeypatch.setattr(isolation, "_busy_hint", frozenset())
-    zombies = [_zombie_of(first), _zombie_of(second)]
-    try:
-        readings = _count_readings(monkeypatch)
-        for want in (2, 1, 1):
-            readings.clear()
-            lease = isolation.lease_uid(base=base, size=size)
-            assert lease.uid == third
-            lease.release()
-            assert len(readings) == want
-        held = isolation.lease_uid(base=base, size=size)
-        assert held.uid == third
-        try:
-            for pid in zombies:
-                os.waitpid(pid, 0)
-            zombies = []
-            readings.clear()
-            lease = isolation.lease_uid(base=base, size=size)  # the hint is stale now
-            assert lease.uid == first
-            assert len(readings) == 1
-            lease.release()
-        finally:
-            held.release()
-    finally:
-        for pid in zombies:
-            os.waitpid(pid, 0)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="uid leases need root")
