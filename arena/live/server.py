@@ -419,9 +419,14 @@ async def _keep_up(hub: Hub, pusher: Pusher, channel: Any | None) -> None:
         await trio.to_thread.run_sync(hub.read_journal)
         changed = hub.tick()
         if hub.standings_due():
-            records = hub.take_finished()
-            part = await trio.to_thread.run_sync(hub.standings_part, records)
-            hub.publish_standings(part)
+            # Shielded: take_finished clears the standings' dirty flag, so
+            # games taken and then dropped by a cancellation (the run ended
+            # while the journal was read) would never be rated, and
+            # Hub.finish would publish the standings of an earlier prefix.
+            with trio.CancelScope(shield=True):
+                records = hub.take_finished()
+                part = await trio.to_thread.run_sync(hub.standings_part, records)
+                hub.publish_standings(part)
             changed = True
         if changed:
             pusher.changed_now()

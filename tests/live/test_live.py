@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import queue
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from live_checks import cards_in, check_hands, check_tables
 from arena.cli.main import main
 from arena.game.feed import LiveFeed, TableState
 from arena.game.referee import Referee, RefereeSettings, SeatSetup
+from arena.live import server as live_server
 from arena.live.hub import Hub, standings_rows
 from arena.live.server import Address, LiveError, host_name, needs_token, parse_address
 from arena.protocol.faults import Fault, FaultKind
@@ -585,6 +587,45 @@ def test_a_hub_without_a_journal_takes_the_records_it_is_handed(tmp_path: Path) 
     assert [g["game_index"] for g in finished["games"]] == [3, 2, 1, 0]
     assert hub.revealed("r1-t0") and hub.game_hands(2) is not None
     assert json.loads(hub.texts["standings"])["counted"] == 4
+
+
+def test_standings_of_games_taken_when_the_run_ends_are_published(tmp_path: Path) -> None:
+    # Found by a loaded run: the run ended while the journal was read (a
+    # thread), the next standings computation was cancelled at its start
+    # after take_finished had cleared the dirty flag, and the page was
+    # marked over with the standings of an earlier prefix.
+    settings = _settings()
+    records = synthesize(NAMES, settings)
+    info = {**settings.to_json(), "entrants": [{"name": n} for n in NAMES]}
+    hub = Hub(info, 20, None, "live", "")
+    for r in records[:2]:
+        hub.add_record(r)
+    hub.tick(now=float("inf"))
+    hub.compute_standings(now=-1e9)
+    assert json.loads(hub.texts["standings"])["counted"] == 2
+    reading = threading.Event()
+    release = threading.Event()
+
+    def slow_read(now: float | None = None) -> int:
+        reading.set()
+        release.wait(10)
+        for r in records[2:6]:
+            hub.add_record(r, now=-1e9)
+        return 4
+
+    hub.read_journal = slow_read  # type: ignore[method-assign]
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(live_server._keep_up, hub, live_server.Pusher(), None)
+            await trio.to_thread.run_sync(reading.wait, 10)
+            nursery.cancel_scope.cancel()
+            release.set()
+
+    trio.run(main)
+    hub.read_journal = lambda now=None: 0  # type: ignore[method-assign]
+    hub.finish()
+    assert json.loads(hub.texts["standings"])["counted"] == 6
 
 
 def test_watch_ends_on_ctrl_c_with_an_end_event_for_every_stream(tmp_path: Path) -> None:

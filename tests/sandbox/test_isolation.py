@@ -438,15 +438,7 @@ def test_a_clean_uid_is_leased_before_one_that_needs_a_purge(
     _lock_state(third, b"in use")
     purged: list[int] = []
     monkeypatch.setattr(isolation, "purge_uid", purged.append)
-    readings: list[str] = []
-    real_listdir = os.listdir
-
-    def counting(path: object = ".") -> list[str]:
-        if str(path) == "/proc":
-            readings.append("/proc")
-        return real_listdir(path)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(isolation.os, "listdir", counting)
+    readings = _count_readings(monkeypatch)
     lease = isolation.lease_uid(base=base, size=size)
     try:
         assert lease.uid == second
