@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -101,13 +104,16 @@ replies = st.fixed_dictionaries(
         "id": st.integers(-2, 2**40) | st.booleans() | st.floats(allow_nan=False) | values,
         "card": cards,
         "cards": st.lists(cards, max_size=15) | values,
+        "name": st.text(max_size=4) | values,
+        "author": st.text(max_size=4) | values,
+        "version": st.text(max_size=4) | values,
         "extra": values,
     },
 )
 
 
 @settings(max_examples=800, deadline=None)
-@given(kind=st.sampled_from(["play", "pass"]), reply=replies)
+@given(kind=st.sampled_from(["play", "pass", "hello"]), reply=replies)
 def test_fast_reply_check_agrees_with_jsonschema(kind: str, reply: dict) -> None:
     """The hot-path check accepts only what the schema accepts, and together with
     its jsonschema fallback accepts and rejects exactly what jsonschema does."""
@@ -115,3 +121,21 @@ def test_fast_reply_check_agrees_with_jsonschema(kind: str, reply: dict) -> None
     if protocol._plainly_valid(kind, reply):
         assert schema_says
     assert reply_is_valid(kind, reply) == schema_says
+
+
+def test_a_plain_hello_is_checked_without_jsonschema() -> None:
+    # Every arena process that starts a bot checks its hello: a plain one is
+    # answered by the fast path, which spares the process jsonschema's import.
+    code = (
+        "import sys\n"
+        "from arena.protocol import codec\n"
+        "codec.check_reply('hello', {'type': 'hello', 'id': 0, 'name': 'x', 'author': 'y'})\n"
+        "print('jsonschema' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    assert not protocol._plainly_valid("hello", {"type": "hello", "id": 0, "name": 5})
+    assert not protocol._plainly_valid(
+        "hello", {"type": "hello", "id": 0, "name": "x", "version": 2}
+    )
+    assert not protocol._plainly_valid("hello", {"type": "hello", "id": True, "name": "x"})
