@@ -209,6 +209,14 @@ def test_node_a_jvm_and_a_c_program_play_sealed_with_no_fault(open_tmp: Path) ->
     assert len(records) == 4
 
 
+#: Files at the top of ``/proc`` that only root may open (mode 0400).
+_ROOT_ONLY = frozenset(
+    {"kmsg", "slabinfo", "timer_list", "vmallocinfo", "pagetypeinfo", "kpageflags"}
+)
+#: Machine-wide counters a sealed bot reads as empty files.
+_EMPTY = frozenset({"zoneinfo", "buddyinfo", "interrupts", "softirqs", "diskstats", "locks"})
+
+
 @needs_seal
 def test_what_a_sealed_bot_reads_in_proc_and_dev(open_tmp: Path) -> None:
     """/proc/meminfo shows the bot's memory bound, /proc/stat one cpu line a
@@ -230,8 +238,20 @@ def test_what_a_sealed_bot_reads_in_proc_and_dev(open_tmp: Path) -> None:
         "  'cpu_count': os.cpu_count(),\n"
         "  'somaxconn': os.path.exists('/proc/sys/net/core/somaxconn'),\n"
         "}\n"
+        "def probe(name):\n"
+        "  try:\n"
+        "    fd = os.open('/proc/' + name, os.O_RDONLY | os.O_NONBLOCK)\n"
+        "  except PermissionError:\n"
+        "    return 'denied'\n"
+        "  except OSError as e:\n"
+        "    return type(e).__name__\n"
+        "  try:\n"
+        "    return len(os.read(fd, 64))\n"
+        "  except OSError as e:\n"
+        "    return type(e).__name__\n"
+        "seen['opened'] = {n: probe(n) for n in NAMES}\n"
         "print('VIEW ' + json.dumps(seen), file=sys.stderr, flush=True)\n"
-        "serve('viewer')\n"
+        "serve('viewer')\n".replace("NAMES", repr(sorted(_ROOT_ONLY | _EMPTY)))
     )
     out = open_tmp / "out"
     args = ["run", str(folder / "viewer.py"), "sample:low", "sample:duck", "sample:random"]
@@ -252,3 +272,26 @@ def test_what_a_sealed_bot_reads_in_proc_and_dev(open_tmp: Path) -> None:
     assert "ptmx" not in seen["dev"] and "pts" not in seen["dev"]
     assert set(seal.DEVICES) <= set(seen["dev"])
     assert seen["somaxconn"] is True
+    # Files only root may open stay the kernel's (no mount over them) and a
+    # sealed bot cannot open them; the machine's other counters read empty.
+    here = {n for n in _ROOT_ONLY | _EMPTY if os.path.exists(f"/proc/{n}")}
+    closed = {n for n in here if not os.stat(f"/proc/{n}").st_mode & 0o006}
+    assert closed and here - closed
+    assert {n for n in here if seen["opened"][n] == "denied"} == closed
+    assert {n for n in here if seen["opened"][n] == 0} == here - closed
+
+
+def test_only_a_root_bot_gets_the_files_only_root_may_open_covered() -> None:
+    # A bot that is not root cannot open kmsg, slabinfo, kpageflags and the
+    # like: no mount covers them (one mount fewer each, in every start). A
+    # bot running as root (--same-user in a root arena) could: each is
+    # covered by an empty file, as every other machine-wide file is.
+    view = seal.proc_view(0)
+    closed = seal._closed_to_bots()
+    assert {"kmsg", "kpageflags"} <= closed and not closed & set(seal.PROC_AS_IS)
+    as_root = seal.proc_binds(view, as_root=True)
+    as_bot = seal.proc_binds(view, as_root=False)
+    targets = {a for a in as_root if a.startswith("/proc/")}
+    assert {f"/proc/{n}" for n in closed} <= targets
+    assert targets - {a for a in as_bot if a.startswith("/proc/")} == {f"/proc/{n}" for n in closed}
+    assert "/proc/meminfo" in as_bot and "/proc/zoneinfo" in as_bot
