@@ -439,7 +439,9 @@ def runtime_paths(*, arena_python: bool = True) -> list[Path]:
             continue
         if path not in out:
             out.append(path)
-    return out
+    # A folder inside another of the list (a pyenv's ``bin`` inside its
+    # prefix) is seen through that one's bind: one mount fewer a start.
+    return [p for p in out if not any(o != p and p.is_relative_to(o) for o in out)]
 
 
 _KIT_COPY: list[Path] = []

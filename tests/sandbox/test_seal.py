@@ -16,6 +16,7 @@ import secrets
 import shutil
 import socket
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -590,6 +591,16 @@ def test_a_package_in_a_private_folder_is_given_to_bots_as_a_readable_copy(
     assert seal.bot_package_parent() == parent  # made once per process
     assert seal.runtime_paths(arena_python=False) == []  # the kit is bound apart
     shutil.rmtree(parent)
+
+
+def test_the_runtime_paths_hold_no_folder_inside_another() -> None:
+    # Each is a mount in every sealed start; one inside another (a pyenv's
+    # bin inside its prefix) is seen through the outer one's.
+    paths = seal.runtime_paths()
+    interpreter = Path(os.path.realpath(sys.executable))
+    if interpreter.parts[1] != "usr":  # bound by the root view otherwise
+        assert any(interpreter.is_relative_to(p) for p in paths)
+    assert not [(a, b) for a in paths for b in paths if a != b and a.is_relative_to(b)]
 
 
 def test_cleanup_removes_only_the_package_copies_of_arenas_that_are_gone(tmp_path: Path) -> None:
