@@ -279,8 +279,11 @@ def test_the_view_of_an_arena_killed_with_sigkill_is_removed(
         folder = Path(child.stdout.readline().strip())
         assert str(folder.parent) in rootview.VIEW_PARENTS and folder.is_dir()
         monkeypatch.setattr(tempfile, "tempdir", str(tmpfs_tmp))
-        assert seal.remove_package_copies_of_dead_arenas() == 0  # running: kept
-        assert folder.is_dir()
+        # Not a count: /var/tmp is the machine's, and an arena another test
+        # killed may have left a view there in the meantime (it failed so
+        # once in a loaded run, with 1 == 0).
+        seal.remove_package_copies_of_dead_arenas()
+        assert folder.is_dir()  # running: kept
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
