@@ -71,7 +71,7 @@ def template_cache_dir() -> Path:
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """Jinja2's bytecode cache in :func:`template_cache_dir`, or ``None``
-    (templates compiled in each process, some 70 ms of CPU) where it cannot
+    (templates compiled in each process, some 84 ms of CPU) where it cannot
     be made or could hold another user's code: the folder and its parent
     must be this user's and writable by no one else, since the cache holds
     code this process runs. ``HEARTS_ARENA_TEMPLATE_CACHE=0`` turns it off."""

@@ -440,7 +440,7 @@ class Launcher:
                         seccomp=seccomp is not None,
                         bwrap=seal.bwrap_path() or "bwrap",
                         memory_mb=opts.limits.memory_mb,
-                        as_root=(lease.uid if lease else os.geteuid()) == 0,
+                        as_root=seal.runs_as_root(lease.uid if lease else None),
                     )
                 )
             group = copy.group.uid if copy and copy.group else (lease.uid if lease else None)

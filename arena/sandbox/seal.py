@@ -223,6 +223,13 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
+def runs_as_root(user: int | None) -> bool:
+    """Whether a bot started as ``user`` (a uid; ``None``: this process's own
+    user, as with ``--same-user``) runs as root, and so may open the /proc
+    files only root may (the ``as_root`` of :func:`sealed_argv`)."""
+    return (user if user is not None else os.geteuid()) == 0
+
+
 def seccomp_program() -> tuple[bytes | None, str]:
     """The BPF program refusing file locks (``flock``; ``fcntl`` with the
     commands of :data:`LOCK_COMMANDS`) with ``ENOLCK`` and the calls of
@@ -1050,7 +1057,7 @@ def probe(
             bwrap=bwrap,
             memory_mb=memory_mb,
             seccomp_fd=fd,
-            as_root=(user if user is not None else os.geteuid()) == 0,
+            as_root=runs_as_root(user),
         )
         argv = ['exec "$@"' if a == STDIO_SCRIPT else a for a in argv]
         proc = subprocess.run(

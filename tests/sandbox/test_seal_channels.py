@@ -212,6 +212,7 @@ def test_node_a_jvm_and_a_c_program_play_sealed_with_no_fault(open_tmp: Path) ->
 #: Files at the top of ``/proc`` that only root may open (mode 0400).
 _ROOT_ONLY = frozenset(
     {"kmsg", "slabinfo", "timer_list", "vmallocinfo", "pagetypeinfo", "kpageflags"}
+    | {"kpagecgroup", "kpagecount", "program_cpu"}
 )
 #: Machine-wide counters a sealed bot reads as empty files.
 _EMPTY = frozenset({"zoneinfo", "buddyinfo", "interrupts", "softirqs", "diskstats", "locks"})
@@ -295,3 +296,11 @@ def test_only_a_root_bot_gets_the_files_only_root_may_open_covered() -> None:
     assert {f"/proc/{n}" for n in closed} <= targets
     assert targets - {a for a in as_bot if a.startswith("/proc/")} == {f"/proc/{n}" for n in closed}
     assert "/proc/meminfo" in as_bot and "/proc/zoneinfo" in as_bot
+
+
+def test_a_bot_runs_as_root_only_with_uid_0_or_as_a_root_arena_itself() -> None:
+    # The launcher and the probe decide the same way whether the files only
+    # root may open need covering (seal.runs_as_root).
+    assert seal.runs_as_root(0) is True
+    assert seal.runs_as_root(3_900_300) is False
+    assert seal.runs_as_root(None) is (os.geteuid() == 0)
