@@ -237,7 +237,7 @@ def test_sample_entrants_work_when_the_arena_lives_under_a_folder_with_a_space(
     assert run_arena(["run", "--config", str(path)]) == 0
     results, _ = load_outputs(open_tmp / "out")
     entrants = results["settings"]["entrants"]
-    assert [e["argv"][1] for e in entrants] == [
+    assert [e["argv"][-1] for e in entrants] == [
         str(spaced / f) for f in ("low_bot.py", "duck_bot.py", "random_bot.py", "heuristic_bot.py")
     ]
     assert all(sum(r["faults"].values()) == 0 for r in results["standings"])

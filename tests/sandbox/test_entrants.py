@@ -56,3 +56,43 @@ def test_two_links_to_one_program_play_sealed_in_the_target_folder(open_tmp: Pat
     assert sorted(rows) == ["alpha", "beta", "duck", "low"]
     assert sum(rows["alpha"]["faults"].values()) == sum(rows["beta"]["faults"].values()) == 0
     assert rows["alpha"]["games"] == rows["beta"]["games"] == len(records) == 4
+
+
+def test_an_interpreter_given_by_its_path_runs_in_the_folder_of_the_script(
+    tmp_path: Path,
+) -> None:
+    # /usr/bin/python3 bot.py (or the arena's own Python by its path) is the
+    # interpreter, not the bot: the bot's files are bot.py's folder, as for
+    # python3 bot.py. It was the interpreter's folder (a copy of a bin folder
+    # as the sealed bot's /entrant, where it could not start).
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "bot.py").write_text("print('hi')\n")
+    python = Path(sys.executable)
+    e = parse_entrant(f"me={python} -S {folder / 'bot.py'}")
+    assert e.cwd == folder.resolve()
+    assert e.program == (folder / "bot.py").resolve()
+    assert e.argv == (str(python), "-S", str((folder / "bot.py").resolve()))
+    installed = Path("/bin/sh")
+    e = parse_entrant(f"sh={installed} {folder / 'bot.py'}")
+    assert e.cwd == folder.resolve() and e.argv[0] == str(installed)
+    # A program of the bot's own, given by its path, still names the folder.
+    own = folder / "run-me"
+    own.write_text("#!/bin/sh\n")
+    own.chmod(0o755)
+    e = parse_entrant(f"own={own} {folder / 'bot.py'}")
+    assert e.cwd == folder.resolve() and e.program == own.resolve()
+    other = tmp_path / "other"
+    other.mkdir()
+    e = parse_entrant(f"own={own} {other}/../other")
+    assert e.cwd == folder.resolve()
+
+
+def test_the_sample_bots_of_the_standard_library_start_without_site() -> None:
+    # duck, heuristic, low and random import only the standard library: -S
+    # (no site-packages, no .pth file run at start); kit and search import
+    # the arena package and keep site.
+    for name in ("duck", "heuristic", "low", "random"):
+        assert parse_entrant(f"sample:{name}").argv[1] == "-S"
+    for name in ("kit", "search"):
+        assert "-S" not in parse_entrant(f"sample:{name}").argv
