@@ -20,6 +20,7 @@ first, so nothing runs twice.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import gc
 import logging
@@ -41,7 +42,20 @@ class _ErrorRecords(logging.Handler):
         self.records: list[logging.LogRecord] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
+        if not _dask_close_race(record):
+            self.records.append(record)
+
+
+def _dask_close_race(record: logging.LogRecord) -> bool:
+    """Dask's nanny closing while its worker process exits: its
+    ``_on_worker_exit`` awaits the close of its connection pool, which the
+    nanny's own close cancels, and Dask's ``log_errors`` logs that
+    ``CancelledError`` at ERROR (distributed 2026.8; seen once in CI in
+    tests/server/test_server_dask.py, after the test's tables had ended).
+    A shutdown race of Dask's, not a defect of the arena's: only that
+    record is let through; any other ERROR of the nanny still fails a test."""
+    error = record.exc_info[1] if record.exc_info else None
+    return record.name == "distributed.nanny" and isinstance(error, asyncio.CancelledError)
 
 
 def _clear_trio_run_state() -> bool:

@@ -34,6 +34,7 @@ from suite_hooks import (  # noqa: F401
 """
 
 INNER_TESTS = """
+import asyncio
 import logging
 
 import pytest
@@ -62,6 +63,17 @@ def test_an_error_log_allowed():
 
 def test_a_warning_is_no_failure():
     logging.getLogger("inner").warning("only a warning")
+
+
+def test_dasks_nanny_cancelled_as_it_closes_is_no_failure():
+    try:
+        raise asyncio.CancelledError()
+    except asyncio.CancelledError as exc:
+        logging.getLogger("distributed.nanny").exception(exc)
+
+
+def test_another_error_of_dasks_nanny_fails():
+    logging.getLogger("distributed.nanny").error("Failed to restart worker")
 """
 
 
@@ -86,11 +98,13 @@ def test_inner_session_follows_the_suite_rules(tmp_path: Path) -> None:
     assert outcome["FAILED"] == {
         "test_a_trio_run_stopped_by_its_timeout",
         "test_an_error_log_fails",
+        "test_another_error_of_dasks_nanny_fails",
     }, proc.stdout + proc.stderr
     assert outcome["PASSED"] == {
         "test_the_next_trio_run_starts",
         "test_an_error_log_allowed",
         "test_a_warning_is_no_failure",
+        "test_dasks_nanny_cancelled_as_it_closes_is_no_failure",
     }, proc.stdout
     assert "ERROR logged during the test:\ninner: swallowed" in proc.stdout
 
@@ -125,7 +139,7 @@ def test_under_xdist_a_timed_out_test_ends_its_worker(tmp_path: Path) -> None:
     )
     out = proc.stdout + proc.stderr
     summary = proc.stdout.strip().splitlines()[-1]
-    assert all(n in summary for n in ("2 failed", "4 passed", "1 rerun")), out
+    assert all(n in summary for n in ("3 failed", "5 passed", "1 rerun")), out
     assert proc.returncode == 1, out
     assert "RERUN test_inner.py::test_the_next_trio_run_starts" in proc.stdout, out
     assert "replacing crashed worker" in out
