@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -243,16 +244,22 @@ def folder_entrant(folder: Path, *, name: str | None = None, given: str | None =
     return dataclasses.replace(entrant, source=shown)
 
 
+#: The names of Python interpreters (a bot's own program named
+#: ``python_bot`` is not one).
+_PYTHON_NAME: Final = re.compile(r"(python|pypy)[0-9.]*\Z")
+
+
 def _installed_program(path: Path) -> bool:
     """Whether ``path`` (a command's first word, given as a path) names an
     installed program rather than the bot's own: the arena's Python
-    (``sys.executable``), a Python interpreter (a ``python*`` program
-    followed by the bot's script), or an executable file in one of
-    ``PATH``'s folders (``/usr/bin/python3``, ``/usr/bin/java``)."""
+    (``sys.executable``), a Python interpreter (named ``python``,
+    ``python3``, ``python3.11``, ``pypy3`` and the like: :data:`_PYTHON_NAME`),
+    or an executable file in one of ``PATH``'s folders (``/usr/bin/python3``,
+    ``/usr/bin/java``)."""
     if not _is_file(path) or not os.access(path, os.X_OK):
         return False
     given = os.path.normpath(os.path.abspath(path))
-    if given == os.path.normpath(os.path.abspath(sys.executable)) or path.name.startswith("python"):
+    if given == os.path.normpath(os.path.abspath(sys.executable)) or _PYTHON_NAME.match(path.name):
         return True
     folder = os.path.dirname(given)
     on_path = {os.path.normpath(os.path.abspath(p)) for p in os.get_exec_path() if p}

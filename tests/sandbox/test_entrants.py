@@ -82,10 +82,18 @@ def test_an_interpreter_given_by_its_path_runs_in_the_folder_of_the_script(
     own.chmod(0o755)
     e = parse_entrant(f"own={own} {folder / 'bot.py'}")
     assert e.cwd == folder.resolve() and e.program == own.resolve()
-    other = tmp_path / "other"
-    other.mkdir()
-    e = parse_entrant(f"own={own} {other}/../other")
-    assert e.cwd == folder.resolve()
+    # ... even when its name starts like an interpreter's.
+    lookalike = folder / "python_bot"
+    lookalike.write_text("#!/bin/sh\n")
+    lookalike.chmod(0o755)
+    e = parse_entrant(f"look={lookalike}")
+    assert e.cwd == folder.resolve() and e.program == lookalike.resolve()
+    # Another interpreter of the machine's, by its path, outside PATH.
+    elsewhere = tmp_path / "py" / "bin"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "python3.11").symlink_to(python.resolve())
+    e = parse_entrant(f"py={elsewhere / 'python3.11'} {folder / 'bot.py'}")
+    assert e.cwd == folder.resolve() and e.program == (folder / "bot.py").resolve()
 
 
 def test_the_sample_bots_of_the_standard_library_start_without_site() -> None:
