@@ -771,7 +771,12 @@ def test_reusing_a_uid_thaws_then_kills_what_a_killed_arena_left_frozen() -> Non
     base.mkdir(mode=0o700, exist_ok=True)
     plan = cgroups.Plan(bases={"freezer": base}, freeze="freezer")
     group = cgroups.RunGroups(plan, "test" + os.urandom(4).hex()).create()
-    uid = DEFAULT_UID_BASE + UID_POOL_SIZE - 1  # the pool's last: unused by other tests
+    # A uid outside the arenas' pool: an arena another test runs meanwhile
+    # may lease any uid of its pool (the pool's last was one: an arena whose
+    # search started near it leased it, killing this test's sleeper first,
+    # and a loaded run failed on the sleeper gone, 0 processes found).
+    uid = 3_960_000
+    assert not DEFAULT_UID_BASE <= uid < DEFAULT_UID_BASE + UID_POOL_SIZE
 
     def setup() -> None:
         group.join_self()
