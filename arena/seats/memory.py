@@ -288,6 +288,9 @@ class MemorySeat(WireSeat):
             :class:`FakeCpuClock`) when the referee gives a wall cap, as a bot
             process with CPU accounting does (default ``False``: a bot that
             sleeps times out at its time limit, as one without CPU accounting).
+        exit_wait: seconds a bot whose output or input ended is waited for to
+            exit before it is said to have closed it while still running (a
+            bot process waits :data:`arena.seats.process.EXIT_WAIT_SECONDS`).
 
     Attributes:
         cpu: its :class:`FakeCpuClock`.
@@ -312,8 +315,10 @@ class MemorySeat(WireSeat):
         capacity: int = INPUT_CAPACITY,
         outgoing_cap: int | None = None,
         cpu_budget: bool = False,
+        exit_wait: float = 0.2,
     ) -> None:
         self.memory = MemoryTransport(capacity)
+        self.exit_wait = exit_wait
         super().__init__(self.memory)
         self._label = label
         self._bot = bot
@@ -379,7 +384,7 @@ class MemorySeat(WireSeat):
         return f"exit code {self.exit_code}"
 
     async def _why_ended(self, what: str) -> str:
-        with trio.move_on_after(0.2):
+        with trio.move_on_after(self.exit_wait):
             await self.exited.wait()
         if self.exited.is_set():
             return f"exited ({self.exit_status()})"

@@ -481,8 +481,10 @@ class WireSeat:
             due = later
         now = trio.current_time()
         if self._eof:
-            with trio.move_on_at(max(due, now + 0.2)):
-                self._gone(await self._output_ended())
+            # Waited as long as the transport waits for the bot's exit (a
+            # process: EXIT_WAIT_SECONDS): a shorter wait here cut it when the
+            # output ended near the deadline, and the crash was told as "gone".
+            self._gone(await self._output_ended())
         if self.dead is not None:
             return Reply(None, FaultKind.CRASHED, self.dead, now - start, rid)
         if not scope.cancelled_caught:  # pragma: no cover - the loop only ends by EOF or cancel

@@ -618,6 +618,19 @@ def test_a_bot_that_closes_its_output_crashes() -> None:
     assert played.seats[SEAT].exit_status() == "killed by SIGTERM"  # close() ended it
 
 
+def test_a_bot_that_closes_its_output_near_its_deadline_is_waited_for_as_long() -> None:
+    # The wait for the bot's exit is its transport's (a process's is 0.5 s):
+    # the request cut it to 0.2 s past the output's end, past the deadline,
+    # and the crash was told as "gone" (a loaded run of tests/seats/test_hostile.py).
+    async def act(end: BotEnd, message: Message) -> None:
+        await trio.sleep(0.9)  # of the time limit's 1.0 s
+        end.close_output()
+        await trio.sleep(3600)
+
+    played = play({SEAT: faulty(at_play(2), act)}, seat_options={"exit_wait": 0.5})
+    assert_crash(played, 2, "closed its output while still running")
+
+
 def test_a_bot_that_closes_its_input_crashes_at_the_next_write() -> None:
     async def act(end: BotEnd, message: Message) -> None:
         end.reply(message, card=message["legal"][0])
